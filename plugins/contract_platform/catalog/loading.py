@@ -1,0 +1,292 @@
+"""Files -> ``Catalog``: the only reader of ``contracts/``.
+
+``load_catalog`` collects every problem it can find (unknown keys, wrong types, missing files,
+invalid schemas, unresolvable ``$ref``, folder and messageType that disagree, duplicate
+messageTypes) and raises one ``CatalogError`` that lists them all, each with file and pointer.
+Rules about *good* contracts (naming, tense, money fields...) are the linter's, not the loader's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from contract_platform.catalog.documents import DocumentProblem, pointer_from_path, read_json, read_yaml
+from contract_platform.catalog.model import (
+    Catalog,
+    Consumer,
+    Contract,
+    Fixture,
+    Hold,
+    Kind,
+    Ordering,
+    Owner,
+    Pii,
+    QualitySettings,
+    Retention,
+    RetirementSettings,
+    Status,
+    TopologySettings,
+    Transport,
+    ValidationSettings,
+)
+from contract_platform.catalog.schemas import schema_problems
+from contract_platform.durations import parse_duration
+from contract_platform.errors import CatalogError, Problem
+
+__all__ = ["ENVELOPE_SCHEMA_PATH", "load_catalog", "load_contract_schema"]
+
+ENVELOPE_SCHEMA_PATH = Path("envelope") / "envelope.v1.schema.json"
+_MESSAGE_TYPE = re.compile(r"^([a-z][a-z0-9-]*)\.([a-z][a-z0-9-]*)\.v([1-9][0-9]*)$")
+_SEMVER = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
+
+
+@cache
+def load_contract_schema() -> dict[str, Any]:
+    """The JSON Schema of contract.yaml, shipped with the package (the format's one definition)."""
+    text = resources.files("contract_platform.catalog").joinpath("contract.schema.json").read_text("utf-8")
+    return dict(json.loads(text))
+
+
+def load_catalog(root: str | Path) -> Catalog:
+    """Load and shape-check every contract under ``root``; raise ``CatalogError`` listing every problem."""
+    root = Path(root)
+    if not root.is_dir():
+        raise CatalogError(Problem(str(root), "", "catalogue folder does not exist; pass the folder that holds envelope/"))
+    problems: list[Problem] = []
+    envelope = _load_envelope(root, problems)
+    contracts: dict[str, Contract] = {}
+    first_seen: dict[str, Path] = {}
+    for contract_file in sorted(root.glob("*/*/v*/contract.yaml")):
+        declared, contract = _load_contract(root, contract_file.parent, problems)
+        if declared is None:
+            continue
+        if declared in first_seen:
+            problems.append(
+                Problem(
+                    str(contract_file),
+                    "/messageType",
+                    f"duplicate messageType {declared!r}: also declared in {first_seen[declared] / 'contract.yaml'}",
+                )
+            )
+            continue
+        first_seen[declared] = contract_file.parent
+        if contract is not None:
+            contracts[declared] = contract
+    _find_strays(root, problems)
+    if problems:
+        raise CatalogError(problems)
+    return Catalog(root=root, envelope_schema=envelope, contracts=contracts)
+
+
+def _load_envelope(root: Path, problems: list[Problem]) -> dict[str, Any]:
+    path = root / ENVELOPE_SCHEMA_PATH
+    try:
+        schema = read_json(path)
+    except DocumentProblem as exc:
+        problems.append(exc.problem)
+        return {}
+    problems.extend(schema_problems(str(path), schema))
+    return schema if isinstance(schema, dict) else {}
+
+
+def _find_strays(root: Path, problems: list[Problem]) -> None:
+    """Version folders without a contract.yaml would otherwise be ignored in silence."""
+    for folder in sorted(root.glob("*/*/v*")):
+        if folder.is_dir() and not (folder / "contract.yaml").exists():
+            problems.append(Problem(str(folder / "contract.yaml"), "", "file is missing: every version folder needs one"))
+
+
+def _load_contract(root: Path, folder: Path, problems: list[Problem]) -> tuple[str | None, Contract | None]:
+    """(the messageType it declares, the contract if it loaded without problems)."""
+    contract_file = folder / "contract.yaml"
+    try:
+        raw = read_yaml(contract_file)
+    except DocumentProblem as exc:
+        problems.append(exc.problem)
+        return None, None
+    shape = _shape_problems(str(contract_file), raw)
+    if shape:
+        problems.extend(shape)
+        declared = raw.get("messageType") if isinstance(raw, dict) else None
+        return (declared if isinstance(declared, str) else None), None
+    before = len(problems)
+    _check_identity(root, folder, raw, problems)
+    payload_schema = _load_payload_schema(folder, problems)
+    fixtures = _load_fixtures(folder, problems)
+    migration = _load_migration(folder, problems)
+    contract = _build(str(contract_file), folder, raw, payload_schema, fixtures, migration, problems)
+    return raw["messageType"], (contract if len(problems) == before else None)
+
+
+def _shape_problems(file: str, raw: Any) -> list[Problem]:
+    if not isinstance(raw, dict):
+        return [Problem(file, "", "contract.yaml must be a mapping of keys (see contracts/README.md)")]
+    validator = Draft202012Validator(load_contract_schema())
+    found = []
+    for error in validator.iter_errors(raw):
+        pointer = pointer_from_path(error.absolute_path)
+        if error.validator == "additionalProperties":
+            allowed = sorted(error.schema.get("properties", {}))
+            unknown = sorted(set(error.instance) - set(allowed))
+            message = f"unknown key(s) {', '.join(unknown)}; allowed here: {', '.join(allowed)}"
+        elif error.validator == "required":
+            message = error.message.replace("is a required property", "is required")
+        else:
+            message = error.message
+        found.append(Problem(file, pointer, message))
+    return found
+
+
+def _check_identity(root: Path, folder: Path, raw: dict[str, Any], problems: list[Problem]) -> None:
+    file = str(folder / "contract.yaml")
+    message_type = raw["messageType"]
+    match = _MESSAGE_TYPE.match(message_type)
+    expected = ".".join(folder.relative_to(root).parts)
+    if match is None:
+        problems.append(
+            Problem(file, "/messageType", f"{message_type!r} is not <domain>.<name>.v<MAJOR> (lower case, e.g. {expected})")
+        )
+    elif message_type != expected:
+        problems.append(
+            Problem(file, "/messageType", f"{message_type!r} disagrees with its folder, which says {expected!r}")
+        )
+    if not _SEMVER.match(raw["version"]):
+        problems.append(Problem(file, "/version", f"{raw['version']!r} is not MAJOR.MINOR.PATCH (e.g. 1.0.0)"))
+
+
+def _load_payload_schema(folder: Path, problems: list[Problem]) -> dict[str, Any]:
+    path = folder / "payload.schema.json"
+    try:
+        schema = read_json(path)
+    except DocumentProblem as exc:
+        problems.append(exc.problem)
+        return {}
+    found = schema_problems(str(path), schema)
+    problems.extend(found)
+    return schema if isinstance(schema, dict) and not found else {}
+
+
+def _load_fixtures(folder: Path, problems: list[Problem]) -> tuple[Fixture, ...]:
+    fixtures = []
+    for valid in (True, False):
+        for path in sorted((folder / "fixtures" / ("valid" if valid else "invalid")).glob("*.json")):
+            try:
+                fixtures.append(Fixture(path=path, valid=valid, document=read_json(path)))
+            except DocumentProblem as exc:
+                problems.append(exc.problem)
+    return tuple(fixtures)
+
+
+def _load_migration(folder: Path, problems: list[Problem]) -> dict[str, Any] | None:
+    path = folder / "migration.yaml"
+    if not path.exists():
+        return None
+    try:
+        spec = read_yaml(path)
+    except DocumentProblem as exc:
+        problems.append(exc.problem)
+        return None
+    if not isinstance(spec, dict):
+        problems.append(Problem(str(path), "", "migration.yaml must be a mapping with from, to and payload"))
+        return None
+    return spec
+
+
+def _duration(file: str, pointer: str, text: str, problems: list[Problem]) -> Any:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        problems.append(Problem(file, pointer, str(exc)))
+        return None
+
+
+def _date(file: str, pointer: str, text: str, problems: list[Problem]) -> date | None:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        problems.append(Problem(file, pointer, f"{text!r} is not a date; write YYYY-MM-DD"))
+        return None
+
+
+def _build(
+    file: str,
+    folder: Path,
+    raw: dict[str, Any],
+    payload_schema: dict[str, Any],
+    fixtures: tuple[Fixture, ...],
+    migration: dict[str, Any] | None,
+    problems: list[Problem],
+) -> Contract:
+    retention = {k: _duration(file, f"/retention/{k}", raw["retention"][k], problems) for k in ("queue", "dlq", "archive")}
+    holds = tuple(
+        Hold(kind=h["kind"], until=_date(file, f"/holds/{i}/until", h["until"], problems) or date.min, reason=h["reason"])
+        for i, h in enumerate(raw.get("holds", []))
+    )
+    quality_raw = raw.get("quality", {})
+    topology_raw = raw.get("topology", {})
+    retirement_raw = raw.get("retirement", {})
+    defaults_r = RetirementSettings()
+    defaults_q = QualitySettings()
+    defaults_t = TopologySettings()
+    return Contract(
+        message_type=raw["messageType"],
+        kind=Kind(raw["kind"]),
+        version=raw["version"],
+        status=Status(raw["status"]),
+        description=raw["description"],
+        owner=Owner(**raw["owner"]),
+        transport=Transport(exchange=raw["transport"]["exchange"], routing_key=raw["transport"]["routingKey"]),
+        compatibility=raw["compatibility"],
+        compatibility_policy=raw.get("compatibilityPolicy", "strict"),
+        idempotency_key=raw["idempotencyKey"],
+        pii=Pii(contains_pii=raw["pii"]["containsPii"], fields=tuple(raw["pii"]["fields"])),
+        retention=Retention(**retention),
+        directory=folder,
+        payload_schema=payload_schema,
+        ordering=Ordering(**raw["ordering"]) if "ordering" in raw else None,
+        consumers=tuple(Consumer(**c) for c in raw.get("consumers", [])),
+        superseded_by=raw.get("supersededBy"),
+        sunset=_date(file, "/sunset", raw["sunset"], problems) if "sunset" in raw else None,
+        holds=holds,
+        tenancy_required=raw.get("tenancy", {}).get("required", False),
+        max_body_bytes=raw.get("limits", {}).get("maxBodyBytes", 262_144),
+        quality=QualitySettings(
+            clock_skew=_duration(file, "/quality/clockSkew", quality_raw["clockSkew"], problems)
+            if "clockSkew" in quality_raw
+            else defaults_q.clock_skew,
+            mostly=dict(quality_raw.get("mostly", {})),
+        ),
+        validation=ValidationSettings(
+            invalid_rate_target=raw.get("validation", {}).get("invalidRateTarget", 0.001),
+            window_days=raw.get("validation", {}).get("windowDays", 7),
+        ),
+        topology=TopologySettings(
+            queue_type=topology_raw.get("queueType", defaults_t.queue_type),
+            retry_delays=tuple(
+                _duration(file, f"/topology/retryDelays/{i}", d, problems) for i, d in enumerate(topology_raw["retryDelays"])
+            )
+            if "retryDelays" in topology_raw
+            else defaults_t.retry_delays,
+            remove_on_retire=topology_raw.get("removeOnRetire", False),
+        ),
+        retirement=RetirementSettings(
+            observations=retirement_raw.get("observations", defaults_r.observations),
+            observation_span=_duration(file, "/retirement/observationSpan", retirement_raw["observationSpan"], problems)
+            if "observationSpan" in retirement_raw
+            else defaults_r.observation_span,
+            evidence_freshness=_duration(file, "/retirement/evidenceFreshness", retirement_raw["evidenceFreshness"], problems)
+            if "evidenceFreshness" in retirement_raw
+            else defaults_r.evidence_freshness,
+        ),
+        fixtures=fixtures,
+        migration=migration,
+        raw=raw,
+    )

@@ -1,0 +1,243 @@
+"""Typed contracts: what ``contracts/`` means, once it has been loaded and checked for shape.
+
+Everything the CLI, the DAGs and the Spark jobs know about a contract comes from these objects;
+``catalog.loading`` is the only code that reads the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Catalog",
+    "Consumer",
+    "Contract",
+    "Fixture",
+    "Hold",
+    "Kind",
+    "Owner",
+    "Status",
+    "Transport",
+]
+
+
+class Status(StrEnum):
+    """Lifecycle states, in lifecycle order (DESIGN section 3)."""
+
+    PROPOSED = "proposed"
+    EXPERIMENTAL = "experimental"
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    DEPRECATED = "deprecated"
+    RETIRED = "retired"
+
+    @property
+    def rank(self) -> int:
+        return list(Status).index(self)
+
+
+class Kind(StrEnum):
+    EVENT = "event"
+    COMMAND = "command"
+
+
+@dataclass(frozen=True)
+class Owner:
+    team: str
+    service: str
+    contact: str | None = None
+
+
+@dataclass(frozen=True)
+class Transport:
+    exchange: str
+    routing_key: str
+
+
+@dataclass(frozen=True)
+class Ordering:
+    key: str  # JSON pointer into the envelope
+    sequence: str  # JSON pointer into the envelope
+
+
+@dataclass(frozen=True)
+class Pii:
+    contains_pii: bool
+    fields: tuple[str, ...]  # JSON pointers into the envelope
+
+
+@dataclass(frozen=True)
+class Retention:
+    queue: timedelta
+    dlq: timedelta
+    archive: timedelta
+
+
+@dataclass(frozen=True)
+class Consumer:
+    service: str
+    queue: str
+
+
+@dataclass(frozen=True)
+class Hold:
+    kind: str  # audit | legal | replay
+    until: date
+    reason: str
+
+    def in_force(self, today: date) -> bool:
+        return today <= self.until
+
+
+@dataclass(frozen=True)
+class QualitySettings:
+    clock_skew: timedelta = timedelta(seconds=5)
+    mostly: Mapping[str, float] = field(default_factory=dict)
+
+    def threshold(self, expectation_id: str) -> float:
+        return float(self.mostly.get(expectation_id, 1.0))
+
+
+@dataclass(frozen=True)
+class ValidationSettings:
+    invalid_rate_target: float = 0.001
+    window_days: int = 7
+
+
+@dataclass(frozen=True)
+class TopologySettings:
+    queue_type: str = "quorum"
+    retry_delays: tuple[timedelta, ...] = (timedelta(seconds=30), timedelta(minutes=5))
+    remove_on_retire: bool = False
+
+
+@dataclass(frozen=True)
+class RetirementSettings:
+    observations: int = 3
+    observation_span: timedelta = timedelta(days=7)
+    evidence_freshness: timedelta = timedelta(days=2)
+
+
+@dataclass(frozen=True)
+class Fixture:
+    path: Path
+    valid: bool  # True: under fixtures/valid (must validate); False: fixtures/invalid (must be rejected)
+    document: Any
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class Contract:
+    """One contract version: ``contracts/<domain>/<name>/v<MAJOR>/``."""
+
+    message_type: str
+    kind: Kind
+    version: str
+    status: Status
+    description: str
+    owner: Owner
+    transport: Transport
+    compatibility: str
+    compatibility_policy: str
+    idempotency_key: str
+    pii: Pii
+    retention: Retention
+    directory: Path
+    payload_schema: Mapping[str, Any]
+    ordering: Ordering | None = None
+    consumers: tuple[Consumer, ...] = ()
+    superseded_by: str | None = None
+    sunset: date | None = None
+    holds: tuple[Hold, ...] = ()
+    tenancy_required: bool = False
+    max_body_bytes: int = 262_144
+    quality: QualitySettings = field(default_factory=QualitySettings)
+    validation: ValidationSettings = field(default_factory=ValidationSettings)
+    topology: TopologySettings = field(default_factory=TopologySettings)
+    retirement: RetirementSettings = field(default_factory=RetirementSettings)
+    fixtures: tuple[Fixture, ...] = ()
+    migration: Mapping[str, Any] | None = None  # raw migration.yaml, checked by contract_platform.migration
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def domain(self) -> str:
+        return self.message_type.split(".")[0]
+
+    @property
+    def name(self) -> str:
+        return self.message_type.split(".")[1]
+
+    @property
+    def family(self) -> str:
+        """``billing.invoice-issued`` for every major of that message."""
+        return self.message_type.rsplit(".", 1)[0]
+
+    @property
+    def major(self) -> int:
+        return int(self.message_type.rsplit(".v", 1)[1])
+
+    @property
+    def contract_file(self) -> Path:
+        return self.directory / "contract.yaml"
+
+    @property
+    def schema_file(self) -> Path:
+        return self.directory / "payload.schema.json"
+
+    @property
+    def migration_file(self) -> Path:
+        return self.directory / "migration.yaml"
+
+    def holds_in_force(self, today: date) -> list[Hold]:
+        return [hold for hold in self.holds if hold.in_force(today)]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every contract version under one root, plus the envelope schema they share."""
+
+    root: Path
+    envelope_schema: Mapping[str, Any]
+    contracts: Mapping[str, Contract]
+
+    def __iter__(self) -> Iterator[Contract]:
+        return iter(sorted(self.contracts.values(), key=lambda c: c.message_type))
+
+    def __len__(self) -> int:
+        return len(self.contracts)
+
+    def __contains__(self, message_type: object) -> bool:
+        return message_type in self.contracts
+
+    def get(self, message_type: str) -> Contract | None:
+        return self.contracts.get(message_type)
+
+    def family(self, family: str) -> list[Contract]:
+        """Every major of one message, oldest first."""
+        return sorted((c for c in self.contracts.values() if c.family == family), key=lambda c: c.major)
+
+    def predecessor(self, contract: Contract) -> Contract | None:
+        """The previous major of the same message, if the catalogue still holds it."""
+        earlier = [c for c in self.family(contract.family) if c.major < contract.major]
+        return earlier[-1] if earlier else None
+
+    def successor(self, contract: Contract) -> Contract | None:
+        if contract.superseded_by:
+            return self.contracts.get(contract.superseded_by)
+        later = [c for c in self.family(contract.family) if c.major > contract.major]
+        return later[0] if later else None
+
+    def by_exchange(self, exchange: str) -> list[Contract]:
+        return [c for c in self if c.transport.exchange == exchange]
+
+    @property
+    def exchanges(self) -> list[str]:
+        return sorted({c.transport.exchange for c in self.contracts.values()})

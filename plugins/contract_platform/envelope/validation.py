@@ -1,0 +1,95 @@
+"""Envelope and payload validation: the one validator used by the linter, the publisher and Spark.
+
+Schemas are compiled once per ``EnvelopeValidator`` (one per Spark partition batch or process)
+and format assertions are on, so ``date-time`` and friends are really checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+
+from contract_platform.catalog.documents import pointer_from_path
+from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.catalog.schemas import validator_for
+
+__all__ = ["EnvelopeValidator", "SchemaIssue", "describe_errors"]
+
+
+@dataclass(frozen=True, order=True)
+class SchemaIssue:
+    """One schema violation, located by a JSON pointer into the whole envelope."""
+
+    pointer: str
+    message: str
+
+
+def _leaf_errors(error: ValidationError) -> Iterable[ValidationError]:
+    """The most specific errors under ``error`` (anyOf/oneOf contexts), so messages name the field."""
+    if error.context:
+        for sub in error.context:
+            yield from _leaf_errors(sub)
+    else:
+        yield error
+
+
+def describe_errors(errors: Iterable[ValidationError], prefix: str = "", limit: int = 20) -> list[SchemaIssue]:
+    issues: set[SchemaIssue] = set()
+    for error in errors:
+        for leaf in _leaf_errors(error):
+            pointer = prefix + pointer_from_path(leaf.absolute_path)
+            message = leaf.message if len(leaf.message) <= 200 else leaf.message[:197] + "..."
+            issues.add(SchemaIssue(pointer, f"{leaf.validator}: {message}"))
+        if len(issues) >= limit:
+            break
+    return sorted(issues)[:limit]
+
+
+class EnvelopeValidator:
+    """Validates whole envelopes: the envelope standard first, then the payload of its contract."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._envelope = validator_for(catalog.envelope_schema)
+        self._payload: dict[str, Validator] = {}
+
+    def payload_validator(self, contract: Contract) -> Validator:
+        validator = self._payload.get(contract.message_type)
+        if validator is None:
+            validator = validator_for(contract.payload_schema)
+            self._payload[contract.message_type] = validator
+        return validator
+
+    def envelope_issues(self, document: Any) -> list[SchemaIssue]:
+        try:
+            return describe_errors(self._envelope.iter_errors(document))
+        except RecursionError:
+            return [SchemaIssue("", "document is nested too deeply to validate")]
+
+    def payload_issues(self, contract: Contract, payload: Any) -> list[SchemaIssue]:
+        try:
+            return describe_errors(self.payload_validator(contract).iter_errors(payload), prefix="/payload")
+        except RecursionError:
+            return [SchemaIssue("/payload", "payload is nested too deeply to validate")]
+
+    def issues(self, document: Any) -> tuple[Contract | None, list[SchemaIssue]]:
+        """The contract the envelope names (if known) and every issue; an empty list means valid."""
+        envelope = self.envelope_issues(document)
+        message_type = _message_type(document)
+        contract = self.catalog.get(message_type) if message_type else None
+        if contract is None:
+            return None, envelope or [SchemaIssue("/metadata/messageType", f"unknown messageType {message_type!r}")]
+        payload = document.get("payload") if isinstance(document, Mapping) else None
+        return contract, envelope + (self.payload_issues(contract, payload) if isinstance(payload, Mapping) else [])
+
+
+def _message_type(document: Any) -> str | None:
+    if isinstance(document, Mapping):
+        metadata = document.get("metadata")
+        if isinstance(metadata, Mapping) and isinstance(metadata.get("messageType"), str):
+            return str(metadata["messageType"])
+    return None

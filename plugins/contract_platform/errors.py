@@ -1,0 +1,178 @@
+"""The platform's one exception tree.
+
+Every error a user can meet is a leaf they can act on; third-party errors (pika, SQLAlchemy,
+jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise ... from exc``.
+
+::
+
+    ContractPlatformError
+    ├── UsageError                  bad command-line arguments or options
+    ├── CatalogError                the catalogue does not load (carries every Problem found)
+    ├── SchemaError                 a JSON Schema file is unreadable or not a valid schema
+    ├── EnvelopeError               an envelope fails validation before it is published
+    ├── MigrationSpecError          a migration.yaml cannot be checked or applied
+    ├── LifecycleError
+    │   ├── TransitionRefused       a guard refused a step (carries the reasons)
+    │   └── ConcurrentTransition    another run applied a transition first
+    ├── StoreError                  the registry store failed (URL never includes a password)
+    ├── BrokerError
+    │   ├── BrokerUnavailable       transient: the broker cannot be reached; retry
+    │   ├── TopologyConflict        an existing declaration differs from the contract's
+    │   ├── PublishRefused          unroutable or nacked: the message was not accepted
+    │   └── QueueMissing            a queue the platform expected does not exist
+    └── ArchiveError                an archive path is missing or unreadable
+
+``exit_code`` tells the CLI what to return: 2 for bad input, 1 for findings, 3 for an
+environment fault (broker or store down).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ArchiveError",
+    "BrokerError",
+    "BrokerUnavailable",
+    "CatalogError",
+    "ConcurrentTransition",
+    "ContractPlatformError",
+    "EnvelopeError",
+    "LifecycleError",
+    "MigrationSpecError",
+    "Problem",
+    "PublishRefused",
+    "QueueMissing",
+    "SchemaError",
+    "StoreError",
+    "TopologyConflict",
+    "TransitionRefused",
+    "UsageError",
+]
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with one file, at one JSON pointer ('' is the whole document)."""
+
+    file: str
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}#{self.pointer}" if self.pointer else self.file
+        return f"{where}: {self.message}"
+
+
+class ContractPlatformError(Exception):
+    """Base of every error the platform raises on purpose."""
+
+    exit_code = 2
+
+
+class UsageError(ContractPlatformError):
+    """A command was called with arguments that cannot work."""
+
+
+class CatalogError(ContractPlatformError):
+    """The catalogue could not be loaded; ``problems`` lists every problem found, not just the first."""
+
+    def __init__(self, problems: list[Problem] | Problem) -> None:
+        self.problems = sorted(problems) if isinstance(problems, list) else [problems]
+        head = str(self.problems[0]) if self.problems else "catalogue did not load"
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__(head + more)
+
+
+class SchemaError(ContractPlatformError):
+    """A schema given to the platform is unreadable or invalid."""
+
+    def __init__(self, file: str, pointer: str, message: str) -> None:
+        self.problem = Problem(file, pointer, message)
+        super().__init__(str(self.problem))
+
+
+class EnvelopeError(ContractPlatformError):
+    """An envelope does not satisfy the envelope standard or its contract."""
+
+    def __init__(self, message: str, errors: list[tuple[str, str]] | None = None) -> None:
+        self.errors = errors or []
+        super().__init__(message)
+
+
+class MigrationSpecError(ContractPlatformError):
+    """A migration spec is invalid, or a message cannot be migrated with it."""
+
+    def __init__(self, problems: list[Problem] | Problem) -> None:
+        self.problems = problems if isinstance(problems, list) else [problems]
+        head = str(self.problems[0]) if self.problems else "migration spec is invalid"
+        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__(head + more)
+
+
+class LifecycleError(ContractPlatformError):
+    """A lifecycle step could not be applied."""
+
+    exit_code = 1
+
+
+class TransitionRefused(LifecycleError):
+    """A guard refused a transition; ``reasons`` says why, each a sentence a user can act on."""
+
+    def __init__(self, message_type: str, from_status: str, to_status: str, reasons: list[str]) -> None:
+        self.message_type = message_type
+        self.from_status = from_status
+        self.to_status = to_status
+        self.reasons = reasons
+        super().__init__(f"{message_type}: {from_status} -> {to_status} refused: " + "; ".join(reasons))
+
+
+class ConcurrentTransition(LifecycleError):
+    """Another run changed the effective status first (optimistic concurrency)."""
+
+
+class StoreError(ContractPlatformError):
+    """The registry store failed. Messages name the database, never its password."""
+
+    exit_code = 3
+
+
+class BrokerError(ContractPlatformError):
+    """A RabbitMQ operation failed. Messages name the broker and queue, never the password."""
+
+    exit_code = 3
+
+
+class BrokerUnavailable(BrokerError):
+    """The broker could not be reached or dropped the connection: transient, worth a retry."""
+
+
+class TopologyConflict(BrokerError):
+    """An existing exchange or queue was declared with other arguments than the contract's."""
+
+    exit_code = 1
+
+    def __init__(self, name: str, existing: dict[str, object] | None, wanted: dict[str, object]) -> None:
+        self.name = name
+        self.existing = existing
+        self.wanted = wanted
+        super().__init__(
+            f"{name} already exists with other arguments: existing {existing!r}, contract wants {wanted!r}; "
+            "it was left as it is — change the contract or migrate the queue by hand"
+        )
+
+
+class PublishRefused(BrokerError):
+    """The broker did not accept a message (unroutable with mandatory, or nacked)."""
+
+    exit_code = 1
+
+
+class QueueMissing(BrokerError):
+    """A queue the platform expected is not on the broker."""
+
+    exit_code = 1
+
+
+class ArchiveError(ContractPlatformError):
+    """An archive path is missing or cannot be read."""

@@ -1,0 +1,58 @@
+"""Where the platform keeps its files and finds its services, on embedded defaults.
+
+One place reads the environment; everything else asks here. Nothing here holds a password:
+URLs are read when needed and only ever shown through ``redact_url``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+__all__ = [
+    "archive_dir",
+    "catalog_dir",
+    "data_dir",
+    "docs_dir",
+    "rabbitmq_url",
+    "redact_url",
+    "registry_url",
+]
+
+DEFAULT_RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+
+
+def data_dir() -> Path:
+    """``$CONTRACT_PLATFORM_HOME`` or ``./data``: the store, archives, reports and docs live below it."""
+    return Path(os.environ.get("CONTRACT_PLATFORM_HOME") or Path.cwd() / "data").resolve()
+
+
+def catalog_dir() -> Path:
+    """``$CONTRACT_CATALOG`` or ``./contracts``."""
+    return Path(os.environ.get("CONTRACT_CATALOG") or Path.cwd() / "contracts").resolve()
+
+
+def archive_dir() -> Path:
+    return Path(os.environ.get("CONTRACT_ARCHIVE_DIR") or data_dir() / "archive")
+
+
+def docs_dir() -> Path:
+    return Path(os.environ.get("CONTRACT_DOCS_DIR") or data_dir() / "docs")
+
+
+def registry_url() -> str:
+    """``$CONTRACT_REGISTRY_URL`` (any SQLAlchemy URL) or a SQLite file under the data folder."""
+    return os.environ.get("CONTRACT_REGISTRY_URL") or f"sqlite:///{data_dir() / 'registry.db'}"
+
+
+def rabbitmq_url() -> str:
+    return os.environ.get("CONTRACT_RABBITMQ_URL") or DEFAULT_RABBITMQ_URL
+
+
+_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@]*):(?P<pw>[^@]*)@", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """``amqp://guest:secret@host/`` -> ``amqp://guest:***@host/``: the only way a URL reaches a log."""
+    return _PASSWORD.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", url)
