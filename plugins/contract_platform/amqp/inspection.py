@@ -1,0 +1,264 @@
+"""What a queue looks like on the broker: passive declares, plus the management API when it is there.
+
+The AMQP side (``queue.declare passive``) gives ready messages and consumers and works everywhere.
+The management HTTP API adds unacked counts, ``idle_since``, type and arguments; it is optional
+(plugin disabled, stats disabled, other credentials), so every field it returns is optional and
+``ManagementClient`` answers ``None`` rather than failing when it cannot tell.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote, unquote, urlsplit
+
+import httpx
+import pika.exceptions as px
+
+from contract_platform.amqp.connection import broker_errors, describe_broker
+from contract_platform.settings import redact_url
+
+__all__ = [
+    "ManagementClient",
+    "QueueState",
+    "exchange_exists",
+    "inspect_queue",
+    "passive_queue",
+    "resolve_management",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MANAGEMENT_PORT = 15672
+NOT_FOUND = 404
+
+
+class ManagementClient:
+    """A thin, read-mostly client of the RabbitMQ management API for one virtual host.
+
+    Every method returns ``None`` when the answer is not available: API not enabled or not reachable,
+    credentials refused, object not found. Callers then fall back to what AMQP alone can tell.
+    """
+
+    def __init__(
+        self,
+        base_url: str = f"http://127.0.0.1:{DEFAULT_MANAGEMENT_PORT}",
+        user: str = "guest",
+        password: str = "guest",
+        *,
+        vhost: str = "/",
+        timeout: float = 5.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.user = user
+        self.vhost = vhost
+        self.timeout = timeout
+        self._password = password
+        self._unavailable = False
+
+    def __repr__(self) -> str:
+        return f"ManagementClient({self.base_url!r}, user={self.user!r}, vhost={self.vhost!r})"
+
+    @classmethod
+    def from_amqp_url(cls, url: str, *, port: int = DEFAULT_MANAGEMENT_PORT, timeout: float = 5.0) -> ManagementClient:
+        """Same host, user, password and vhost as the AMQP URL; HTTP on ``port`` (HTTPS for amqps)."""
+        parts = urlsplit(url)
+        scheme = "https" if parts.scheme == "amqps" else "http"
+        vhost = unquote(parts.path[1:]) if len(parts.path) > 1 else "/"
+        return cls(
+            f"{scheme}://{parts.hostname or '127.0.0.1'}:{port}",
+            unquote(parts.username or "guest"),
+            unquote(parts.password or "guest"),
+            vhost=vhost,
+            timeout=timeout,
+        )
+
+    @classmethod
+    def for_connection(cls, connection: Any, *, port: int = DEFAULT_MANAGEMENT_PORT) -> ManagementClient | None:
+        """A client for the broker and credentials of an open pika connection (``None`` if unknown)."""
+        params = getattr(getattr(connection, "_impl", None), "params", None)
+        credentials = getattr(params, "credentials", None)
+        if params is None or credentials is None:
+            return None
+        scheme = "https" if getattr(params, "ssl_options", None) else "http"
+        return cls(
+            f"{scheme}://{params.host}:{port}",
+            credentials.username,
+            credentials.password,
+            vhost=params.virtual_host,
+        )
+
+    def get(self, path: str) -> Any | None:
+        """GET ``/api/<path>`` as JSON, or ``None`` (not found, API absent, refused, not JSON)."""
+        if self._unavailable:
+            return None
+        url = f"{self.base_url}/api/{path}"
+        try:
+            response = httpx.get(url, auth=(self.user, self._password), timeout=self.timeout)
+        except httpx.HTTPError as exc:
+            self._give_up(f"management API at {self.base_url} not reachable ({type(exc).__name__})")
+            return None
+        if response.status_code == NOT_FOUND:
+            return None
+        if response.status_code in (httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN):
+            self._give_up(f"management API at {self.base_url} answered {response.status_code} for user {self.user!r}")
+            return None
+        if response.status_code != httpx.codes.OK:
+            log.warning("management API at %s answered %s for %s", self.base_url, response.status_code, path)
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
+    def overview(self) -> dict[str, Any] | None:
+        answer = self.get("overview")
+        return answer if isinstance(answer, dict) else None
+
+    def queue(self, name: str) -> dict[str, Any] | None:
+        answer = self.get(f"queues/{self._vhost()}/{quote(name, safe='')}")
+        return answer if isinstance(answer, dict) else None
+
+    def exchange(self, name: str) -> dict[str, Any] | None:
+        answer = self.get(f"exchanges/{self._vhost()}/{quote(name, safe='')}")
+        return answer if isinstance(answer, dict) else None
+
+    def bindings(self, exchange: str, queue: str) -> list[dict[str, Any]] | None:
+        """Bindings from ``exchange`` to ``queue``; ``None`` when the API cannot tell."""
+        answer = self.get(f"bindings/{self._vhost()}/e/{quote(exchange, safe='')}/q/{quote(queue, safe='')}")
+        return answer if isinstance(answer, list) else None
+
+    def queue_names(self, prefix: str = "") -> list[str] | None:
+        answer = self.get(f"queues/{self._vhost()}?columns=name")
+        if not isinstance(answer, list):
+            return None
+        return sorted(
+            str(q["name"]) for q in answer if isinstance(q, dict) and str(q.get("name", "")).startswith(prefix)
+        )
+
+    def exchange_names(self, prefix: str = "") -> list[str] | None:
+        answer = self.get(f"exchanges/{self._vhost()}?columns=name")
+        if not isinstance(answer, list):
+            return None
+        return sorted(
+            str(x["name"]) for x in answer if isinstance(x, dict) and str(x.get("name", "")).startswith(prefix)
+        )
+
+    def _vhost(self) -> str:
+        return quote(self.vhost, safe="")
+
+    def _give_up(self, message: str) -> None:
+        """Stop asking (a firewalled port would cost a timeout per call) and say so once."""
+        self._unavailable = True
+        log.warning("%s; using AMQP only from now on", redact_url(message))
+
+
+def resolve_management(
+    connection: Any, management: ManagementClient | None | Literal["auto"]
+) -> ManagementClient | None:
+    """``"auto"``: a client derived from the connection's host and credentials; ``None``: AMQP only."""
+    if management == "auto":
+        return ManagementClient.for_connection(connection)
+    return management
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """One queue as the broker reports it; management-only fields are ``None`` when unknown."""
+
+    name: str
+    exists: bool
+    ready: int = 0
+    consumers: int = 0
+    unacked: int | None = None
+    idle_since: str | None = None
+    type: str | None = None
+    arguments: dict[str, Any] | None = None
+
+    @property
+    def empty(self) -> bool | None:
+        """True when no message is ready or unacked; ``None`` when unacked is unknown and ready is 0."""
+        if self.ready:
+            return False
+        return None if self.unacked is None else self.unacked == 0
+
+
+class _ExpectedNotFound(logging.Filter):
+    """Drops pika's warning about the 404 Channel.Close that a passive declare of a missing object causes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.args, tuple) and record.args[:1] == (NOT_FOUND,))
+
+
+_PIKA_CHANNEL_LOG = logging.getLogger("pika.channel")
+_EXPECTED_NOT_FOUND = _ExpectedNotFound()
+
+
+@contextmanager
+def _throwaway_channel(connection: Any) -> Iterator[Any]:
+    """A channel that may be closed by the broker (404 on a passive declare) without harm or log noise."""
+    channel = connection.channel()
+    _PIKA_CHANNEL_LOG.addFilter(_EXPECTED_NOT_FOUND)
+    try:
+        yield channel
+    finally:
+        _PIKA_CHANNEL_LOG.removeFilter(_EXPECTED_NOT_FOUND)
+        if channel.is_open:
+            channel.close()
+
+
+def passive_queue(connection: Any, name: str) -> tuple[int, int] | None:
+    """(ready, consumers) of an existing queue, or ``None`` when it does not exist. Errors are not mapped."""
+    with _throwaway_channel(connection) as channel:
+        try:
+            ok = channel.queue_declare(name, passive=True)
+        except px.ChannelClosedByBroker as exc:
+            if exc.reply_code == NOT_FOUND:
+                return None
+            raise
+        return int(ok.method.message_count), int(ok.method.consumer_count)
+
+
+def exchange_exists(connection: Any, name: str) -> bool:
+    """Whether an exchange exists (passive declare on a throwaway channel). Errors are not mapped."""
+    with _throwaway_channel(connection) as channel:
+        try:
+            channel.exchange_declare(name, passive=True)
+        except px.ChannelClosedByBroker as exc:
+            if exc.reply_code == NOT_FOUND:
+                return False
+            raise
+        return True
+
+
+def _optional_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def inspect_queue(
+    connection: Any, name: str, *, management: ManagementClient | None | Literal["auto"] = "auto"
+) -> QueueState:
+    """The state of queue ``name``: ``exists=False`` if it is not there (this is not an error here)."""
+    with broker_errors(describe_broker(connection)):
+        counts = passive_queue(connection, name)
+    if counts is None:
+        return QueueState(name, exists=False)
+    ready, consumers = counts
+    client = resolve_management(connection, management)
+    info = client.queue(name) if client is not None else None
+    if info is None:
+        return QueueState(name, exists=True, ready=ready, consumers=consumers)
+    arguments = info.get("arguments")
+    return QueueState(
+        name,
+        exists=True,
+        ready=ready,
+        consumers=consumers,
+        unacked=_optional_int(info.get("messages_unacknowledged")),
+        idle_since=info.get("idle_since") if isinstance(info.get("idle_since"), str) else None,
+        type=info.get("type") if isinstance(info.get("type"), str) else None,
+        arguments=dict(arguments) if isinstance(arguments, dict) else None,
+    )
