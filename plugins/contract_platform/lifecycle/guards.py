@@ -1,0 +1,290 @@
+"""One small function per lifecycle guard (DESIGN section 3): ``guard(ctx) -> reasons``; no reasons = pass.
+
+Guards read evidence only through ``GuardContext``, which remembers which evidence they consulted
+so the applied transition can say what it rested on. Each reason is a sentence that says what is
+missing or wrong and what to run next. ``states.TRANSITIONS`` says which guards guard which step.
+
+Catalogue checks (lint, fixtures, topology, compatibility, migration spec) count only for the
+contract's current ``version``; traffic evidence (archive validation, envelope quality, migration
+parity, retirement audit) is about the message type on the wire, whatever version produced it.
+Migration parity is recorded under the older message type (the one being superseded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Protocol
+
+from contract_platform.catalog.model import Contract, Status
+from contract_platform.durations import format_duration
+from contract_platform.store.records import EvidenceKind, EvidenceRecord, Verdict, VersionState
+
+__all__ = [
+    "EvidenceReader",
+    "Guard",
+    "GuardContext",
+    "guard_archive_validation",
+    "guard_compatible",
+    "guard_envelope_quality",
+    "guard_fixtures_pass",
+    "guard_lint_clean",
+    "guard_migration_running",
+    "guard_no_hold",
+    "guard_parity_verified",
+    "guard_retirement_audit_fresh",
+    "guard_successor_active",
+    "guard_sunset_set",
+    "guard_topology_provisioned",
+]
+
+_MANY = 10_000  # "every record in the window": far more than one contract collects in a window
+
+
+class EvidenceReader(Protocol):
+    """What guards need from the registry (``store.Registry`` is one)."""
+
+    def effective(self, message_type: str) -> VersionState | None: ...
+
+    def latest_evidence(
+        self, message_type: str, kind: EvidenceKind | str, *, contract_version: str | None = None
+    ) -> EvidenceRecord | None: ...
+
+    def evidence(
+        self,
+        message_type: str,
+        kind: EvidenceKind | str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        *,
+        contract_version: str | None = None,
+    ) -> list[EvidenceRecord]: ...
+
+
+@dataclass(frozen=True)
+class GuardContext:
+    """The contract being judged, where evidence comes from, and the moment of judgement (aware UTC)."""
+
+    contract: Contract
+    registry: EvidenceReader
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    consulted: list[int] = field(default_factory=list, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.now.tzinfo is None:
+            raise ValueError(f"GuardContext.now is naive ({self.now.isoformat()}): pass an aware UTC datetime")
+
+    @property
+    def today(self) -> date:
+        return self.now.astimezone(UTC).date()
+
+    def fresh(self, contract: Contract | None = None) -> GuardContext:
+        """The same context with nothing consulted yet (one per step judged)."""
+        return replace(self, contract=contract or self.contract, consulted=[])
+
+    def latest(self, kind: EvidenceKind, *, this_version: bool = False) -> EvidenceRecord | None:
+        version = self.contract.version if this_version else None
+        record = self.registry.latest_evidence(self.contract.message_type, kind, contract_version=version)
+        if record is not None:
+            self.consulted.append(record.id)
+        return record
+
+    def collected_since(self, kind: EvidenceKind, since: datetime) -> list[EvidenceRecord]:
+        records = self.registry.evidence(self.contract.message_type, kind, since=since, limit=_MANY)
+        self.consulted.extend(record.id for record in records)
+        return records
+
+    def effective(self, message_type: str) -> VersionState | None:
+        return self.registry.effective(message_type)
+
+
+Guard = Callable[[GuardContext], list[str]]
+
+
+# -- to experimental ---------------------------------------------------------------------------------
+
+
+def guard_lint_clean(ctx: GuardContext) -> list[str]:
+    return _version_passed(ctx, EvidenceKind.LINT, "lint", "run `contractctl lint` or the contract_change DAG")
+
+
+def guard_fixtures_pass(ctx: GuardContext) -> list[str]:
+    return _version_passed(ctx, EvidenceKind.FIXTURES, "fixtures", "run `contractctl check` or the contract_change DAG")
+
+
+def guard_topology_provisioned(ctx: GuardContext) -> list[str]:
+    return _version_passed(ctx, EvidenceKind.TOPOLOGY, "topology", "run the contract_change DAG to provision it")
+
+
+# -- to active ---------------------------------------------------------------------------------------
+
+
+def guard_compatible(ctx: GuardContext) -> list[str]:
+    """Compatible with earlier versions under its policy; a new major with a migration proves the migration."""
+    if ctx.contract.major > 1 and ctx.contract.migration is not None:
+        return _version_passed(ctx, EvidenceKind.MIGRATION_SPEC, "migration spec", "run `contractctl check`")
+    how = f"run `contractctl check` ({ctx.contract.compatibility} against the earlier versions)"
+    return _version_passed(ctx, EvidenceKind.COMPATIBILITY, "compatibility", how)
+
+
+def guard_envelope_quality(ctx: GuardContext) -> list[str]:
+    record = ctx.latest(EvidenceKind.ENVELOPE_QUALITY)
+    if record is None:
+        return ["no envelope quality evidence yet: run the envelope_quality DAG on real traffic"]
+    if record.passed:
+        return []
+    failed = _names(record.figures.get("failed_expectations"))
+    unmet = f": {failed} not met" if failed else ""
+    return [f"envelope quality {_outcome(record)} on real traffic{unmet} ({_cite(record)})"]
+
+
+def guard_archive_validation(ctx: GuardContext) -> list[str]:
+    """The invalid rate over the validation window, summed over every run in it, is within target."""
+    days = ctx.contract.validation.window_days
+    records = ctx.collected_since(EvidenceKind.ARCHIVE_VALIDATION, ctx.now - timedelta(days=days))
+    if not records:
+        return [f"no archive validation evidence in the last {days} days: run the topic_archive_validation DAG"]
+    unreadable = [record for record in records if _count(record, "invalid") is None or _count(record, "total") is None]
+    if unreadable:
+        return [f"archive validation {_cite(unreadable[0])} has no integer invalid/total figures: record it again"]
+    invalid = sum(_count(record, "invalid") or 0 for record in records)
+    total = sum(_count(record, "total") or 0 for record in records)
+    if total == 0:
+        return [f"archive validation saw no messages in the last {days} days: activation needs real traffic"]
+    target = ctx.contract.validation.invalid_rate_target
+    if invalid / total > target:
+        return [
+            f"invalid rate {invalid / total:.3%} ({invalid} of {total} archived messages in the last {days} days) "
+            f"is above the target {target:.3%}: see the quarantine of topic_archive_validation for the reasons"
+        ]
+    return []
+
+
+# -- to superseded -----------------------------------------------------------------------------------
+
+
+def guard_successor_active(ctx: GuardContext) -> list[str]:
+    successor = ctx.contract.superseded_by
+    if not successor:
+        return ["supersededBy is not set in contract.yaml: name the contract that replaces this one"]
+    state = ctx.effective(successor)
+    if state is None:
+        return [f"successor {successor} is not in the registry yet: register it and make it active first"]
+    if state.status is not Status.ACTIVE:
+        return [f"successor {successor} is {state.status}, not active: make it active first"]
+    return []
+
+
+def guard_migration_running(ctx: GuardContext) -> list[str]:
+    """A bridge or dual publishing toward the successor is running (parity passing or still undecided)."""
+    record = ctx.latest(EvidenceKind.MIGRATION_PARITY)
+    if record is None:
+        return ["no migration parity evidence yet: start the dual_publish_migration DAG (bridge or dual publish)"]
+    mode = record.figures.get("mode")
+    if mode not in ("bridge", "dual-publish"):
+        return [
+            f"migration parity {_cite(record)} has mode {mode!r}, not bridge or dual-publish: "
+            "run the dual_publish_migration DAG with a bridge, or let producers publish both"
+        ]
+    if record.verdict is Verdict.FAIL:
+        return [f"the {mode} migration is running but parity failed ({_cite(record)}): fix it before superseding"]
+    return []
+
+
+# -- to deprecated -----------------------------------------------------------------------------------
+
+
+def guard_sunset_set(ctx: GuardContext) -> list[str]:
+    if ctx.contract.sunset is None:
+        return ["sunset is not set in contract.yaml: set the date after which consumers must have moved"]
+    return []
+
+
+def guard_parity_verified(ctx: GuardContext) -> list[str]:
+    record = ctx.latest(EvidenceKind.MIGRATION_PARITY)
+    if record is None:
+        return ["no migration parity evidence yet: run the dual_publish_migration DAG"]
+    if not record.passed:
+        return [
+            f"migration parity {_outcome(record)} ({_cite(record)}): every message must reach the successor, "
+            "migrated as migration.yaml says"
+        ]
+    return []
+
+
+# -- to retired --------------------------------------------------------------------------------------
+
+
+def guard_retirement_audit_fresh(ctx: GuardContext) -> list[str]:
+    record = ctx.latest(EvidenceKind.RETIREMENT_AUDIT)
+    if record is None:
+        return ["no retirement audit yet: run the retirement_audit DAG"]
+    reasons = []
+    if not record.passed:
+        failed = _names(record.figures.get("failed_checks"))
+        checks = f": {failed} failed" if failed else ""
+        reasons.append(f"retirement audit {_outcome(record)}{checks} ({_cite(record)})")
+    freshness = ctx.contract.retirement.evidence_freshness
+    age = ctx.now - record.collected_at
+    if age > freshness:
+        reasons.append(
+            f"the latest retirement audit is {_age(age)} old ({_cite(record)}); it must be at most "
+            f"{format_duration(freshness)} old: run the retirement_audit DAG again"
+        )
+    return reasons
+
+
+def guard_no_hold(ctx: GuardContext) -> list[str]:
+    return [
+        f"{hold.kind} hold in force until {hold.until.isoformat()}: {hold.reason}"
+        for hold in ctx.contract.holds_in_force(ctx.today)
+    ]
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _version_passed(ctx: GuardContext, kind: EvidenceKind, what: str, how: str) -> list[str]:
+    """The latest ``kind`` evidence for the contract's current version passed."""
+    version = ctx.contract.version
+    record = ctx.latest(kind, this_version=True)
+    if record is None:
+        other = ctx.registry.latest_evidence(ctx.contract.message_type, kind)
+        latest = f" (the latest is for version {other.contract_version})" if other else ""
+        return [f"no {what} evidence for version {version} yet{latest}: {how}"]
+    if not record.passed:
+        return [f"{what} {_outcome(record)} for version {version} ({_cite(record)}): {how}"]
+    return []
+
+
+def _outcome(record: EvidenceRecord) -> str:
+    return {Verdict.PASS: "passed", Verdict.FAIL: "failed", Verdict.UNKNOWN: "was inconclusive"}[record.verdict]
+
+
+def _cite(record: EvidenceRecord) -> str:
+    report = f", report {record.reference}" if record.reference else ""
+    return f"evidence #{record.id} of {record.collected_at:%Y-%m-%d %H:%M} UTC{report}"
+
+
+def _names(value: Any) -> str:
+    if not value:
+        return ""
+    items = value if isinstance(value, list | tuple) else [value]
+    return ", ".join(
+        str(item.get("expectation") or item.get("id") or item) if isinstance(item, dict) else str(item)
+        for item in items
+    )
+
+
+def _count(record: EvidenceRecord, name: str) -> int | None:
+    value = record.figures.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _age(age: timedelta) -> str:
+    days, seconds = age.days, age.seconds
+    hours, minutes = seconds // 3600, seconds % 3600 // 60
+    if days:
+        return f"{days}d {hours}h"
+    return f"{hours}h {minutes}m" if hours else f"{minutes}m"

@@ -1,0 +1,34 @@
+"""The registry store: effective status, transition history, refusals, evidence and more, in SQL.
+
+``Registry.open()`` opens the default store (a SQLite file under the data folder) or any SQLAlchemy
+URL, and creates or upgrades its ``cp_`` tables on the way. Rows come back as frozen dataclasses
+with aware UTC datetimes; every database failure is a ``StoreError`` that never shows a password.
+"""
+
+from contract_platform.store.migrations import LATEST_VERSION
+from contract_platform.store.records import (
+    EvidenceKind,
+    EvidenceRecord,
+    Observation,
+    ObservationSource,
+    RefusalRecord,
+    TransitionRecord,
+    Verdict,
+    VersionState,
+)
+from contract_platform.store.registry import Registry
+from contract_platform.store.values import schema_fingerprint
+
+__all__ = [
+    "LATEST_VERSION",
+    "EvidenceKind",
+    "EvidenceRecord",
+    "Observation",
+    "ObservationSource",
+    "RefusalRecord",
+    "Registry",
+    "TransitionRecord",
+    "Verdict",
+    "VersionState",
+    "schema_fingerprint",
+]

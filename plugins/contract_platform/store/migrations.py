@@ -1,0 +1,197 @@
+"""The registry creates and upgrades its own schema: an ordered list of steps, applied at open.
+
+``cp_schema_version`` holds one row per applied step. ``upgrade`` takes a lock (``BEGIN IMMEDIATE``
+on SQLite, an advisory lock on PostgreSQL), applies every missing step in order and records it, all
+in the caller's transaction, so two processes opening the same database at once upgrade it once.
+
+Rules for a new step:
+
+- append it; never edit or reorder a released step;
+- make it idempotent: check before creating or altering (``_create_missing``, ``_add_missing_columns``),
+  so a fresh database and an old one end in the same schema, which is ``tables.metadata``;
+- a step creates a new table from ``tables``; version 1 is frozen below, because later steps alter it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Connection,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    insert,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.schema import CreateColumn
+
+from contract_platform.store import tables
+from contract_platform.store.tables import NAME, STATUS, UtcDateTime
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "current_version", "upgrade"]
+
+_ADVISORY_LOCK_KEY = 0x63705F7265  # "cp_re": any constant shared by every platform process
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+def _create_missing(conn: Connection, *wanted: Table) -> None:
+    existing = set(inspect(conn).get_table_names())
+    for table in wanted:
+        if table.name not in existing:
+            table.create(conn)
+
+
+def _add_missing_columns(conn: Connection, table: Table, *names: str) -> None:
+    present = {column["name"] for column in inspect(conn).get_columns(table.name)}
+    for name in names:
+        if name not in present:
+            ddl = CreateColumn(table.c[name]).compile(dialect=conn.dialect)
+            conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {ddl}"))
+
+
+def _create_missing_indexes(conn: Connection, table: Table, *names: str) -> None:
+    present = {index["name"] for index in inspect(conn).get_indexes(table.name)}
+    for index in table.indexes:
+        if index.name in names and index.name not in present:
+            index.create(conn)
+
+
+def _v1_tables() -> list[Table]:
+    """The schema as version 1 shipped it (frozen: later steps upgrade these tables in place)."""
+    v1 = MetaData()
+    evidence = Table(
+        "cp_evidence",
+        v1,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("message_type", NAME, nullable=False),
+        Column("contract_version", String(64), nullable=False),
+        Column("kind", String(64), nullable=False),
+        Column("collected_at", UtcDateTime, nullable=False),
+        Column("verdict", String(16), nullable=False),
+        Column("figures", JSON, nullable=False),
+        Column("reference", Text, nullable=True),
+    )
+    contract_versions = Table(
+        "cp_contract_versions",
+        v1,
+        Column("message_type", NAME, primary_key=True),
+        Column("effective_status", STATUS, nullable=False),
+        Column("contract_version", String(64), nullable=False),
+        Column("revision", Integer, nullable=False),
+        Column("updated_at", UtcDateTime, nullable=False),
+    )
+    transitions = Table(
+        "cp_transitions",
+        v1,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("message_type", NAME, nullable=False),
+        Column("revision", Integer, nullable=False),
+        Column("from_status", STATUS, nullable=True),
+        Column("to_status", STATUS, nullable=False),
+        Column("at", UtcDateTime, nullable=False),
+        Column("actor", NAME, nullable=False),
+        Column("run_id", NAME, nullable=True),
+        Column("reason", Text, nullable=False),
+        Column("evidence_id", Integer, ForeignKey("cp_evidence.id"), nullable=True),
+        UniqueConstraint("message_type", "revision", name="uq_cp_transitions_revision"),
+    )
+    refusals = Table(
+        "cp_refusals",
+        v1,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("message_type", NAME, nullable=False),
+        Column("from_status", STATUS, nullable=True),
+        Column("to_status", STATUS, nullable=False),
+        Column("at", UtcDateTime, nullable=False),
+        Column("actor", NAME, nullable=False),
+        Column("run_id", NAME, nullable=True),
+        Column("reasons", JSON, nullable=False),
+        Index("ix_cp_refusals_message_type", "message_type"),
+    )
+    schema_snapshots = Table(
+        "cp_schema_snapshots",
+        v1,
+        Column("message_type", NAME, primary_key=True),
+        Column("contract_version", String(64), primary_key=True),
+        Column("schema", JSON, nullable=False),
+        Column("fingerprint", String(64), nullable=False),
+        Column("recorded_at", UtcDateTime, nullable=False),
+    )
+    return [evidence, contract_versions, transitions, refusals, schema_snapshots]
+
+
+def _v1_lifecycle(conn: Connection) -> None:
+    _create_missing(conn, *_v1_tables())
+
+
+def _v2_observations(conn: Connection) -> None:
+    _add_missing_columns(conn, tables.evidence, "run_id")
+    _create_missing_indexes(conn, tables.evidence, "ix_cp_evidence_lookup")
+    _create_missing(conn, tables.observations, tables.fingerprints)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "lifecycle: effective status, transitions, refusals, evidence, schema snapshots", _v1_lifecycle),
+    Migration(2, "evidence run ids and lookup index; queue observations; catalogue fingerprints", _v2_observations),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def current_version(conn: Connection) -> int:
+    """The highest applied step, 0 for a database the platform has never opened."""
+    if not inspect(conn).has_table(tables.SCHEMA_VERSION_TABLE):
+        return 0
+    return int(
+        conn.execute(select(tables.schema_version.c.version).order_by(tables.schema_version.c.version.desc()))
+        .scalars()
+        .first()
+        or 0
+    )
+
+
+def _lock(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+    # SQLite: the caller's BEGIN IMMEDIATE already holds the database's one write lock.
+
+
+def upgrade(conn: Connection, target: int | None = None) -> list[int]:
+    """Apply every step above the database's version up to ``target`` (default: the latest); returns them."""
+    target = LATEST_VERSION if target is None else target
+    _lock(conn)
+    _create_missing(conn, tables.schema_version)
+    current = current_version(conn)
+    if current > LATEST_VERSION:
+        raise ValueError(
+            f"the registry schema is at version {current}, newer than this platform knows ({LATEST_VERSION}): "
+            "upgrade contract-lifecycle-platform before opening it"
+        )
+    applied = []
+    for step in MIGRATIONS:
+        if current < step.version <= target:
+            step.apply(conn)
+            conn.execute(
+                insert(tables.schema_version).values(
+                    version=step.version, description=step.description, applied_at=datetime.now(UTC)
+                )
+            )
+            applied.append(step.version)
+    return applied

@@ -1,0 +1,487 @@
+"""The registry store: effective status, append-only history, refusals, evidence, snapshots, observations.
+
+``Registry`` is the only code that talks SQL. Every call runs in one transaction opened by
+``Registry._connect``, which maps any SQLAlchemy error, once, to ``StoreError`` naming the database
+by ``redact_url``. Status changes use optimistic concurrency on ``revision`` on every database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from contract_platform.catalog.model import Status
+from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
+from contract_platform.settings import redact_url, registry_url
+from contract_platform.store import migrations, rows, values
+from contract_platform.store.engine import WRITE_OPTION, open_engine, store_error
+from contract_platform.store.records import (
+    EvidenceKind,
+    EvidenceRecord,
+    Observation,
+    ObservationSource,
+    RefusalRecord,
+    TransitionRecord,
+    Verdict,
+    VersionState,
+)
+from contract_platform.store.tables import (
+    contract_versions,
+    evidence,
+    fingerprints,
+    observations,
+    refusals,
+    schema_snapshots,
+    transitions,
+)
+
+__all__ = ["Registry"]
+
+T = TypeVar("T")
+
+
+class Registry:
+    """One registry database. Open with ``Registry.open(url)``; close with ``close()`` or a ``with`` block."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self._engine: Engine | None = engine
+        self._url = url
+        self.url = redact_url(url)
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str | None = None) -> Registry:
+        """Connect (default ``settings.registry_url()``), then create or upgrade the schema."""
+        url = url or registry_url()
+        try:
+            registry = cls(open_engine(url), url)
+        except (SQLAlchemyError, OSError) as exc:
+            raise store_error(url, "opening", exc) from exc
+        try:
+            with registry._connect("upgrading the schema", write=True) as conn:
+                migrations.upgrade(conn)
+        except ValueError as exc:  # a schema newer than this code
+            registry.close()
+            raise StoreError(f"registry store {registry.url}: {exc}") from exc
+        except StoreError:
+            registry.close()
+            raise
+        return registry
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Registry({self.url!r})"
+
+    def schema_version(self) -> int:
+        with self._connect("reading the schema version") as conn:
+            return migrations.current_version(conn)
+
+    # -- effective status and history ----------------------------------------------------------
+
+    def effective(self, message_type: str) -> VersionState | None:
+        with self._connect(f"reading the effective status of {message_type}") as conn:
+            return _read_state(conn, message_type)
+
+    def all_effective(self) -> list[VersionState]:
+        with self._connect("reading effective statuses") as conn:
+            found = conn.execute(select(contract_versions).order_by(contract_versions.c.message_type))
+            return [rows.version_state(row._mapping) for row in found]
+
+    def register(
+        self, message_type: str, contract_version: str, *, actor: str, run_id: str | None = None
+    ) -> VersionState:
+        """A new message type becomes ``proposed`` (transition None -> proposed recorded).
+
+        Registering a known one changes nothing but its ``contract_version`` (which bumps ``revision``,
+        so a plan made against the old version cannot be applied).
+        """
+
+        def register_once(conn: Connection) -> VersionState:
+            now = values.now()
+            state = _read_state(conn, message_type)
+            if state is None:
+                conn.execute(
+                    insert(contract_versions).values(
+                        message_type=message_type,
+                        effective_status=Status.PROPOSED.value,
+                        contract_version=contract_version,
+                        revision=1,
+                        updated_at=now,
+                    )
+                )
+                _insert_transition(
+                    conn,
+                    message_type,
+                    1,
+                    None,
+                    Status.PROPOSED,
+                    now,
+                    actor,
+                    run_id,
+                    f"registered at contract version {contract_version}",
+                    None,
+                )
+                return VersionState(message_type, Status.PROPOSED, contract_version, 1, now)
+            if state.contract_version == contract_version:
+                return state
+            conn.execute(
+                update(contract_versions)
+                .where(contract_versions.c.message_type == message_type)
+                .values(contract_version=contract_version, revision=state.revision + 1, updated_at=now)
+            )
+            return VersionState(message_type, state.status, contract_version, state.revision + 1, now)
+
+        return self._write_retrying(f"registering {message_type}", register_once)
+
+    def apply_transition(
+        self,
+        message_type: str,
+        *,
+        expected: VersionState,
+        to: Status,
+        actor: str,
+        reason: str,
+        run_id: str | None = None,
+        evidence_id: int | None = None,
+    ) -> VersionState:
+        """Move ``message_type`` from ``expected`` to ``to`` and record it, or raise ``ConcurrentTransition``.
+
+        The store does not judge the step; ``contract_platform.lifecycle`` does, and calls this.
+        """
+        if expected.message_type != message_type:
+            raise ValueError(f"expected state is for {expected.message_type}, not {message_type}")
+        now = values.now()
+        revision = expected.revision + 1
+        with self._connect(f"applying {expected.status} -> {to} to {message_type}", write=True) as conn:
+            result = conn.execute(
+                update(contract_versions)
+                .where(
+                    contract_versions.c.message_type == message_type,
+                    contract_versions.c.revision == expected.revision,
+                    contract_versions.c.effective_status == expected.status.value,
+                )
+                .values(effective_status=to.value, revision=revision, updated_at=now)
+            )
+            if result.rowcount != 1:
+                raise _lost_race(conn, expected, to)
+            _insert_transition(
+                conn, message_type, revision, expected.status, to, now, actor, run_id, reason, evidence_id
+            )
+        return VersionState(message_type, to, expected.contract_version, revision, now)
+
+    def history(self, message_type: str) -> list[TransitionRecord]:
+        """Every transition of ``message_type``, oldest first."""
+        with self._connect(f"reading the history of {message_type}") as conn:
+            found = conn.execute(
+                select(transitions)
+                .where(transitions.c.message_type == message_type)
+                .order_by(transitions.c.revision, transitions.c.id)
+            )
+            return [rows.transition_record(row._mapping) for row in found]
+
+    def transition(self, message_type: str, revision: int) -> TransitionRecord | None:
+        """The transition that produced ``revision`` (None if a version change, not a transition, did)."""
+        with self._connect(f"reading a transition of {message_type}") as conn:
+            row = conn.execute(
+                select(transitions).where(
+                    transitions.c.message_type == message_type, transitions.c.revision == revision
+                )
+            ).first()
+            return rows.transition_record(row._mapping) if row else None
+
+    def record_refusal(
+        self,
+        message_type: str,
+        *,
+        from_status: Status | None,
+        to_status: Status,
+        reasons: list[str],
+        actor: str,
+        run_id: str | None = None,
+    ) -> RefusalRecord:
+        now = values.now()
+        row = {
+            "message_type": message_type,
+            "from_status": from_status.value if from_status else None,
+            "to_status": to_status.value,
+            "at": now,
+            "actor": actor,
+            "run_id": run_id,
+            "reasons": [str(reason) for reason in reasons],
+        }
+        with self._connect(f"recording a refusal for {message_type}", write=True) as conn:
+            key = conn.execute(insert(refusals).values(**row)).inserted_primary_key
+        return rows.refusal_record({**row, "id": key[0] if key else 0})
+
+    def refusals(self, message_type: str, limit: int = 20) -> list[RefusalRecord]:
+        """The latest refusals of ``message_type``, newest first."""
+        with self._connect(f"reading refusals of {message_type}") as conn:
+            found = conn.execute(
+                select(refusals)
+                .where(refusals.c.message_type == message_type)
+                .order_by(refusals.c.at.desc(), refusals.c.id.desc())
+                .limit(limit)
+            )
+            return [rows.refusal_record(row._mapping) for row in found]
+
+    # -- evidence ------------------------------------------------------------------------------
+
+    def add_evidence(
+        self,
+        message_type: str,
+        *,
+        contract_version: str,
+        kind: EvidenceKind | str,
+        verdict: Verdict | str,
+        figures: Mapping[str, Any],
+        reference: str | None = None,
+        run_id: str | None = None,
+        collected_at: datetime | None = None,
+    ) -> EvidenceRecord:
+        row = {
+            "message_type": message_type,
+            "contract_version": contract_version,
+            "kind": values.member(EvidenceKind, kind, "evidence kind").value,
+            "verdict": values.member(Verdict, verdict, "verdict").value,
+            "figures": values.json_object(figures, "figures"),
+            "reference": reference,
+            "run_id": run_id,
+            "collected_at": values.aware(collected_at, "collected_at"),
+        }
+        with self._connect(f"adding {row['kind']} evidence for {message_type}", write=True) as conn:
+            key = conn.execute(insert(evidence).values(**row)).inserted_primary_key
+        return rows.evidence_record({**row, "id": key[0] if key else 0})
+
+    def latest_evidence(
+        self, message_type: str, kind: EvidenceKind | str, *, contract_version: str | None = None
+    ) -> EvidenceRecord | None:
+        """The most recently collected evidence of ``kind`` (optionally for one contract version only)."""
+        found = self.evidence(message_type, kind, limit=1, contract_version=contract_version)
+        return found[0] if found else None
+
+    def evidence(
+        self,
+        message_type: str,
+        kind: EvidenceKind | str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        *,
+        contract_version: str | None = None,
+    ) -> list[EvidenceRecord]:
+        """Evidence of ``message_type``, newest first, collected at or after ``since``."""
+        query = select(evidence).where(evidence.c.message_type == message_type)
+        if kind is not None:
+            query = query.where(evidence.c.kind == values.member(EvidenceKind, kind, "evidence kind").value)
+        if since is not None:
+            query = query.where(evidence.c.collected_at >= values.aware(since, "since"))
+        if contract_version is not None:
+            query = query.where(evidence.c.contract_version == contract_version)
+        query = query.order_by(evidence.c.collected_at.desc(), evidence.c.id.desc()).limit(limit)
+        with self._connect(f"reading evidence of {message_type}") as conn:
+            return [rows.evidence_record(row._mapping) for row in conn.execute(query)]
+
+    # -- schema snapshots ----------------------------------------------------------------------
+
+    def snapshot_schema(self, message_type: str, contract_version: str, schema: Mapping[str, Any]) -> bool:
+        """Record the payload schema of one version; True if new, False if already recorded as is.
+
+        Raises ``SnapshotConflict`` when the version was recorded with another schema.
+        """
+        document = values.json_object(schema, "schema")
+        fingerprint = values.schema_fingerprint(document)
+
+        def snapshot_once(conn: Connection) -> bool:
+            recorded = conn.execute(
+                select(schema_snapshots.c.fingerprint).where(
+                    schema_snapshots.c.message_type == message_type,
+                    schema_snapshots.c.contract_version == contract_version,
+                )
+            ).scalar()
+            if recorded is not None:
+                if recorded != fingerprint:
+                    raise SnapshotConflict(message_type, contract_version, recorded, fingerprint)
+                return False
+            conn.execute(
+                insert(schema_snapshots).values(
+                    message_type=message_type,
+                    contract_version=contract_version,
+                    schema=document,
+                    fingerprint=fingerprint,
+                    recorded_at=values.now(),
+                )
+            )
+            return True
+
+        return self._write_retrying(f"recording the schema of {message_type} {contract_version}", snapshot_once)
+
+    def schema_history(self, message_type: str) -> list[tuple[str, dict[str, Any]]]:
+        """Every recorded (contract_version, schema) of ``message_type``, oldest to newest by semver."""
+        with self._connect(f"reading the schema history of {message_type}") as conn:
+            snapshots = [
+                (str(row.contract_version), dict(row.schema))
+                for row in conn.execute(
+                    select(schema_snapshots.c.contract_version, schema_snapshots.c.schema).where(
+                        schema_snapshots.c.message_type == message_type
+                    )
+                )
+            ]
+        return sorted(snapshots, key=lambda item: values.semver_key(item[0]))
+
+    # -- queue observations --------------------------------------------------------------------
+
+    def record_observation(
+        self,
+        message_type: str,
+        queue: str,
+        *,
+        consumers: int | None,
+        ready: int | None,
+        unacked: int | None,
+        source: ObservationSource | str,
+        run_id: str | None = None,
+        observed_at: datetime | None = None,
+    ) -> Observation:
+        row = {
+            "message_type": message_type,
+            "queue": queue,
+            "observed_at": values.aware(observed_at, "observed_at"),
+            "consumers": consumers,
+            "ready": ready,
+            "unacked": unacked,
+            "source": values.member(ObservationSource, source, "observation source").value,
+            "run_id": run_id,
+        }
+        with self._connect(f"recording an observation of {queue}", write=True) as conn:
+            key = conn.execute(insert(observations).values(**row)).inserted_primary_key
+        return rows.observation({**row, "id": key[0] if key else 0})
+
+    def observations(self, message_type: str, since: datetime | None = None) -> list[Observation]:
+        """Observations of every queue of ``message_type``, oldest first."""
+        query = select(observations).where(observations.c.message_type == message_type)
+        if since is not None:
+            query = query.where(observations.c.observed_at >= values.aware(since, "since"))
+        query = query.order_by(observations.c.observed_at, observations.c.id)
+        with self._connect(f"reading observations of {message_type}") as conn:
+            return [rows.observation(row._mapping) for row in conn.execute(query)]
+
+    # -- catalogue fingerprints ----------------------------------------------------------------
+
+    def fingerprint(self, message_type: str) -> str | None:
+        with self._connect(f"reading the fingerprint of {message_type}") as conn:
+            value = conn.execute(
+                select(fingerprints.c.fingerprint).where(fingerprints.c.message_type == message_type)
+            ).scalar()
+            return str(value) if value is not None else None
+
+    def set_fingerprint(self, message_type: str, fingerprint: str) -> None:
+        def upsert(conn: Connection) -> None:
+            row = {"fingerprint": fingerprint, "updated_at": values.now()}
+            where = fingerprints.c.message_type == message_type
+            if conn.execute(update(fingerprints).where(where).values(**row)).rowcount == 0:
+                conn.execute(insert(fingerprints).values(message_type=message_type, **row))
+
+        self._write_retrying(f"recording the fingerprint of {message_type}", upsert)
+
+    # -- the edge: connections, transactions, error mapping -------------------------------------
+
+    @contextmanager
+    def _connect(self, action: str, *, write: bool = False) -> Iterator[Connection]:
+        """One transaction; SQLAlchemy errors leave as ``StoreError`` (the one place they are mapped)."""
+        if self._engine is None:
+            raise StoreError(f"registry store {self.url}: {action} failed: the registry is closed")
+        try:
+            with self._engine.connect() as conn:
+                if write:
+                    conn.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise store_error(self._url, action, exc) from exc
+
+    def _write_retrying(self, action: str, body: Callable[[Connection], T]) -> T:
+        """Run ``body`` in a write transaction; once more if a concurrent insert won a unique key."""
+        try:
+            with self._connect(action, write=True) as conn:
+                return body(conn)
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, IntegrityError):
+                raise
+        with self._connect(action, write=True) as conn:
+            return body(conn)
+
+
+# -- SQL helpers -----------------------------------------------------------------------------------
+
+
+def _read_state(conn: Connection, message_type: str) -> VersionState | None:
+    row = conn.execute(select(contract_versions).where(contract_versions.c.message_type == message_type)).first()
+    return rows.version_state(row._mapping) if row else None
+
+
+def _insert_transition(
+    conn: Connection,
+    message_type: str,
+    revision: int,
+    from_status: Status | None,
+    to_status: Status,
+    at: datetime,
+    actor: str,
+    run_id: str | None,
+    reason: str,
+    evidence_id: int | None,
+) -> None:
+    conn.execute(
+        insert(transitions).values(
+            message_type=message_type,
+            revision=revision,
+            from_status=from_status.value if from_status else None,
+            to_status=to_status.value,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            reason=reason,
+            evidence_id=evidence_id,
+        )
+    )
+
+
+def _lost_race(conn: Connection, expected: VersionState, to: Status) -> ConcurrentTransition:
+    """Name who got there first: the state now and the latest transition."""
+    step = f"{expected.message_type}: {expected.status} -> {to} was not applied"
+    current = _read_state(conn, expected.message_type)
+    if current is None:
+        return ConcurrentTransition(f"{step}: the registry holds no state for it; register it first")
+    row = conn.execute(
+        select(transitions)
+        .where(transitions.c.message_type == expected.message_type)
+        .order_by(transitions.c.revision.desc())
+        .limit(1)
+    ).first()
+    last = rows.transition_record(row._mapping) if row else None
+    winner = (
+        f"; last transition {last.from_status or 'none'} -> {last.to_status} by {last.actor}"
+        f"{f' (run {last.run_id})' if last.run_id else ''} at {last.at.isoformat()}"
+        if last
+        else ""
+    )
+    return ConcurrentTransition(
+        f"{step}: another run got there first — the registry is at revision {current.revision} "
+        f"({current.status}, version {current.contract_version}), not {expected.revision} ({expected.status})"
+        f"{winner}; re-read the effective status and reconcile again"
+    )

@@ -1,0 +1,226 @@
+"""The registry store on a real PostgreSQL: round trips, time zones, a race between processes, an upgrade.
+
+Tables live in the shared ``test`` database (names start with ``cp_``); each run uses its own
+message-type prefix and deletes its rows at the end. The upgrade test uses a scratch database.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, make_url, text
+
+from contract_platform.catalog.model import Status
+from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
+from contract_platform.store import LATEST_VERSION, Registry
+from contract_platform.store.migrations import upgrade
+
+pytestmark = pytest.mark.integration
+
+PREFIX = f"it{uuid.uuid4().hex[:10]}"
+T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+CP_TABLES = (
+    "cp_transitions", "cp_evidence", "cp_refusals", "cp_contract_versions",
+    "cp_schema_snapshots", "cp_observations", "cp_fingerprints",
+)  # fmt: skip
+
+
+def mt(name: str) -> str:
+    return f"{PREFIX}.{name}.v1"
+
+
+@pytest.fixture(scope="module")
+def pg_url(postgres_url: str) -> Iterator[str]:
+    yield postgres_url
+    engine = create_engine(postgres_url)
+    with engine.begin() as conn:  # our rows only: other runs may share these tables
+        for table in CP_TABLES:
+            conn.execute(text(f"DELETE FROM {table} WHERE message_type LIKE :prefix"), {"prefix": f"{PREFIX}.%"})
+    engine.dispose()
+
+
+@pytest.fixture()
+def registry(pg_url: str) -> Iterator[Registry]:
+    with Registry.open(pg_url) as opened:
+        yield opened
+
+
+def test_open_creates_the_schema(registry: Registry) -> None:
+    assert registry.schema_version() == LATEST_VERSION
+
+
+def test_status_history_and_optimistic_concurrency(registry: Registry) -> None:
+    name = mt("orders")
+    proposed = registry.register(name, "1.0.0", actor="alice", run_id="r0")
+    assert registry.register(name, "1.0.0", actor="bob") == proposed
+    lint = registry.add_evidence(name, contract_version="1.0.0", kind="lint", verdict="pass", figures={"rules": 12})
+    state = registry.apply_transition(
+        name, expected=proposed, to=Status.EXPERIMENTAL, actor="dag:x", reason="guards passed", evidence_id=lint.id
+    )
+    with pytest.raises(ConcurrentTransition, match="by dag:x"):
+        registry.apply_transition(name, expected=proposed, to=Status.EXPERIMENTAL, actor="bob", reason="late")
+    assert registry.effective(name) == state
+    history = registry.history(name)
+    assert [(t.from_status, t.to_status, t.evidence_id) for t in history] == [
+        (None, Status.PROPOSED, None),
+        (Status.PROPOSED, Status.EXPERIMENTAL, lint.id),
+    ]
+    registry.record_refusal(name, from_status=state.status, to_status=Status.ACTIVE, reasons=["a", "b"], actor="dag:x")
+    assert registry.refusals(name)[0].reasons == ("a", "b")
+    assert registry.history(name) == history
+
+
+def test_evidence_snapshots_observations_and_fingerprints_round_trip(registry: Registry) -> None:
+    name = mt("invoices")
+    figures = {"invalid": 2, "total": 1000, "reasons": {"PAYLOAD_INVALID": 2}, "ratio": 0.002, "note": "ünïcode"}
+    added = registry.add_evidence(
+        name, contract_version="1.0.0", kind="archive_validation", verdict="fail", figures=figures,
+        reference="s3://reports/av.json", run_id="run-1", collected_at=T0,
+    )  # fmt: skip
+    registry.add_evidence(name, contract_version="1.0.0", kind="archive_validation", verdict="pass", figures={},
+                          collected_at=T0 - timedelta(days=2))  # fmt: skip
+    assert registry.latest_evidence(name, "archive_validation") == added
+    assert len(registry.evidence(name, "archive_validation", since=T0 - timedelta(days=1))) == 1
+
+    assert registry.snapshot_schema(name, "1.10.0", {"type": "object", "title": "b"}) is True
+    assert registry.snapshot_schema(name, "1.2.0", {"type": "object", "title": "a"}) is True
+    assert registry.snapshot_schema(name, "1.2.0", {"title": "a", "type": "object"}) is False
+    with pytest.raises(SnapshotConflict):
+        registry.snapshot_schema(name, "1.2.0", {"type": "string"})
+    assert [v for v, _ in registry.schema_history(name)] == ["1.2.0", "1.10.0"]
+
+    registry.record_observation(name, "q", consumers=1, ready=3, unacked=None, source="management", observed_at=T0)
+    [observation] = registry.observations(name)
+    assert (observation.consumers, observation.ready, observation.unacked, observation.observed_at) == (1, 3, None, T0)
+
+    registry.set_fingerprint(name, "abc")
+    registry.set_fingerprint(name, "def")
+    assert registry.fingerprint(name) == "def"
+
+
+def test_datetimes_come_back_in_utc_whatever_the_session_time_zone(
+    pg_url: str, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = mt("zones")
+    registry.add_evidence(name, contract_version="1.0.0", kind="lint", verdict="pass", figures={}, collected_at=T0)
+    monkeypatch.setenv("PGTZ", "Asia/Tokyo")  # libpq sets the session time zone from it
+    with Registry.open(pg_url) as tokyo:
+        read = tokyo.latest_evidence(name, "lint")
+    assert read is not None and read.collected_at == T0
+    assert read.collected_at.tzinfo is UTC and read.collected_at.hour == 12
+
+
+def test_wrong_credentials_are_a_store_error_without_the_password(pg_url: str) -> None:
+    url = make_url(pg_url).set(username="nobody-here", password="hunter2-secret", database="no_such_database_cp")
+    with pytest.raises(StoreError) as caught:
+        Registry.open(url.render_as_string(hide_password=False))
+    assert "hunter2-secret" not in str(caught.value)
+    assert "nobody-here:***@" in str(caught.value)
+
+
+# -- two processes, one transition ----------------------------------------------------------------------
+
+
+def race(url: str, message_types: list[str], name: str, barrier: Any, results: Any) -> None:
+    """Child process: read the same expected state as the rival, wait for it, then both apply."""
+    with Registry.open(url) as registry:
+        for message_type in message_types:
+            try:
+                expected = registry.effective(message_type)
+                assert expected is not None
+                barrier.wait(timeout=60)
+                registry.apply_transition(
+                    message_type, expected=expected, to=Status.EXPERIMENTAL, actor=name, reason="race"
+                )
+                results.put((message_type, name, "applied", ""))
+            except ConcurrentTransition as exc:
+                results.put((message_type, name, "refused", str(exc)))
+            except Exception as exc:  # report it, and free the rival instead of leaving it at the barrier
+                results.put((message_type, name, "error", repr(exc)))
+                barrier.abort()
+                return
+
+
+def test_two_processes_racing_for_one_transition(pg_url: str, registry: Registry) -> None:
+    rounds = [mt(f"race-{n}") for n in range(5)]
+    for message_type in rounds:
+        registry.register(message_type, "1.0.0", actor="setup")
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(2), context.Queue()
+    workers = [
+        context.Process(target=race, args=(pg_url, rounds, name, barrier, results)) for name in ("dag:one", "dag:two")
+    ]
+    for worker in workers:
+        worker.start()
+    outcomes = []
+    for _ in range(2 * len(rounds)):
+        outcomes.append(results.get(timeout=120))
+        if outcomes[-1][2] == "error":
+            break
+    for worker in workers:
+        worker.join(timeout=60)
+    assert [outcome for outcome in outcomes if outcome[2] == "error"] == []
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    for message_type in rounds:
+        mine = [outcome for outcome in outcomes if outcome[0] == message_type]
+        assert sorted(outcome[2] for outcome in mine) == ["applied", "refused"], mine
+        winner = next(outcome[1] for outcome in mine if outcome[2] == "applied")
+        assert f"by {winner}" in next(outcome[3] for outcome in mine if outcome[2] == "refused")
+        steps = [t for t in registry.history(message_type) if t.to_status is Status.EXPERIMENTAL]
+        assert [t.actor for t in steps] == [winner]
+
+
+# -- upgrade, in a scratch database ---------------------------------------------------------------------
+
+
+@pytest.fixture()
+def scratch_url(pg_url: str) -> Iterator[str]:
+    name = f"cp_upgrade_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(scratch_url: str) -> None:
+    name = mt("legacy")
+    engine = create_engine(scratch_url)
+    with engine.begin() as conn:
+        assert upgrade(conn, target=1) == [1]
+        conn.execute(
+            text("INSERT INTO cp_contract_versions VALUES (:mt, 'active', '1.4.0', 3, '2026-06-01T10:00:00Z')"),
+            {"mt": name},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO cp_evidence (message_type, contract_version, kind, collected_at, verdict, figures) "
+                "VALUES (:mt, '1.4.0', 'compatibility', '2026-06-01T09:00:00Z', 'pass', '{\"changes\": []}')"
+            ),
+            {"mt": name},
+        )
+    with Registry.open(scratch_url) as registry:
+        assert registry.schema_version() == LATEST_VERSION
+        state = registry.effective(name)
+        assert state is not None and (state.status, state.contract_version, state.revision) == (
+            Status.ACTIVE,
+            "1.4.0",
+            3,
+        )
+        old = registry.latest_evidence(name, "compatibility")
+        assert old is not None and old.figures == {"changes": []} and old.run_id is None
+        registry.add_evidence(name, contract_version="1.4.0", kind="lint", verdict="pass", figures={}, run_id="r")
+        registry.record_observation(name, "q", consumers=0, ready=0, unacked=0, source="amqp")
+        assert registry.latest_evidence(name, "lint").run_id == "r"  # type: ignore[union-attr]
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version FROM cp_schema_version ORDER BY version")).scalars().all() == [1, 2]
+    engine.dispose()
