@@ -11,10 +11,12 @@ jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise .
     ├── SchemaError                 a JSON Schema file is unreadable or not a valid schema
     ├── EnvelopeError               an envelope fails validation before it is published
     ├── MigrationSpecError          a migration.yaml cannot be checked or applied
+    ├── MessageNotMigratable        one message cannot be migrated (the bridge parks it with the reason)
     ├── LifecycleError
     │   ├── TransitionRefused       a guard refused a step (carries the reasons)
     │   └── ConcurrentTransition    another run applied a transition first
     ├── StoreError                  the registry store failed (URL never includes a password)
+    ├── SnapshotConflict            a recorded contract version's schema changed without a version bump
     ├── BrokerError
     │   ├── BrokerUnavailable       transient: the broker cannot be reached; retry
     │   ├── TopologyConflict        an existing declaration differs from the contract's
@@ -39,11 +41,13 @@ __all__ = [
     "ContractPlatformError",
     "EnvelopeError",
     "LifecycleError",
+    "MessageNotMigratable",
     "MigrationSpecError",
     "Problem",
     "PublishRefused",
     "QueueMissing",
     "SchemaError",
+    "SnapshotConflict",
     "StoreError",
     "TopologyConflict",
     "TransitionRefused",
@@ -101,13 +105,28 @@ class EnvelopeError(ContractPlatformError):
 
 
 class MigrationSpecError(ContractPlatformError):
-    """A migration spec is invalid, or a message cannot be migrated with it."""
+    """A migration spec is invalid or cannot be applied (one message that cannot be migrated: ``MessageNotMigratable``)."""
 
     def __init__(self, problems: list[Problem] | Problem) -> None:
         self.problems = problems if isinstance(problems, list) else [problems]
         head = str(self.problems[0]) if self.problems else "migration spec is invalid"
         more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
         super().__init__(head + more)
+
+
+class MessageNotMigratable(ContractPlatformError):
+    """One message cannot be migrated by a spec that is itself fine (e.g. an amount with too many decimals).
+
+    ``pointer`` locates the value in the source envelope (``/payload/amount``); ``reason`` says what is
+    wrong without quoting free-text values, so both can go into the headers of a parked message.
+    """
+
+    exit_code = 1
+
+    def __init__(self, reason: str, pointer: str) -> None:
+        self.reason = reason
+        self.pointer = pointer
+        super().__init__(f"{pointer}: {reason}" if pointer else reason)
 
 
 class LifecycleError(ContractPlatformError):
@@ -135,6 +154,21 @@ class StoreError(ContractPlatformError):
     """The registry store failed. Messages name the database, never its password."""
 
     exit_code = 3
+
+
+class SnapshotConflict(ContractPlatformError):
+    """A contract version's schema differs from the snapshot the registry recorded for that version."""
+
+    exit_code = 1
+
+    def __init__(self, message_type: str, contract_version: str, recorded: str, offered: str) -> None:
+        self.message_type = message_type
+        self.contract_version = contract_version
+        super().__init__(
+            f"{message_type} {contract_version}: the payload schema differs from the one recorded for this version "
+            f"(fingerprint {recorded[:12]}, now {offered[:12]}); a released version never changes: "
+            "bump `version` in contract.yaml"
+        )
 
 
 class BrokerError(ContractPlatformError):
