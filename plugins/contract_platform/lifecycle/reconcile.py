@@ -105,7 +105,7 @@ def apply_plan(
             f"{', '.join(guard_names(step.from_status, step.to_status))} passed (evidence {evidence})"
         )
         applied.append(_apply(registry, state, step.to_status, actor, reason, run_id, step.evidence))
-    if plan.refused is not None:
+    if plan.refused is not None and not _already_refused(registry, plan.message_type, plan.refused):
         refused = plan.refused
         registry.record_refusal(
             plan.message_type,
@@ -138,6 +138,16 @@ def request_transition(
         )
         raise TransitionRefused(contract.message_type, state.status.value, to.value, reasons)
     return _apply(registry, state, to, actor, reason, run_id, tuple(dict.fromkeys(ctx.consulted)))
+
+
+def _already_refused(registry: Registry, message_type: str, refused: Refusal) -> bool:
+    """The same step refused for the same reasons last time: a re-run records nothing new."""
+    latest = registry.refusals(message_type, limit=1)
+    return bool(latest) and (
+        latest[0].from_status is refused.step.from_status
+        and latest[0].to_status is refused.step.to_status
+        and list(latest[0].reasons) == list(refused.reasons)
+    )
 
 
 def _expect(registry: Registry, step: Step) -> VersionState:

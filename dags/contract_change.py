@@ -1,0 +1,162 @@
+"""
+### Contract change
+
+Runs when contracts change (an event on the `contract_catalog` asset, emitted by
+`contract_catalog_watch` for each changed contract version) and on demand from the trigger form.
+
+1. **load_catalog** — the catalogue must load; otherwise the run fails, listing every problem
+   with file and JSON pointer (no retry: fix the files and push again).
+2. **lint_contracts** — every lint rule; `lint` and `fixtures` evidence per contract.
+3. **check_compatibility** — each version against the earlier versions of its major the
+   registry has seen, under the contract's mode and policy; new majors are checked through
+   their `migration.yaml`.
+4. **provision_topology** — exchange, consumer queues, DLX/DLQ, parking lot, retry queues and
+   the archive queue for every version from *experimental* on. Conflicts are reported, never
+   deleted. A broker that is down is retried.
+5. **reconcile_lifecycle** — moves each effective status toward the declared one, one guarded
+   step at a time; refused steps are recorded with their reasons.
+6. **write_docs** — one Markdown page per contract.
+7. **report_problems** — ends the run red when any check found something to fix.
+
+**Trigger by hand** with *contract* and *target_status* to request one guarded step for one
+contract (with a *reason*, kept in the history). Leave them empty to reconcile everything.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pendulum
+from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk.definitions.param import ParamsDict
+
+from contract_platform_airflow.assets import CONTRACT_CATALOG
+from contract_platform_airflow.runtime import (
+    actor_of,
+    broker,
+    catalog_root,
+    fail_if,
+    fail_on_bad_input,
+    registry,
+    run_id_of,
+)
+
+STATUSES = ["", "experimental", "active", "superseded", "deprecated", "retired"]
+DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(seconds=20)}
+
+
+@dag(
+    schedule=[CONTRACT_CATALOG],
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["contracts", "lifecycle"],
+    doc_md=__doc__,
+    params={
+        "contract": Param(
+            "", type="string", title="Contract", description="messageType, e.g. billing.invoice-issued.v1; empty: all"
+        ),
+        "target_status": Param(
+            "",
+            type="string",
+            enum=STATUSES,
+            title="Target status",
+            description="one guarded step; empty: reconcile to the declared status",
+        ),
+        "reason": Param("", type="string", title="Reason", description="why; kept in the append-only history"),
+    },
+)
+def contract_change() -> None:
+    @task(retries=0)
+    @fail_on_bad_input
+    def load_catalog(params: ParamsDict | None = None) -> dict[str, Any]:
+        from contract_platform.change import load
+
+        catalog = load(catalog_root())
+        contract = (params or {}).get("contract") or ""
+        if contract and contract not in catalog:
+            fail_if([f"{contract!r} is not a messageType of the catalogue"], "the trigger's parameters are wrong")
+        if (params or {}).get("target_status") and not contract:
+            fail_if(["target_status needs a contract"], "the trigger's parameters are wrong")
+        return {"contracts": sorted(c.message_type for c in catalog), "root": str(catalog.root)}
+
+    @task(retries=0)
+    @fail_on_bad_input
+    def lint_contracts(loaded: dict[str, Any]) -> dict[str, Any]:
+        from contract_platform.change import lint_contracts as lint
+        from contract_platform.change import load
+
+        with registry() as store:
+            return lint(load(catalog_root()), store, run_id=run_id_of(get_current_context())).to_dict()
+
+    @task(retries=0)
+    @fail_on_bad_input
+    def check_compatibility(loaded: dict[str, Any]) -> dict[str, Any]:
+        from contract_platform.change import check_compatibility as check
+        from contract_platform.change import load
+
+        with registry() as store:
+            return check(load(catalog_root()), store, run_id=run_id_of(get_current_context())).to_dict()
+
+    @task
+    @fail_on_bad_input
+    def provision_topology(loaded: dict[str, Any]) -> dict[str, Any]:
+        from contract_platform.change import load, provision_topologies
+
+        with registry() as store, broker() as connection:
+            return provision_topologies(
+                load(catalog_root()), connection, store, run_id=run_id_of(get_current_context())
+            ).to_dict()
+
+    @task
+    @fail_on_bad_input
+    def reconcile_lifecycle(*_checks: dict[str, Any], params: ParamsDict | None = None) -> dict[str, Any]:
+        from contract_platform.catalog.model import Status
+        from contract_platform.change import load, reconcile_catalog
+        from contract_platform.lifecycle import request_transition
+
+        context = get_current_context()
+        catalog = load(catalog_root())
+        with registry() as store:
+            contract, target = (params or {}).get("contract"), (params or {}).get("target_status")
+            if contract and target:
+                record = request_transition(
+                    catalog.get(contract),
+                    Status(target),
+                    store,
+                    actor=actor_of(context),
+                    reason=(params or {}).get("reason") or "requested from the trigger form",
+                    run_id=run_id_of(context),
+                )
+                return {"requested": f"{contract}: {record.from_status} -> {record.to_status}"}
+            only = [contract] if contract else None
+            return reconcile_catalog(
+                catalog, store, actor=actor_of(context), run_id=run_id_of(context), only=only
+            ).to_dict()
+
+    @task(retries=0)
+    @fail_on_bad_input
+    def write_docs(_reconciled: dict[str, Any]) -> dict[str, Any]:
+        from contract_platform import settings
+        from contract_platform.change import load
+        from contract_platform.docs import write_docs as write
+
+        target = settings.docs_dir() / "contracts"
+        return {"out": str(target), "pages": len(write(load(catalog_root()), target))}
+
+    @task(retries=0)
+    def report_problems(*summaries: dict[str, Any]) -> None:
+        problems = [p for s in summaries if isinstance(s, dict) for p in s.get("problems", [])]
+        fail_if(problems, "the contract change has problems to fix")
+
+    loaded = load_catalog()
+    linted = lint_contracts(loaded)
+    compat = check_compatibility(loaded)
+    topology = provision_topology(loaded)
+    reconciled = reconcile_lifecycle(linted, compat, topology)
+    write_docs(reconciled) >> report_problems(linted, compat, topology)
+
+
+contract_change()

@@ -1,0 +1,106 @@
+"""The checks a contract change must pass, shared by ``contractctl check`` and the ``contract_change`` DAG.
+
+lint (which includes fixtures) + compatibility of each version with its predecessors of the same
+major (from git or from the registry's schema snapshots) + semantic versioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.lint import Finding, Severity, lint_catalog
+
+__all__ = ["CheckReport", "CompatibilityResult", "check_catalog", "compatibility_of"]
+
+History = Sequence[tuple[str, Any]]  # (label such as "1.2.0", payload schema), oldest first
+
+
+@dataclass(frozen=True)
+class CompatibilityResult:
+    message_type: str
+    mode: str
+    policy: str
+    against: list[str]
+    compatible: bool
+    changes: list[dict[str, Any]]
+    semver_problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.compatible and not self.semver_problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "messageType": self.message_type,
+            "mode": self.mode,
+            "policy": self.policy,
+            "against": self.against,
+            "compatible": self.compatible,
+            "ok": self.ok,
+            "changes": self.changes,
+            "semverProblems": self.semver_problems,
+        }
+
+
+@dataclass
+class CheckReport:
+    contracts: int
+    findings: list[Finding] = field(default_factory=list)
+    compatibility: list[CompatibilityResult] = field(default_factory=list)
+
+    def ok(self, *, strict: bool = False) -> bool:
+        lint_ok = not any(f.severity is Severity.ERROR or strict for f in self.findings)
+        return lint_ok and all(result.ok for result in self.compatibility)
+
+    def to_dict(self, *, strict: bool = False) -> dict[str, Any]:
+        return {
+            "ok": self.ok(strict=strict),
+            "contracts": self.contracts,
+            "findings": [f.to_dict() for f in self.findings],
+            "compatibility": [c.to_dict() for c in self.compatibility],
+        }
+
+
+def compatibility_of(contract: Contract, history: History) -> CompatibilityResult | None:
+    """The contract's schema against its earlier versions of the same major, under its own mode and policy."""
+    from contract_platform.compat import Mode, Policy, check_history, diff_schemas
+    from contract_platform.compat import check_semver as semver
+
+    if not history:
+        return None
+    verdict = check_history(
+        list(history),
+        contract.payload_schema,
+        mode=Mode(contract.compatibility),
+        policy=Policy(contract.compatibility_policy),
+    )
+    latest_label, latest_schema = history[-1]
+    latest_version = latest_label.split(" ", 1)[0]
+    problems = (
+        semver(latest_version, contract.version, diff_schemas(latest_schema, contract.payload_schema))
+        if latest_version != "?"
+        else []
+    )
+    return CompatibilityResult(
+        message_type=contract.message_type,
+        mode=contract.compatibility,
+        policy=contract.compatibility_policy,
+        against=[label for label, _ in history],
+        compatible=verdict.compatible,
+        changes=[c for c in verdict.to_dict()["changes"]],
+        semver_problems=list(problems),
+    )
+
+
+def check_catalog(catalog: Catalog, history_of: Callable[[Contract], History] | None = None) -> CheckReport:
+    """lint + fixtures for every contract, and compatibility where ``history_of`` knows earlier versions."""
+    report = CheckReport(contracts=len(catalog), findings=lint_catalog(catalog))
+    if history_of is not None:
+        for contract in catalog:
+            result = compatibility_of(contract, history_of(contract))
+            if result is not None:
+                report.compatibility.append(result)
+    return report

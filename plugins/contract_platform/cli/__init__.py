@@ -1,0 +1,1 @@
+"""``contractctl``: one module per verb, each a few lines over the domain."""

@@ -1,0 +1,35 @@
+"""``contractctl lint [CATALOG]``: every lint rule over the catalogue."""
+
+from __future__ import annotations
+
+import argparse
+
+from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
+from contract_platform.cli.output import emit_json, out
+from contract_platform.lint import Finding, Severity, lint_catalog
+
+HELP = "run every lint rule over the catalogue"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_catalog_argument(parser)
+    add_format_argument(parser)
+    parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
+
+
+def failing(findings: list[Finding], *, strict: bool) -> bool:
+    return any(f.severity is Severity.ERROR or strict for f in findings)
+
+
+def run(args: argparse.Namespace) -> int:
+    catalog = load(args.catalog)
+    findings = lint_catalog(catalog)
+    bad = failing(findings, strict=args.strict)
+    if args.format == "json":
+        emit_json({"ok": not bad, "contracts": len(catalog), "findings": [f.to_dict() for f in findings]})
+    else:
+        for finding in findings:
+            out(str(finding))
+        errors = sum(1 for f in findings if f.severity is Severity.ERROR)
+        out(f"{len(catalog)} contracts, {errors} errors, {len(findings) - errors} warnings")
+    return 1 if bad else 0

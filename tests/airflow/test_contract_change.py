@@ -1,0 +1,118 @@
+"""contract_change run in-process (dag.test) against the real broker, on a temporary catalogue."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.airflow, pytest.mark.integration]
+
+INV1 = "billing.invoice-issued.v1"
+
+
+def run(dagbag, **conf):
+    return dagbag.get_dag("contract_change").test(run_conf=conf or None)
+
+
+def task_states(dag_run) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
+
+
+def test_contract_change_provisions_and_reconciles_then_changes_nothing(dagbag, platform_env, rabbitmq_url):
+    from contract_platform.amqp import open_connection, plan_topology
+    from contract_platform.amqp.connection import close_quietly
+    from contract_platform.amqp.inspection import exchange_exists, passive_queue
+    from contract_platform.catalog import load_catalog
+    from contract_platform.store import Registry
+
+    first = run(dagbag)
+    assert first.state == "success", task_states(first)
+
+    catalog = load_catalog(platform_env["catalog"])
+    connection = open_connection(rabbitmq_url)
+    try:
+        for contract in catalog:
+            plan = plan_topology(contract)
+            assert all(exchange_exists(connection, e.name) for e in plan.exchanges)
+            assert all(passive_queue(connection, q.name) is not None for q in plan.queues), contract.message_type
+    finally:
+        close_quietly(connection)
+
+    registry = Registry.open(platform_env["registry_url"])
+    try:
+        for contract in catalog:
+            history = registry.history(contract.message_type)
+            assert [(t.from_status, str(t.to_status)) for t in history] == [
+                (None, "proposed"),
+                ("proposed", "experimental"),
+            ]
+            assert history[-1].run_id == first.run_id and history[-1].actor == "dag:contract_change"
+            [refusal] = registry.refusals(contract.message_type)
+            assert (str(refusal.from_status), str(refusal.to_status)) == ("experimental", "active")
+            assert any("envelope quality" in reason for reason in refusal.reasons)
+        before = {c.message_type: len(registry.history(c.message_type)) for c in catalog}
+        refusals_before = {c.message_type: len(registry.refusals(c.message_type)) for c in catalog}
+    finally:
+        registry.close()
+
+    second = run(dagbag)
+    assert second.state == "success", task_states(second)
+    registry = Registry.open(platform_env["registry_url"])
+    try:
+        assert {c.message_type: len(registry.history(c.message_type)) for c in catalog} == before
+        assert {c.message_type: len(registry.refusals(c.message_type)) for c in catalog} == refusals_before
+        assert all(str(registry.effective(c.message_type).status) == "experimental" for c in catalog)
+    finally:
+        registry.close()
+    assert (platform_env["home"] / "docs" / "contracts" / f"{INV1}.md").exists()
+
+
+def test_a_catalogue_that_does_not_load_fails_without_retry(dagbag, platform_env):
+    schema = platform_env["catalog"] / "quote/quote-approved/v1/payload.schema.json"
+    schema.write_text("{ not json")
+    dag_run = run(dagbag)
+    assert dag_run.state == "failed"
+    states = task_states(dag_run)
+    assert states["load_catalog"] == "failed"
+    assert states["reconcile_lifecycle"] != "success"
+    ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "load_catalog")
+    assert ti.try_number == 1
+
+
+def test_a_manual_step_through_the_trigger_form_is_guarded(dagbag, platform_env, rabbitmq_url):
+    from contract_platform.store import Registry
+
+    assert run(dagbag).state == "success"
+    refused = run(dagbag, contract=INV1, target_status="active", reason="try to skip quality")
+    assert refused.state == "failed"
+    assert task_states(refused)["reconcile_lifecycle"] == "failed"
+    registry = Registry.open(platform_env["registry_url"])
+    try:
+        latest = registry.refusals(INV1, limit=1)[0]
+        assert latest.run_id == refused.run_id and str(latest.to_status) == "active"
+        assert str(registry.effective(INV1).status) == "experimental"
+    finally:
+        registry.close()
+
+
+def test_watch_emits_one_asset_event_per_changed_contract_then_none(dagbag, platform_env):
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    def events_of(dag_run) -> list[dict]:
+        with create_session() as session:
+            return [e.extra for e in session.query(AssetEvent).filter(AssetEvent.source_run_id == dag_run.run_id).all()]
+
+    watch = dagbag.get_dag("contract_catalog_watch")
+    first = watch.test()
+    assert first.state == "success"
+    assert sorted(e["messageType"] for e in events_of(first)) == sorted(
+        p.parent.relative_to(platform_env["catalog"]).as_posix().replace("/", ".")
+        for p in platform_env["catalog"].glob("*/*/v*/contract.yaml")
+    )
+    second = watch.test()
+    assert second.state == "success" and events_of(second) == []
+    (platform_env["catalog"] / "billing/invoice-issued/v1/contract.yaml").write_text(
+        (platform_env["catalog"] / "billing/invoice-issued/v1/contract.yaml").read_text() + "\n# touched\n"
+    )
+    third = watch.test()
+    assert [e["messageType"] for e in events_of(third)] == [INV1]

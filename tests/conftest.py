@@ -1,0 +1,120 @@
+"""Session-wide test fixtures: the catalogue, one local SparkSession, one Airflow metadata DB.
+
+The environment is set at import time, before any test module imports Airflow: each test
+session gets its own AIRFLOW_HOME and platform data folder in a temporary directory, so tests
+never touch a developer's real ones.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SESSION_DIR = Path(tempfile.mkdtemp(prefix="contract-platform-tests-"))
+
+os.environ["AIRFLOW_HOME"] = str(SESSION_DIR / "airflow")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO_ROOT / "dags")
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
+os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[2]"}')
+os.environ["CONTRACT_PLATFORM_HOME"] = str(SESSION_DIR / "platform")
+os.environ["CONTRACT_CATALOG"] = str(REPO_ROOT / "contracts")
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(SESSION_DIR, ignore_errors=True)
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def catalog_dir() -> Path:
+    return REPO_ROOT / "contracts"
+
+
+@pytest.fixture(scope="session")
+def catalog(catalog_dir: Path):  # type: ignore[no-untyped-def]
+    from contract_platform.catalog import load_catalog
+
+    return load_catalog(catalog_dir)
+
+
+@pytest.fixture()
+def catalog_copy(tmp_path: Path, catalog_dir: Path) -> Path:
+    """A writable copy of the real catalogue, for tests that break it on purpose."""
+    target = tmp_path / "contracts"
+    shutil.copytree(catalog_dir, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local SparkSession for the whole test session (starting one costs seconds)."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("contract-platform-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    """A migrated Airflow metadata DB (SQLite) in this session's AIRFLOW_HOME, made once."""
+    home = Path(os.environ["AIRFLOW_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    airflow = Path(sys.executable).parent / "airflow"
+    result = subprocess.run([str(airflow), "db", "migrate"], capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError(f"airflow db migrate failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+    return home
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_url() -> str:
+    if not port_open("127.0.0.1", 5672):
+        pytest.skip("RabbitMQ not answering on 127.0.0.1:5672 (start it with rabbitmq-server -detached)")
+    return "amqp://guest:guest@127.0.0.1:5672/%2F"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    if not port_open("127.0.0.1", 5432):
+        pytest.skip("PostgreSQL not answering on 127.0.0.1:5432")
+    return "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import logging
+
+    # pika logs every socket event at INFO; keep test output about the platform.
+    logging.getLogger("pika").setLevel(logging.WARNING)
