@@ -105,7 +105,7 @@ class EnvelopeError(ContractPlatformError):
 
 
 class MigrationSpecError(ContractPlatformError):
-    """A migration spec is invalid or cannot be applied (one message that cannot be migrated: ``MessageNotMigratable``)."""
+    """A migration spec is invalid or cannot be applied (one message that cannot be migrated: MessageNotMigratable)."""
 
     def __init__(self, problems: list[Problem] | Problem) -> None:
         self.problems = problems if isinstance(problems, list) else [problems]

@@ -1,0 +1,57 @@
+"""The migration language: ``migration.yaml`` (data, not code) says how a v<N-1> message becomes v<N>.
+
+::
+
+    spec = parse_spec(contract.migration, str(contract.migration_file))   # MigrationSpecError: every problem
+    problems = check_spec(spec, source, target, EnvelopeValidator(catalog))  # before anything runs
+    new = migrate_envelope(spec, old_envelope, target)                     # MessageNotMigratable: park it
+
+``check_migration(catalog, contract)`` does all three for a contract and returns the evidence.
+"""
+
+from contract_platform.errors import MessageNotMigratable, MigrationSpecError
+from contract_platform.migration.checking import MigrationCheck, check_migration, check_spec
+from contract_platform.migration.engine import (
+    decimal_to_minor_units,
+    migrate_envelope,
+    migrate_payload,
+    minor_units_to_decimal,
+    number_to_text,
+)
+from contract_platform.migration.spec import (
+    OPS,
+    Constant,
+    Copy,
+    DecimalToMinorUnits,
+    Default,
+    Drop,
+    MapEnum,
+    MigrationSpec,
+    Op,
+    ToString,
+    parse_spec,
+)
+
+__all__ = [
+    "OPS",
+    "Constant",
+    "Copy",
+    "DecimalToMinorUnits",
+    "Default",
+    "Drop",
+    "MapEnum",
+    "MessageNotMigratable",
+    "MigrationCheck",
+    "MigrationSpec",
+    "MigrationSpecError",
+    "Op",
+    "ToString",
+    "check_migration",
+    "check_spec",
+    "decimal_to_minor_units",
+    "migrate_envelope",
+    "migrate_payload",
+    "minor_units_to_decimal",
+    "number_to_text",
+    "parse_spec",
+]
