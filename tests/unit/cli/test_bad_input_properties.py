@@ -98,14 +98,9 @@ def test_payload_schema_mutations(tmp_path_factory, capsys, folder, keyword, val
         target = schema["properties"][data.draw(st.sampled_from(props))]
     if keyword == "$ref":
         value = data.draw(st.sampled_from(["#/$defs/Missing", "other.json#/x", 7, "#/properties/nope"]))
-    if (
-        isinstance(value, dict)
-        and keyword != "properties"
-        or value == {}
-        or keyword == "additionalProperties"
-        and value is True
-    ):
-        value = 42  # a dict is a (permissive) schema for these keywords: harmless, not a mutation
+    schema_valued = keyword in ("items", "additionalProperties")
+    if isinstance(value, dict) and keyword != "properties" or value == {} or schema_valued and isinstance(value, bool):
+        value = 42  # a dict or a boolean is a (permissive) schema for these keywords: harmless, not a mutation
     if keyword in ("minLength", "required") and (value == [] or isinstance(value, int) and not isinstance(value, bool)):
         value = -1
     if keyword == "pattern" and (value is None or isinstance(value, str)):
