@@ -1,0 +1,218 @@
+"""Object keywords: properties, patternProperties, additionalProperties, required, dependencies, bounds.
+
+Every property name is compared through its *effective* schema on each side: the declared one, or
+else the patternProperties schema its name matches, or else additionalProperties. A property that
+appears or disappears is therefore judged against what the other side allowed under that name:
+
+- forbidden there (``additionalProperties: false``): the change is ``*-closed-model``;
+- anything allowed there (an open content model): ``*-open-model``, which the policy decides;
+- a schema there (``additionalProperties: {...}``): ``property-added``/``-removed`` plus the diff of
+  the two schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .context import additional, property_view, same_instance, unconstrained
+from .model import RuleId as R
+from .scalars import BoundRules, compare_bound
+from .schema import View, deref, describe, escape, name_matches
+
+if TYPE_CHECKING:
+    from .walker import Walker
+
+__all__ = ["compare_objects"]
+
+_BOUNDS = {
+    "minProperties": BoundRules(
+        R.MIN_PROPERTIES_ADDED, R.MIN_PROPERTIES_REMOVED, R.MIN_PROPERTIES_INCREASED, R.MIN_PROPERTIES_DECREASED
+    ),
+    "maxProperties": BoundRules(
+        R.MAX_PROPERTIES_ADDED, R.MAX_PROPERTIES_REMOVED, R.MAX_PROPERTIES_INCREASED, R.MAX_PROPERTIES_DECREASED
+    ),
+}
+_STRING = frozenset({"string"})
+
+
+def compare_objects(w: Walker, old: View, new: View, old_types: frozenset[str], new_types: frozenset[str]) -> None:
+    if "object" not in old_types & new_types:
+        return
+    _compare_properties(w, old, new)
+    _compare_patterns(w, old, new)
+    w.compare(additional(old), additional(new))
+    _compare_required(w, old, new)
+    w.compare(_optional(old, "propertyNames", known=_STRING), _optional(new, "propertyNames", known=_STRING))
+    _compare_dependent_required(w, old, new)
+    _compare_dependent_schemas(w, old, new)
+    for keyword, rules in _BOUNDS.items():
+        compare_bound(w, old, new, keyword, rules, default=0 if keyword == "minProperties" else None)
+    w.compare(_optional(old, "unevaluatedProperties"), _optional(new, "unevaluatedProperties"))
+
+
+def _optional(view: View, keyword: str, **context: frozenset[str]) -> View:
+    schema = view.schema_at(keyword)
+    return view.child(keyword, True if schema is None else schema, **context)
+
+
+def _effective(view: View, name: str) -> View:
+    """The schema ``view`` applies to an undeclared property called ``name``."""
+    for pattern, schema in view.schema_map("patternProperties").items():
+        if name_matches(pattern, name):
+            return view.child("patternProperties", schema, pattern)
+    return additional(view)
+
+
+def _ordered(before: Mapping[str, object], after: Mapping[str, object]) -> list[str]:
+    return [*after, *(name for name in before if name not in after)]
+
+
+def _compare_properties(w: Walker, old: View, new: View) -> None:
+    before, after = old.schema_map("properties"), new.schema_map("properties")
+    for name in _ordered(before, after):
+        if name in before and name in after:
+            w.compare(property_view(old, name), property_view(new, name))
+        elif name in after:
+            declared = property_view(new, name)
+            _declared(w, _effective(old, name), declared, f"property {describe(declared.ptr)}")
+        else:
+            dropped = property_view(old, name)
+            _undeclared(w, dropped, _effective(new, name), f"property {describe(dropped.ptr)}")
+
+
+def _compare_patterns(w: Walker, old: View, new: View) -> None:
+    before, after = old.schema_map("patternProperties"), new.schema_map("patternProperties")
+    for pattern in _ordered(before, after):
+        label = f"properties matching {pattern!r} in {describe(new.ptr)}"
+        if pattern in before and pattern in after:
+            w.compare(
+                old.child("patternProperties", before[pattern], pattern),
+                new.child("patternProperties", after[pattern], pattern),
+            )
+        elif pattern in after:
+            _declared(w, additional(old), new.child("patternProperties", after[pattern], pattern), label)
+        else:
+            _undeclared(w, old.child("patternProperties", before[pattern], pattern), additional(new), label)
+
+
+def _declared(w: Walker, allowed_before: View, declared: View, label: str) -> None:
+    """A name (or pattern) declared in NEW that OLD only governed through ``allowed_before``."""
+    before, after = deref(allowed_before), deref(declared)
+    if before.schema is False:
+        if after.schema is not False:
+            w.emit(
+                R.PROPERTY_ADDED_CLOSED_MODEL,
+                declared.ptr,
+                f"{label} was added where undeclared properties were forbidden",
+            )
+    elif unconstrained(before) and not unconstrained(after) and after.schema is not False:
+        w.emit(
+            R.PROPERTY_ADDED_OPEN_MODEL,
+            declared.ptr,
+            f"{label} was added to an open object, where old data may already use that name for any value",
+        )
+    else:
+        w.emit(
+            R.PROPERTY_ADDED, declared.ptr, f"{label} was added; the old schema allowed it as an undeclared property"
+        )
+        w.compare(allowed_before, declared)
+
+
+def _undeclared(w: Walker, dropped: View, allowed_after: View, label: str) -> None:
+    """A name (or pattern) declared in OLD that NEW only governs through ``allowed_after``."""
+    before, after = deref(dropped), deref(allowed_after)
+    if after.schema is False:
+        if before.schema is not False:
+            w.emit(
+                R.PROPERTY_REMOVED_CLOSED_MODEL,
+                dropped.ptr,
+                f"{label} was removed and undeclared properties are forbidden",
+            )
+    elif unconstrained(after) and not unconstrained(before) and before.schema is not False:
+        w.emit(
+            R.PROPERTY_REMOVED_OPEN_MODEL,
+            dropped.ptr,
+            f"{label} was removed from an open object, where new data may then use that name for any value",
+        )
+    else:
+        w.emit(
+            R.PROPERTY_REMOVED,
+            dropped.ptr,
+            f"{label} was removed; the new schema still allows it as an undeclared property",
+        )
+        w.compare(dropped, allowed_after)
+
+
+def _compare_required(w: Walker, old: View, new: View) -> None:
+    before, after = old.names("required"), new.names("required")
+    for name in after:
+        if name not in before:
+            field = describe(f"{new.ptr}/properties/{escape(name)}")
+            w.emit(R.REQUIRED_ADDED, new.at("required"), f"property {field} is now required")
+    for name in before:
+        if name not in after:
+            field = describe(f"{old.ptr}/properties/{escape(name)}")
+            w.emit(R.REQUIRED_REMOVED, old.at("required"), f"property {field} is no longer required")
+
+
+def _dependent_required(view: View) -> dict[str, tuple[list[str], str]]:
+    """dependentRequired, and draft-07 ``dependencies`` whose value is a list of names."""
+    found: dict[str, tuple[list[str], str]] = {}
+    for keyword in ("dependencies", "dependentRequired"):
+        for key, value in view.schema_map(keyword).items():
+            if isinstance(value, list) or keyword == "dependentRequired":
+                found[key] = (view.names(keyword, value), f"{view.at(keyword)}/{escape(key)}")
+    return found
+
+
+def _dependent_schemas(view: View) -> dict[str, View]:
+    """dependentSchemas, and draft-07 ``dependencies`` whose value is a schema."""
+    found: dict[str, View] = {}
+    for keyword in ("dependencies", "dependentSchemas"):
+        for key, value in view.schema_map(keyword).items():
+            if keyword == "dependencies" and isinstance(value, list):
+                continue
+            if not isinstance(value, Mapping | bool):
+                raise view.error(keyword, f"{keyword}[{key!r}] must be a schema or a list of property names")
+            found[key] = same_instance(view, keyword, value, key)
+    return found
+
+
+def _compare_dependent_required(w: Walker, old: View, new: View) -> None:
+    before, after = _dependent_required(old), _dependent_required(new)
+    for key in _ordered(before, after):
+        had, has = set(before.get(key, ([], ""))[0]), set(after.get(key, ([], ""))[0])
+        trigger = describe(f"{new.ptr}/properties/{escape(key)}")
+        if gained := sorted(has - had):
+            w.emit(
+                R.DEPENDENT_REQUIRED_ADDED,
+                after[key][1],
+                f"when {trigger} is present, {', '.join(gained)} must now be present too",
+            )
+        if lost := sorted(had - has):
+            w.emit(
+                R.DEPENDENT_REQUIRED_REMOVED,
+                before[key][1],
+                f"when {trigger} is present, {', '.join(lost)} no longer need to be",
+            )
+
+
+def _compare_dependent_schemas(w: Walker, old: View, new: View) -> None:
+    before, after = _dependent_schemas(old), _dependent_schemas(new)
+    for key in _ordered(before, after):
+        trigger = describe(f"{new.ptr}/properties/{escape(key)}")
+        if key in before and key in after:
+            w.compare(before[key], after[key])
+        elif key in after:
+            w.emit(
+                R.DEPENDENT_SCHEMA_ADDED,
+                after[key].ptr,
+                f"when {trigger} is present, the object must now match an extra schema",
+            )
+        else:
+            w.emit(
+                R.DEPENDENT_SCHEMA_REMOVED,
+                before[key].ptr,
+                f"when {trigger} is present, the object no longer needs to match an extra schema",
+            )

@@ -1,0 +1,159 @@
+"""The schema diff: walks OLD and NEW side by side and emits typed :class:`Change` records.
+
+Each keyword family lives in its own module (``scalars``, ``arrays``, ``objects``, ``logic``) as
+functions ``(walker, old, new, old_types, new_types)``. The walker owns what they share: ``$ref``
+resolution, the memo that makes recursive schemas terminate (pairs of old/new pointers already
+compared are skipped), the polarity flip inside ``not``, and *probes* — quiet sub-diffs that answer
+"is this subschema compatible with that one?" for matching composition branches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from contract_platform.errors import SchemaError
+
+from . import arrays, logic, objects, scalars
+from .context import as_object, effective_types, unconstrained
+from .model import Change, Policy, RuleId
+from .rules import ANNOTATION_RULES, effect
+from .schema import REF_KEYWORDS, Document, View, deref, describe
+
+__all__ = ["Probe", "Walker", "diff_schemas"]
+
+Family = Callable[["Walker", View, View, frozenset[str], frozenset[str]], None]
+FAMILIES: tuple[Family, ...] = (
+    scalars.compare_annotations,
+    scalars.compare_types,
+    scalars.compare_values,
+    scalars.compare_strings,
+    scalars.compare_numbers,
+    arrays.compare_arrays,
+    objects.compare_objects,
+    logic.compare_compositions,
+    logic.compare_not,
+    logic.compare_conditional,
+)
+
+_CONSEQUENCE = {
+    (True, True): "",
+    (False, True): ", so data written under the old schema may fail the new one",
+    (True, False): ", so readers still on the old schema may reject data written under the new one",
+    (False, False): ", so old data may fail the new schema and new data may fail the old one",
+}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The outcome of a quiet sub-diff: directions that hold, and how many non-annotation changes."""
+
+    backward: bool
+    forward: bool
+    changes: int
+
+
+class Session:
+    """State shared by a diff and all its probes."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.probes: dict[tuple[str, str, str, str], Probe | None] = {}
+
+
+class Walker:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.negated = False
+        self.changes: list[Change] = []
+        self._seen: set[tuple[str, str, str, str, bool]] = set()
+
+    def emit(self, rule: RuleId, path: str, message: str) -> None:
+        backward, forward = effect(rule, self.session.policy)
+        if self.negated:
+            backward, forward = forward, backward
+            message += " (inside 'not', which reverses its effect)"
+        self.changes.append(Change(rule, path, backward, forward, message + _CONSEQUENCE[backward, forward] + "."))
+
+    def compare(self, old: View, new: View) -> None:
+        """Diff two subschemas (raw: ``$ref`` allowed) and emit what changed."""
+        if _has_ref(old) and _has_ref(new):
+            scalars.compare_annotations(self, old, new, frozenset(), frozenset())
+        old, new = deref(old), deref(new)
+        if old.schema is False or new.schema is False:
+            self._compare_false(old, new)
+            return
+        old, new = as_object(old), as_object(new)
+        if unconstrained(old) and unconstrained(new):
+            scalars.compare_annotations(self, old, new, frozenset(), frozenset())
+            return
+        # Every unconstrained schema behaves alike, so they share one key: a recursive schema compared
+        # with an absent one (whose default children have ever longer pointers) still terminates.
+        key = (_memo_ptr(old), old.tag, _memo_ptr(new), new.tag, self.negated)
+        if key in self._seen:
+            return  # already compared, or being compared further up: recursion ends here
+        self._seen.add(key)
+        old_types, new_types = effective_types(old), effective_types(new)
+        for family in FAMILIES:
+            family(self, old, new, old_types, new_types)
+
+    def _compare_false(self, old: View, new: View) -> None:
+        if old.schema is False and new.schema is False:
+            return
+        if old.schema is False:
+            self.emit(RuleId.SCHEMA_FALSE_RELAXED, new.ptr, f"{describe(new.ptr)} allowed no value and now allows some")
+        else:
+            self.emit(RuleId.SCHEMA_MADE_FALSE, new.ptr, f"{describe(new.ptr)} now allows no value at all")
+
+    @contextmanager
+    def negation(self) -> Iterator[None]:
+        self.negated = not self.negated
+        try:
+            yield
+        finally:
+            self.negated = not self.negated
+
+    def probe(self, old: View, new: View) -> Probe:
+        """Diff quietly; recursion into a probe already running assumes compatibility (co-induction)."""
+        old, new = deref(old), deref(new)
+        key = (_memo_ptr(old), old.tag, _memo_ptr(new), new.tag)
+        probes = self.session.probes
+        if key in probes:
+            return probes[key] or Probe(True, True, 0)
+        probes[key] = None
+        sub = Walker(self.session)
+        sub.compare(old, new)
+        result = Probe(
+            all(c.backward for c in sub.changes),
+            all(c.forward for c in sub.changes),
+            sum(1 for c in sub.changes if c.rule not in ANNOTATION_RULES),
+        )
+        probes[key] = result
+        return result
+
+
+def _memo_ptr(view: View) -> str:
+    return "(anything)" if unconstrained(view) else view.ptr
+
+
+def _has_ref(view: View) -> bool:
+    return isinstance(view.schema, Mapping) and any(k in view.schema for k in REF_KEYWORDS)
+
+
+def diff_schemas(
+    old: Mapping[str, Any] | bool, new: Mapping[str, Any] | bool, *, policy: Policy = Policy.STRICT
+) -> list[Change]:
+    """Every difference between two JSON Schemas that matters for compatibility, plus annotation changes.
+
+    Paths are JSON pointers into the NEW schema (into the OLD one for things that were removed); a
+    change inside a ``$ref`` target is reported once, at the definition. Raises :class:`SchemaError`
+    for a schema the engine cannot interpret (malformed keyword, non-local or dangling ``$ref``).
+    """
+    walker = Walker(Session(Policy(policy)))
+    try:
+        walker.compare(View(Document(old, "old schema"), old, ""), View(Document(new, "new schema"), new, ""))
+    except RecursionError as exc:
+        raise SchemaError("new schema", "", "the schemas nest too deeply to compare") from exc
+    return list(dict.fromkeys(walker.changes))

@@ -1,0 +1,141 @@
+"""Local $ref (both drafts), recursion, anchors, and the schemas the engine refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contract_platform.compat import Change, RuleId, diff_schemas
+from contract_platform.errors import SchemaError
+
+
+def _diff(old: Any, new: Any) -> list[Change]:
+    return diff_schemas(old, new)
+
+
+def _directions(old: Any, new: Any) -> tuple[bool, bool]:
+    changes = _diff(old, new)
+    return all(c.backward for c in changes), all(c.forward for c in changes)
+
+
+def _address(min_length: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"street": {"type": "string", "minLength": min_length}},
+        "required": ["street"],
+    }
+
+
+def test_ref_and_inline_schema_are_the_same() -> None:
+    by_ref = {"properties": {"home": {"$ref": "#/$defs/Address"}}, "$defs": {"Address": _address(1)}}
+    inline = {"properties": {"home": _address(1)}}
+    assert _diff(by_ref, inline) == []
+    assert _diff(inline, by_ref) == []
+
+
+def test_draft07_definitions_change_is_reported_once_at_the_definition() -> None:
+    def schema(min_length: int) -> dict[str, Any]:
+        return {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "properties": {"home": {"$ref": "#/definitions/Address"}, "work": {"$ref": "#/definitions/Address"}},
+            "definitions": {"Address": _address(min_length)},
+        }
+
+    [change] = _diff(schema(10), schema(5))
+    assert (change.rule, change.path) == (
+        RuleId.MIN_LENGTH_DECREASED,
+        "/definitions/Address/properties/street/minLength",
+    )
+    assert "Address" in change.message and "street" in change.message
+
+
+def test_recursive_ref_terminates_and_finds_deep_changes() -> None:
+    def tree(max_length: int) -> dict[str, Any]:
+        node = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "maxLength": max_length},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+            },
+        }
+        return {"$ref": "#/$defs/Node", "$defs": {"Node": node}}
+
+    assert _diff(tree(5), tree(5)) == []
+    [change] = _diff(tree(5), tree(3))
+    assert change.path == "/$defs/Node/properties/name/maxLength"
+    assert _directions(tree(5), {}) == (True, False)
+
+
+def test_mutual_recursion_terminates() -> None:
+    schema = {
+        "$defs": {
+            "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+            "B": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}, "n": {"type": "integer"}}},
+        },
+        "$ref": "#/$defs/A",
+    }
+    widened = {
+        **schema,
+        "$defs": {
+            **schema["$defs"],
+            "B": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}, "n": {"type": "number"}}},
+        },
+    }
+    assert [c.rule for c in _diff(schema, widened)] == [RuleId.TYPE_WIDENED]
+
+
+def test_anchor_refs_in_both_drafts() -> None:
+    draft07 = {
+        "properties": {"home": {"$ref": "#Address"}},
+        "definitions": {"Address": {"$id": "#Address", **_address(1)}},
+    }
+    draft2020 = {"properties": {"home": {"$ref": "#addr"}}, "$defs": {"Address": {"$anchor": "addr", **_address(1)}}}
+    assert {c.rule for c in _diff(draft07, draft2020)} <= {RuleId.ANNOTATION_ADDED, RuleId.ANNOTATION_REMOVED}
+    stricter = {**draft2020, "$defs": {"Address": {"$anchor": "addr", **_address(5)}}}
+    assert RuleId.MIN_LENGTH_INCREASED in {c.rule for c in _diff(draft07, stricter)}
+
+
+def test_ref_with_sibling_keywords_applies_both() -> None:
+    old = {"$defs": {"S": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 5}}}
+    new = {"$defs": {"S": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 3}}}
+    [change] = _diff(old, new)
+    assert (change.rule, change.path) == (RuleId.MAX_LENGTH_DECREASED, "/properties/a/maxLength")
+
+
+def test_refs_with_the_root_id_and_escaped_pointers_resolve() -> None:
+    old = {
+        "$id": "https://example.com/x.json",
+        "properties": {"a": {"$ref": "https://example.com/x.json#/$defs/a~1b"}},
+        "$defs": {"a/b": {"type": "integer"}},
+    }
+    new = {"properties": {"a": {"$ref": "#/$defs/c%20d"}}, "$defs": {"c d": {"type": "integer"}}}
+    assert [c.rule for c in _diff(old, new)] == [RuleId.ANNOTATION_REMOVED]
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer", "phrase"),
+    [
+        ({"properties": {"a": {"$ref": "other.json#/x"}}}, "/properties/a/$ref", "outside this schema"),
+        ({"properties": {"a": {"$ref": "#/$defs/missing"}}}, "/properties/a/$ref", "does not resolve"),
+        ({"properties": {"a": {"$ref": "#nowhere"}}}, "/properties/a/$ref", "no $anchor"),
+        (
+            {"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"},
+            "/$defs/B/$ref",
+            "circular",
+        ),
+        ({"type": "string", "maxLength": "ten"}, "/maxLength", "non-negative integer"),
+        ({"type": "strin"}, "/type", "type must be"),
+        ({"properties": {"a": 5}}, "/properties/a", "object or a boolean"),
+        ({"anyOf": []}, "/anyOf", "non-empty array"),
+        ({"multipleOf": 0}, "/multipleOf", "greater than 0"),
+    ],
+)
+def test_schemas_the_engine_cannot_interpret_raise_schema_error_with_the_pointer(
+    schema: dict[str, Any], pointer: str, phrase: str
+) -> None:
+    with pytest.raises(SchemaError) as raised:
+        _diff({}, schema)
+    assert raised.value.problem.file == "new schema"
+    assert raised.value.problem.pointer == pointer
+    assert phrase in raised.value.problem.message
