@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from contract_platform.catalog.model import Contract
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
+
+if TYPE_CHECKING:
+    from contract_platform.catalog.model import Contract
 
 HELP = "lint, fixtures and compatibility of each version with its predecessors"
 

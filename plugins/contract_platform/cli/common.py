@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contract_platform import settings
-from contract_platform.catalog.model import Catalog
+
+if TYPE_CHECKING:  # the loader pulls in jsonschema and PyYAML: only verbs that load pay for it
+    from contract_platform.catalog.model import Catalog
 
 __all__ = ["add_catalog_argument", "add_format_argument", "load"]
 

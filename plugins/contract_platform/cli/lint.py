@@ -6,7 +6,6 @@ import argparse
 
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
-from contract_platform.lint import Finding, Severity, lint_catalog
 
 HELP = "run every lint rule over the catalogue"
 
@@ -17,14 +16,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
 
 
-def failing(findings: list[Finding], *, strict: bool) -> bool:
-    return any(f.severity is Severity.ERROR or strict for f in findings)
-
-
 def run(args: argparse.Namespace) -> int:
+    from contract_platform.lint import Severity, lint_catalog
+
     catalog = load(args.catalog)
     findings = lint_catalog(catalog)
-    bad = failing(findings, strict=args.strict)
+    bad = any(f.severity is Severity.ERROR or args.strict for f in findings)
     if args.format == "json":
         emit_json({"ok": not bad, "contracts": len(catalog), "findings": [f.to_dict() for f in findings]})
     else:
