@@ -76,10 +76,8 @@ def contract_change() -> None:
 
         catalog = load(catalog_root())
         contract = (params or {}).get("contract") or ""
-        if contract and contract not in catalog:
+        if contract and contract not in catalog:  # fail before anything is provisioned
             fail_if([f"{contract!r} is not a messageType of the catalogue"], "the trigger's parameters are wrong")
-        if (params or {}).get("target_status") and not contract:
-            fail_if(["target_status needs a contract"], "the trigger's parameters are wrong")
         return {"contracts": sorted(c.message_type for c in catalog), "root": str(catalog.root)}
 
     @task(retries=0)
@@ -113,28 +111,19 @@ def contract_change() -> None:
     @task
     @fail_on_bad_input
     def reconcile_lifecycle(*_checks: dict[str, Any], params: ParamsDict | None = None) -> dict[str, Any]:
-        from contract_platform.catalog.model import Status
-        from contract_platform.change import load, reconcile_catalog
-        from contract_platform.lifecycle import request_transition
+        from contract_platform.change import load, reconcile_or_request
 
-        context = get_current_context()
-        catalog = load(catalog_root())
+        context, given = get_current_context(), params or {}
         with registry() as store:
-            contract, target = (params or {}).get("contract"), (params or {}).get("target_status")
-            if contract and target:
-                record = request_transition(
-                    catalog.get(contract),
-                    Status(target),
-                    store,
-                    actor=actor_of(context),
-                    reason=(params or {}).get("reason") or "requested from the trigger form",
-                    run_id=run_id_of(context),
-                )
-                return {"requested": f"{contract}: {record.from_status} -> {record.to_status}"}
-            only = [contract] if contract else None
-            return reconcile_catalog(
-                catalog, store, actor=actor_of(context), run_id=run_id_of(context), only=only
-            ).to_dict()
+            return reconcile_or_request(
+                load(catalog_root()),
+                store,
+                actor=actor_of(context),
+                run_id=run_id_of(context),
+                contract=given.get("contract") or None,
+                target_status=given.get("target_status") or None,
+                reason=given.get("reason") or None,
+            )
 
     @task(retries=0)
     @fail_on_bad_input

@@ -30,6 +30,7 @@ __all__ = [
     "lint_contracts",
     "provision_topologies",
     "reconcile_catalog",
+    "reconcile_or_request",
 ]
 
 FIXTURE_RULES = {
@@ -224,6 +225,45 @@ def reconcile_catalog(
             ),
         }
     return summary
+
+
+def reconcile_or_request(
+    catalog: Catalog,
+    registry: Any,
+    *,
+    actor: str,
+    run_id: str | None = None,
+    contract: str | None = None,
+    target_status: str | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """A manual step for one contract when a target status is given, else reconciliation (of one or all).
+
+    A refused manual step raises ``TransitionRefused`` (recorded in the store first): the person who
+    asked for it must see it fail.
+    """
+    from contract_platform.errors import UsageError
+    from contract_platform.lifecycle import request_transition
+
+    if target_status and not contract:
+        raise UsageError("a target status needs a contract (messageType)")
+    chosen = catalog.get(contract) if contract else None
+    if contract and chosen is None:
+        raise UsageError(f"{contract!r} is not a messageType of the catalogue")
+    if chosen is not None and target_status:
+        try:
+            status = Status(target_status)
+        except ValueError as exc:
+            raise UsageError(
+                f"{target_status!r} is not a status; use one of {', '.join(s.value for s in Status)}"
+            ) from exc
+        record = request_transition(
+            chosen, status, registry, actor=actor, reason=reason or "requested by hand", run_id=run_id
+        )
+        return {"step": "request", "ok": True, "requested": f"{contract}: {record.from_status} -> {record.to_status}"}
+    return reconcile_catalog(
+        catalog, registry, actor=actor, run_id=run_id, only=[contract] if contract else None
+    ).to_dict()
 
 
 def changed_contracts(catalog_root: Path, registry: Any) -> list[dict[str, str]]:
