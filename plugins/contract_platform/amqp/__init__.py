@@ -10,6 +10,13 @@
     inspect_queue(connection, name)            -> QueueState
 """
 
+from contract_platform.amqp.archiver import (
+    Archiver,
+    ArchiverConfig,
+    ArchiveRunReport,
+    repair_partial_files,
+    to_record,
+)
 from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
 from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
 from contract_platform.amqp.publisher import Publisher, PublishResult, basic_properties, encode_body
@@ -34,6 +41,9 @@ from contract_platform.amqp.topology import (
 )
 
 __all__ = [
+    "ArchiveRunReport",
+    "Archiver",
+    "ArchiverConfig",
     "Binding",
     "Exchange",
     "ManagementClient",
@@ -61,5 +71,7 @@ __all__ = [
     "plan_topology",
     "provision",
     "remove_topology",
+    "repair_partial_files",
     "retry_queue_name",
+    "to_record",
 ]

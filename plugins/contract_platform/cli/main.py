@@ -25,6 +25,8 @@ VERBS: dict[str, str] = {
     "docs": "docs",
     "status": "status",
     "transition": "transition",
+    "archive": "archive",
+    "export": "export",
 }
 
 

@@ -1,0 +1,46 @@
+"""Fixtures of the archiver's broker tests: one provisioned test topic per test, deleted afterwards.
+
+Other suites share the broker, so every exchange carries a ``t-<uuid8>.`` prefix; its archive queue
+is ``archive.t-<uuid8>....``, and both (with the DLX) are deleted in teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from archiver_support import Topic, delete_topic, make_contract
+
+from contract_platform.amqp import archive_queue_name, open_connection, plan_topology, provision
+from contract_platform.catalog.model import Catalog
+from contract_platform.envelope import EnvelopeValidator
+
+ENVELOPE_SCHEMA = Path(__file__).resolve().parents[3] / "contracts" / "envelope" / "envelope.v1.schema.json"
+
+
+@pytest.fixture
+def topic(rabbitmq_url: str) -> Iterator[Topic]:
+    contract = make_contract(f"t-{uuid.uuid4().hex[:8]}.")
+    exchange = contract.transport.exchange
+    try:
+        connection = open_connection(rabbitmq_url)
+        try:
+            provision(connection, plan_topology(contract))
+        finally:
+            connection.close()
+        yield Topic(rabbitmq_url, contract, exchange, archive_queue_name(exchange))
+    finally:
+        delete_topic(rabbitmq_url, exchange)
+
+
+@pytest.fixture
+def validator(topic: Topic, tmp_path: Path) -> EnvelopeValidator:
+    catalog = Catalog(
+        root=tmp_path,
+        envelope_schema=json.loads(ENVELOPE_SCHEMA.read_text()),
+        contracts={topic.contract.message_type: topic.contract},
+    )
+    return EnvelopeValidator(catalog)
