@@ -1,0 +1,456 @@
+"""View models of the catalogue for the Airflow UI page: typed rows and series, no web framework.
+
+``catalogue`` is the table of every contract version, ``contract_view`` the page of one, and
+``run_activity`` the contracts one DAG run acted on. Statuses and the latest evidence come from
+``status`` (the same code as ``contractctl status``); retirement readiness is the lifecycle's own
+guards for ``deprecated -> retired``. Time series come straight from the registry store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from contract_platform.catalog.model import Catalog, Contract, Status
+from contract_platform.docs import FieldRow, field_rows, render_contract_page
+from contract_platform.evidence import EvidenceKind
+from contract_platform.lifecycle import GuardContext, check_step
+from contract_platform.status import contract_status, overview
+
+__all__ = [
+    "EVIDENCE_DAGS",
+    "CatalogueRow",
+    "ContractView",
+    "EvidenceItem",
+    "FixtureView",
+    "MigrationView",
+    "Point",
+    "RetirementView",
+    "RunActivity",
+    "RunTouch",
+    "Series",
+    "SortKey",
+    "catalogue",
+    "contract_view",
+    "dag_activity",
+    "dag_of",
+    "evidence_item",
+    "filter_rows",
+    "invalid_rate",
+    "latest_item",
+    "run_activity",
+    "sort_rows",
+    "status_values",
+]
+
+# Which platform DAG records which kind of evidence (DESIGN section 8). Evidence rows carry a run_id
+# but no dag_id, and scheduled run ids repeat across daily DAGs, so a run claims only its own kinds.
+EVIDENCE_DAGS: Mapping[EvidenceKind, str] = {
+    EvidenceKind.LINT: "contract_change",
+    EvidenceKind.FIXTURES: "contract_change",
+    EvidenceKind.COMPATIBILITY: "contract_change",
+    EvidenceKind.TOPOLOGY: "contract_change",
+    EvidenceKind.MIGRATION_SPEC: "contract_change",
+    EvidenceKind.ARCHIVE_VALIDATION: "topic_archive_validation",
+    EvidenceKind.ENVELOPE_QUALITY: "envelope_quality",
+    EvidenceKind.MIGRATION_PARITY: "dual_publish_migration",
+    EvidenceKind.RETIREMENT_AUDIT: "retirement_audit",
+}
+
+_MANY = 10_000
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    """One piece of evidence as the page shows it; ``summary`` is ``status``'s one-line figures."""
+
+    kind: str
+    verdict: str
+    collected_at: str | None
+    summary: str
+    figures: Mapping[str, Any]
+    reference: str | None = None
+    run_id: str | None = None
+    contract_version: str | None = None
+
+
+@dataclass(frozen=True)
+class RetirementView:
+    """Whether ``deprecated -> retired`` could be taken now, by the lifecycle's own guards."""
+
+    applicable: bool  # only versions on their way out (superseded, deprecated) are judged
+    ready: bool
+    verdict: str | None  # of the latest retirement audit
+    blockers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CatalogueRow:
+    message_type: str
+    domain: str
+    kind: str
+    version: str
+    owner_team: str
+    owner_service: str
+    declared: str
+    effective: str | None
+    in_sync: bool
+    compatibility: str
+    last_transition_at: str | None
+    last_refusal: str | None
+    invalid_rate: float | None
+    invalid_rate_target: float
+    validation: EvidenceItem | None
+    quality: EvidenceItem | None
+    parity: EvidenceItem | None
+    retirement: RetirementView
+    description: str = ""
+
+
+class SortKey(StrEnum):
+    MESSAGE_TYPE = "messageType"
+    DOMAIN = "domain"
+    OWNER = "owner"
+    DECLARED = "declared"
+    EFFECTIVE = "effective"
+    INVALID_RATE = "invalidRate"
+    LAST_TRANSITION = "lastTransition"
+
+
+@dataclass(frozen=True)
+class Point:
+    at: datetime
+    value: float
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class FixtureView:
+    name: str
+    valid: bool
+    document: Any
+
+
+@dataclass(frozen=True)
+class MigrationView:
+    """The migration between this version and its neighbour; parity is recorded under the older one."""
+
+    from_type: str
+    to_type: str
+    parity: EvidenceItem | None
+
+
+@dataclass(frozen=True)
+class ContractView:
+    contract: Contract
+    row: CatalogueRow
+    status: Mapping[str, Any]  # contract_status(): declared, effective, history, refusals, latest evidence
+    fields: tuple[FieldRow, ...]
+    fixtures: tuple[FixtureView, ...]
+    docs_markdown: str
+    evidence: tuple[EvidenceItem, ...]
+    consumers: tuple[Series, ...]
+    invalid_rates: Series
+    migrations: tuple[MigrationView, ...]
+    holds: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class RunTouch:
+    """What one run did to one contract."""
+
+    message_type: str
+    transitions: tuple[str, ...]
+    refusals: tuple[str, ...]
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunActivity:
+    dag_id: str
+    run_id: str
+    contracts: tuple[RunTouch, ...]
+
+
+# -- figures ---------------------------------------------------------------------------------------
+
+
+def invalid_rate(figures: Mapping[str, Any]) -> float | None:
+    """``invalid_rate`` as recorded, else ``invalid / total``; None when the figures cannot say."""
+    rate = figures.get("invalid_rate")
+    if isinstance(rate, int | float) and not isinstance(rate, bool):
+        return float(rate)
+    invalid, total = figures.get("invalid"), figures.get("total")
+    if isinstance(invalid, int) and isinstance(total, int) and total > 0:
+        return invalid / total
+    return None
+
+
+def dag_of(actor: str | None) -> str | None:
+    """``"dag:contract_change"`` -> ``"contract_change"``; a person's name -> None."""
+    if actor and actor.startswith("dag:") and len(actor) > 4:
+        return actor[4:]
+    return None
+
+
+def latest_item(kind: str, latest: Mapping[str, Any] | None) -> EvidenceItem | None:
+    if latest is None:
+        return None
+    return EvidenceItem(
+        kind=kind,
+        verdict=str(latest["verdict"]),
+        collected_at=latest.get("collectedAt"),
+        summary=str(latest.get("summary", "")),
+        figures=dict(latest.get("figures") or {}),
+        reference=latest.get("reference"),
+    )
+
+
+def evidence_item(record: Any) -> EvidenceItem:
+    collected = record.collected_at.isoformat(timespec="seconds") if record.collected_at else None
+    return EvidenceItem(
+        kind=str(record.kind),
+        verdict=str(record.verdict),
+        collected_at=collected,
+        summary=_summary(record.figures),
+        figures=dict(record.figures),
+        reference=record.reference,
+        run_id=record.run_id,
+        contract_version=record.contract_version,
+    )
+
+
+def _summary(figures: Mapping[str, Any]) -> str:
+    shown = [f"{k}={v}" for k, v in figures.items() if isinstance(v, int | float | str | bool)]
+    return ", ".join(shown[:8])
+
+
+# -- the catalogue ---------------------------------------------------------------------------------
+
+
+def retirement(contract: Contract, registry: Any, effective: str | None, now: datetime | None = None) -> RetirementView:
+    latest = registry.latest_evidence(contract.message_type, EvidenceKind.RETIREMENT_AUDIT)
+    verdict = str(latest.verdict) if latest is not None else None
+    if effective not in (Status.SUPERSEDED, Status.DEPRECATED):
+        return RetirementView(applicable=False, ready=effective == Status.RETIRED, verdict=verdict, blockers=())
+    ctx = GuardContext(contract, registry, now=now or datetime.now(UTC))
+    blockers = tuple(check_step(Status.DEPRECATED, Status.RETIRED, ctx))
+    return RetirementView(applicable=True, ready=not blockers, verdict=verdict, blockers=blockers)
+
+
+def catalogue(catalog: Catalog, registry: Any, now: datetime | None = None) -> list[CatalogueRow]:
+    """One row per contract version, in messageType order."""
+    rows = []
+    for summary in overview(catalog, registry):
+        contract = catalog.get(summary["messageType"])
+        assert contract is not None, "overview() lists catalogue contracts only"
+        rows.append(_row(catalog, registry, contract, summary, now))
+    return rows
+
+
+def _row(
+    catalog: Catalog, registry: Any, contract: Contract, summary: Mapping[str, Any], now: datetime | None
+) -> CatalogueRow:
+    latest = contract_status(catalog, registry, contract.message_type)["evidence"]
+    validation = latest_item(EvidenceKind.ARCHIVE_VALIDATION, latest.get(EvidenceKind.ARCHIVE_VALIDATION))
+    return CatalogueRow(
+        message_type=contract.message_type,
+        domain=contract.domain,
+        kind=str(contract.kind),
+        version=contract.version,
+        owner_team=contract.owner.team,
+        owner_service=contract.owner.service,
+        declared=str(summary["declared"]),
+        effective=summary["effective"],
+        in_sync=bool(summary["inSync"]),
+        compatibility=contract.compatibility,
+        last_transition_at=summary["lastTransitionAt"],
+        last_refusal=summary["lastRefusal"],
+        invalid_rate=invalid_rate(validation.figures) if validation else None,
+        invalid_rate_target=contract.validation.invalid_rate_target,
+        validation=validation,
+        quality=latest_item(EvidenceKind.ENVELOPE_QUALITY, latest.get(EvidenceKind.ENVELOPE_QUALITY)),
+        parity=latest_item(EvidenceKind.MIGRATION_PARITY, latest.get(EvidenceKind.MIGRATION_PARITY)),
+        retirement=retirement(contract, registry, summary["effective"], now),
+        description=contract.description,
+    )
+
+
+def filter_rows(
+    rows: Iterable[CatalogueRow],
+    *,
+    domain: str | None = None,
+    status: str | None = None,
+    owner: str | None = None,
+    query: str | None = None,
+) -> list[CatalogueRow]:
+    """Rows of ``domain``, whose declared or effective status is ``status``, owned by team ``owner``,
+    and containing ``query`` (case-insensitive) in the messageType, description, owner or service."""
+    needle = (query or "").strip().lower()
+    kept = []
+    for row in rows:
+        if domain and row.domain != domain:
+            continue
+        if status and status not in (row.declared, row.effective):
+            continue
+        if owner and row.owner_team != owner:
+            continue
+        haystack = " ".join((row.message_type, row.description, row.owner_team, row.owner_service)).lower()
+        if needle and needle not in haystack:
+            continue
+        kept.append(row)
+    return kept
+
+
+def _sort_value(row: CatalogueRow, key: SortKey) -> tuple[Any, ...]:
+    rank = {str(s): s.rank for s in Status}
+    values: dict[SortKey, tuple[Any, ...]] = {
+        SortKey.MESSAGE_TYPE: (row.message_type,),
+        SortKey.DOMAIN: (row.domain, row.message_type),
+        SortKey.OWNER: (row.owner_team, row.message_type),
+        SortKey.DECLARED: (rank[row.declared], row.message_type),
+        SortKey.EFFECTIVE: (rank.get(row.effective or "", -1), row.message_type),
+        SortKey.INVALID_RATE: (row.invalid_rate is not None, row.invalid_rate or 0.0, row.message_type),
+        SortKey.LAST_TRANSITION: (row.last_transition_at or "", row.message_type),
+    }
+    return values[key]
+
+
+def sort_rows(rows: Iterable[CatalogueRow], key: SortKey, *, descending: bool = False) -> list[CatalogueRow]:
+    return sorted(rows, key=lambda row: _sort_value(row, key), reverse=descending)
+
+
+# -- one contract ----------------------------------------------------------------------------------
+
+
+def contract_view(catalog: Catalog, registry: Any, message_type: str, now: datetime | None = None) -> ContractView:
+    """Everything the contract page shows. Raises ``UsageError`` for a messageType not in the catalogue."""
+    status = contract_status(catalog, registry, message_type)
+    contract = catalog.get(message_type)
+    assert contract is not None, "contract_status() refuses unknown message types"
+    summary = next(s for s in overview(_single(catalog, contract), registry))
+    recent = registry.evidence(message_type, limit=50)
+    today = (now or datetime.now(UTC)).date()
+    return ContractView(
+        contract=contract,
+        row=_row(catalog, registry, contract, summary, now),
+        status=status,
+        fields=tuple(field_rows(contract.payload_schema)),
+        fixtures=tuple(FixtureView(f.name, f.valid, f.document) for f in contract.fixtures),
+        docs_markdown=render_contract_page(contract, catalog),
+        evidence=tuple(evidence_item(record) for record in recent),
+        consumers=tuple(consumer_series(registry, version) for version in catalog.family(contract.family)),
+        invalid_rates=invalid_rate_series(registry, message_type),
+        migrations=tuple(_migrations(catalog, registry, contract)),
+        holds=tuple(f"{h.kind} until {h.until.isoformat()}: {h.reason}" for h in contract.holds_in_force(today)),
+    )
+
+
+def _single(catalog: Catalog, contract: Contract) -> Catalog:
+    return Catalog(catalog.root, catalog.envelope_schema, {contract.message_type: contract})
+
+
+def consumer_series(registry: Any, contract: Contract) -> Series:
+    """Consumers of one version over time: per minute, the last count of each queue, summed over its queues."""
+    buckets: dict[datetime, dict[str, int]] = {}
+    for observation in registry.observations(contract.message_type):
+        if observation.consumers is None:
+            continue
+        minute = observation.observed_at.replace(second=0, microsecond=0)
+        buckets.setdefault(minute, {})[observation.queue] = observation.consumers
+    points = tuple(Point(at, float(sum(queues.values()))) for at, queues in sorted(buckets.items()))
+    return Series(contract.message_type, points)
+
+
+def invalid_rate_series(registry: Any, message_type: str) -> Series:
+    """The invalid rate of every archive validation of ``message_type``, oldest first."""
+    records = registry.evidence(message_type, EvidenceKind.ARCHIVE_VALIDATION, limit=_MANY)
+    points = []
+    for record in reversed(records):
+        rate = invalid_rate(record.figures)
+        if rate is not None:
+            points.append(Point(record.collected_at, rate))
+    return Series(message_type, tuple(points))
+
+
+def _migrations(catalog: Catalog, registry: Any, contract: Contract) -> Iterable[MigrationView]:
+    for older, newer in ((catalog.predecessor(contract), contract), (contract, catalog.successor(contract))):
+        if older is None or newer is None or older.message_type == newer.message_type:
+            continue
+        latest = registry.latest_evidence(older.message_type, EvidenceKind.MIGRATION_PARITY)
+        yield MigrationView(older.message_type, newer.message_type, evidence_item(latest) if latest else None)
+
+
+# -- DAG runs --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Touch:
+    run_id: str
+    at: datetime
+    message_type: str
+    what: str  # transition | refusal | evidence
+    text: str
+
+
+def _touches(catalog: Catalog, registry: Any, dag_id: str, run_id: str | None) -> list[_Touch]:
+    """Every transition, refusal and evidence ``dag_id`` recorded (in run ``run_id`` only, if given)."""
+    known = {c.message_type for c in catalog} | {s.message_type for s in registry.all_effective()}
+    actor = f"dag:{dag_id}"
+    found = []
+    for message_type in sorted(known):
+        for t in registry.history(message_type):
+            if t.actor == actor and t.run_id and run_id in (None, t.run_id):
+                text = f"{t.from_status or 'none'} -> {t.to_status}: {t.reason}"
+                found.append(_Touch(t.run_id, t.at, message_type, "transition", text))
+        for r in registry.refusals(message_type, limit=_MANY):
+            if r.actor == actor and r.run_id and run_id in (None, r.run_id):
+                text = f"{r.from_status or 'none'} -> {r.to_status} refused: {'; '.join(r.reasons)}"
+                found.append(_Touch(r.run_id, r.at, message_type, "refusal", text))
+        for e in registry.evidence(message_type, limit=_MANY):
+            if e.run_id and run_id in (None, e.run_id) and EVIDENCE_DAGS.get(e.kind, dag_id) == dag_id:
+                found.append(_Touch(e.run_id, e.collected_at, message_type, "evidence", f"{e.kind} {e.verdict}"))
+    return found
+
+
+def _activity(dag_id: str, run_id: str, touches: Iterable[_Touch]) -> RunActivity:
+    by_type: dict[str, dict[str, list[str]]] = {}
+    for touch in sorted(touches, key=lambda t: t.at):
+        by_type.setdefault(touch.message_type, {"transition": [], "refusal": [], "evidence": []})[touch.what].append(
+            touch.text
+        )
+    contracts = tuple(
+        RunTouch(mt, tuple(what["transition"]), tuple(what["refusal"]), tuple(what["evidence"]))
+        for mt, what in sorted(by_type.items())
+    )
+    return RunActivity(dag_id, run_id, contracts)
+
+
+def run_activity(catalog: Catalog, registry: Any, dag_id: str, run_id: str) -> RunActivity:
+    """The contracts run ``run_id`` of ``dag_id`` acted on: its transitions, refusals and evidence.
+
+    Transitions and refusals name their DAG (actor ``dag:<dag_id>``); evidence names only the run,
+    so a run claims the evidence kinds its DAG records (``EVIDENCE_DAGS``).
+    """
+    return _activity(dag_id, run_id, _touches(catalog, registry, dag_id, run_id))
+
+
+def dag_activity(catalog: Catalog, registry: Any, dag_id: str, limit: int = 20) -> list[RunActivity]:
+    """The latest ``limit`` runs of ``dag_id`` that acted on contracts, newest first."""
+    runs: dict[str, list[_Touch]] = {}
+    for touch in _touches(catalog, registry, dag_id, None):
+        runs.setdefault(touch.run_id, []).append(touch)
+    latest = sorted(runs.items(), key=lambda item: max(t.at for t in item[1]), reverse=True)[:limit]
+    return [_activity(dag_id, run_id, touches) for run_id, touches in latest]
+
+
+def status_values() -> Sequence[str]:
+    return [str(s) for s in Status]

@@ -1,0 +1,214 @@
+"""The JSON the ``/contracts/api`` endpoints return: pydantic models, camelCase on the wire."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from contract_platform import views
+
+__all__ = [
+    "CatalogueOut",
+    "ContractDetailOut",
+    "ContractSummaryOut",
+    "ErrorOut",
+    "EvidenceListOut",
+    "EvidenceOut",
+    "RunOut",
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
+
+class ErrorOut(_Out):
+    detail: str = Field(description="What went wrong and what to do about it.")
+
+
+class EvidenceOut(_Out):
+    kind: str
+    verdict: str = Field(description="pass | fail | unknown")
+    collected_at: str | None
+    summary: str
+    figures: dict[str, Any]
+    reference: str | None = None
+    run_id: str | None = None
+    contract_version: str | None = None
+
+    @classmethod
+    def of(cls, item: views.EvidenceItem | None) -> EvidenceOut | None:
+        if item is None:
+            return None
+        return cls(
+            kind=item.kind,
+            verdict=item.verdict,
+            collected_at=item.collected_at,
+            summary=item.summary,
+            figures=dict(item.figures),
+            reference=item.reference,
+            run_id=item.run_id,
+            contract_version=item.contract_version,
+        )
+
+
+class RetirementOut(_Out):
+    applicable: bool = Field(description="Only superseded and deprecated versions are judged.")
+    ready: bool
+    verdict: str | None = Field(description="Verdict of the latest retirement audit, if any.")
+    blockers: list[str]
+
+
+class LinksOut(_Out):
+    page: str
+    api: str
+
+
+class ContractSummaryOut(_Out):
+    message_type: str
+    domain: str
+    kind: str
+    version: str
+    owner_team: str
+    owner_service: str
+    declared: str
+    effective: str | None = Field(description="None until the registry has seen the contract.")
+    in_sync: bool
+    compatibility: str
+    last_transition_at: str | None
+    last_refusal: str | None
+    invalid_rate: float | None = Field(description="Of the latest archive validation.")
+    invalid_rate_target: float
+    validation: EvidenceOut | None
+    quality: EvidenceOut | None
+    parity: EvidenceOut | None
+    retirement: RetirementOut
+    links: LinksOut
+
+    @classmethod
+    def of(cls, row: views.CatalogueRow, base: str) -> ContractSummaryOut:
+        return cls(
+            message_type=row.message_type,
+            domain=row.domain,
+            kind=row.kind,
+            version=row.version,
+            owner_team=row.owner_team,
+            owner_service=row.owner_service,
+            declared=row.declared,
+            effective=row.effective,
+            in_sync=row.in_sync,
+            compatibility=row.compatibility,
+            last_transition_at=row.last_transition_at,
+            last_refusal=row.last_refusal,
+            invalid_rate=row.invalid_rate,
+            invalid_rate_target=row.invalid_rate_target,
+            validation=EvidenceOut.of(row.validation),
+            quality=EvidenceOut.of(row.quality),
+            parity=EvidenceOut.of(row.parity),
+            retirement=RetirementOut(
+                applicable=row.retirement.applicable,
+                ready=row.retirement.ready,
+                verdict=row.retirement.verdict,
+                blockers=list(row.retirement.blockers),
+            ),
+            links=LinksOut(page=f"{base}/c/{row.message_type}", api=f"{base}/api/contracts/{row.message_type}"),
+        )
+
+
+class CatalogueOut(_Out):
+    total: int = Field(description="Contract versions in the catalogue, before filtering.")
+    contracts: list[ContractSummaryOut]
+
+
+class TransitionOut(_Out):
+    at: str | None
+    from_status: str | None = Field(alias="from")
+    to_status: str = Field(alias="to")
+    actor: str
+    run_id: str | None
+    reason: str
+    dag_id: str | None = Field(description="The DAG that applied it, when a DAG run did.")
+    run_url: str | None = Field(description="The DAG run in the Airflow UI.")
+
+
+class RefusalOut(_Out):
+    at: str | None
+    from_status: str | None = Field(alias="from")
+    to_status: str = Field(alias="to")
+    reasons: list[str]
+
+
+class FieldOut(_Out):
+    path: str
+    type: str
+    required: bool
+    constraints: str
+    description: str
+
+
+class FixtureOut(_Out):
+    name: str
+    valid: bool
+    document: Any
+
+
+class PointOut(_Out):
+    at: datetime
+    value: float
+
+
+class SeriesOut(_Out):
+    name: str
+    points: list[PointOut]
+
+    @classmethod
+    def of(cls, series: views.Series) -> SeriesOut:
+        return cls(name=series.name, points=[PointOut(at=p.at, value=p.value) for p in series.points])
+
+
+class MigrationOut(_Out):
+    from_type: str
+    to_type: str
+    parity: EvidenceOut | None
+
+
+class ContractDetailOut(ContractSummaryOut):
+    description: str
+    exchange: str
+    routing_key: str
+    compatibility_policy: str
+    superseded_by: str | None
+    sunset: str | None
+    holds_in_force: list[str]
+    consumers: list[dict[str, str]]
+    fields: list[FieldOut]
+    fixtures: list[FixtureOut]
+    history: list[TransitionOut]
+    refusals: list[RefusalOut]
+    latest_evidence: dict[str, EvidenceOut]
+    consumers_over_time: list[SeriesOut]
+    invalid_rate_over_time: SeriesOut
+    migrations: list[MigrationOut]
+
+
+class EvidenceListOut(_Out):
+    message_type: str
+    evidence: list[EvidenceOut]
+
+
+class RunContractOut(_Out):
+    message_type: str
+    page: str
+    transitions: list[str]
+    refusals: list[str]
+    evidence: list[str]
+
+
+class RunOut(_Out):
+    dag_id: str
+    run_id: str
+    run_url: str = Field(description="The DAG run in the Airflow UI.")
+    contracts: list[RunContractOut]

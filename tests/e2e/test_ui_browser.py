@@ -1,0 +1,256 @@
+"""The Contracts page as a person uses it: a real ``airflow api-server``, a login, headless Chromium.
+
+The api-server runs in a subprocess on a free port over this session's Airflow DB, with the
+platform's DAGs serialized, SimpleAuthManager with a known admin, and a seeded registry store
+whose transitions point at a real ``contract_change`` run triggered through the REST API.
+Screenshots go to ``test-artifacts/ui/``. Needs Debian's ``chromium`` and ``chromium-driver``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+from ui_seed import MISMATCHED, seed_registry
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts" / "ui"
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+RUN_ID = "manual__ui_e2e"
+USER, PASSWORD = "admin", secrets.token_urlsafe(12)
+
+pytestmark = [
+    pytest.mark.airflow,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(
+        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+        reason="needs /usr/bin/chromium and /usr/bin/chromedriver: apt-get install -y chromium chromium-driver",
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    token: str
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
+
+
+def _wait_until_healthy(url: str, process: subprocess.Popen[bytes], log: Path, seconds: int = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"airflow api-server exited with {process.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            if httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"airflow api-server not healthy after {seconds}s:\n{log.read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="module")
+def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    work = tmp_path_factory.mktemp("ui-e2e")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    passwords = work / "passwords.json"
+    passwords.write_text(json.dumps({USER: PASSWORD}))
+    registry_url = f"sqlite:///{work / 'registry.db'}"
+    env = {key: value for key, value in os.environ.items() if key != "AIRFLOW__CORE__UNIT_TEST_MODE"}
+    env.pop("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", None)
+    env |= {
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": url,
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
+        "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(64),
+        "CONTRACT_REGISTRY_URL": registry_url,
+        "CONTRACT_CATALOG": str(REPO / "contracts"),
+    }
+    airflow = str(Path(sys.executable).parent / "airflow")
+    reserialize = subprocess.run(
+        [airflow, "dags", "reserialize"], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert reserialize.returncode == 0, reserialize.stderr[-3000:]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = ARTIFACTS / "api-server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [airflow, "api-server", "-H", "127.0.0.1", "-p", str(port), "-w", "1"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped as a whole below, nothing else
+        )
+    try:
+        _wait_until_healthy(url, process, log)
+        login = httpx.post(f"{url}/auth/token", json={"username": USER, "password": PASSWORD}, timeout=30)
+        assert login.status_code == 201, login.text
+        token = login.json()["access_token"]
+        trigger = httpx.post(
+            f"{url}/api/v2/dags/contract_change/dagRuns",
+            headers={"Authorization": f"Bearer {token}"},
+            json={"logical_date": None, "dag_run_id": RUN_ID},
+            timeout=30,
+        )
+        assert trigger.status_code == 200, trigger.text
+        seed_registry(registry_url, RUN_ID)
+        yield Server(url, token)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def _browser(user_data: str):  # type: ignore[no-untyped-def]
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={user_data}",
+        "--window-size=1500,1100",
+    ):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+
+
+@pytest.fixture()
+def browser(server: Server) -> Iterator[object]:
+    with tempfile.TemporaryDirectory(prefix="chromium-") as user_data:
+        driver = _browser(user_data)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+def _log_in(driver, server: Server) -> None:  # type: ignore[no-untyped-def]
+    driver.get(f"{server.url}/contracts/static/contracts.css")  # a page of the site, so the cookie has a domain
+    driver.add_cookie({"name": "_token", "value": server.token, "path": "/", "httpOnly": True})
+
+
+def _wait_for(driver, css: str, seconds: int = 30):  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, seconds).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def _screenshot(driver, name: str, *, full_page: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """Save ``test-artifacts/ui/<name>.png``; ``full_page`` grows the window to the page's height first."""
+    if full_page:
+        height = min(int(driver.execute_script("return document.documentElement.scrollHeight")), 8000)
+        driver.set_window_size(1500, max(height, 1100))
+    driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
+    driver.set_window_size(1500, 1100)
+
+
+def test_anonymous_visitor_is_sent_to_the_airflow_login(server: Server, browser) -> None:
+    browser.get(f"{server.url}/contracts/")
+    assert "/auth/login" in browser.current_url
+    assert "contract-row" not in browser.page_source
+    assert httpx.get(f"{server.url}/contracts/api/contracts", timeout=30).status_code == 401
+
+
+def test_catalogue_contract_page_and_run_link_in_a_browser(server: Server, browser, catalog) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    _log_in(browser, server)
+    browser.get(f"{server.url}/contracts/")
+    _wait_for(browser, "table.catalogue")
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr.contract-row")
+    assert sorted(row.get_attribute("data-message-type") for row in rows) == sorted(c.message_type for c in catalog)
+    mismatched = browser.find_elements(By.CSS_SELECTOR, "tr.status-mismatch")
+    assert [row.get_attribute("data-message-type") for row in mismatched] == [MISMATCHED]
+    _screenshot(browser, "catalogue")
+
+    Select(browser.find_element(By.NAME, "domain")).select_by_value("billing")  # the inline script submits
+    _wait_for(browser, "select[name=domain] option[value=billing][selected]")
+    shown = [
+        row.get_attribute("data-message-type") for row in browser.find_elements(By.CSS_SELECTOR, "tr.contract-row")
+    ]
+    assert shown and all(mt.startswith("billing.") for mt in shown)
+
+    browser.get(f"{server.url}/contracts/")
+    browser.find_element(By.CSS_SELECTOR, f"tr[data-message-type='{MISMATCHED}'] a.mt").click()
+    chart = _wait_for(browser, "svg.chart")
+    assert chart.find_elements(By.CSS_SELECTOR, "polyline")
+    assert chart.find_elements(By.CSS_SELECTOR, "text.tick")
+    browser.execute_script("document.querySelectorAll('#evidence details').forEach(d => d.open = true)")
+    _screenshot(browser, "contract", full_page=True)
+
+    links = browser.find_elements(By.CSS_SELECTOR, "#history a.run-link")
+    assert links, "every transition of the seeded contract was applied by a contract_change run"
+    href = links[0].get_attribute("href")
+    assert href == f"{server.url}/dags/contract_change/runs/{quote(RUN_ID, safe='')}"
+    assert server.get(href.removeprefix(server.url)).status_code == 200  # the Airflow UI serves the route
+    run = server.get(f"/api/v2/dags/contract_change/dagRuns/{quote(RUN_ID, safe='')}")
+    assert run.status_code == 200 and run.json()["dag_run_id"] == RUN_ID  # and the run behind it exists
+    links[0].click()
+    _wait_for(browser, "#root")
+    time.sleep(3)  # the React UI renders the run page
+    assert "/dags/contract_change/runs/" in browser.current_url
+    _screenshot(browser, "dag-run")
+
+
+def test_contracts_in_the_airflow_navigation_and_run_tab(server: Server, browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    _log_in(browser, server)
+    browser.get(f"{server.url}/plugin/contracts")
+    frame = _wait_for(browser, "iframe")
+    assert frame.get_attribute("src").endswith("/contracts/")
+    browser.switch_to.frame(frame)
+    _wait_for(browser, "tr.status-mismatch")
+    browser.switch_to.default_content()
+    _screenshot(browser, "airflow-nav")
+
+    browser.get(f"{server.url}/dags/contract_change/runs/{quote(RUN_ID, safe='')}/plugin/contracts-run")
+    frame = _wait_for(browser, "iframe")
+    browser.switch_to.frame(frame)
+    _wait_for(browser, "a.mt")
+    listed = {a.text for a in browser.find_elements(By.CSS_SELECTOR, "a.mt")}
+    assert MISMATCHED in listed
+    browser.switch_to.default_content()
+    _screenshot(browser, "airflow-run-tab")
