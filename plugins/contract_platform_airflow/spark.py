@@ -21,7 +21,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 import spark_jobs
 
-__all__ = ["JOBS_DIR", "SPARK_SUBMIT", "job_path", "spark_submit"]
+__all__ = ["JOBS_DIR", "SPARK_SUBMIT", "PlatformSparkSubmitOperator", "job_path", "spark_submit"]
 
 JOBS_DIR = Path(spark_jobs.__file__).resolve().parent
 _PYSPARK = importlib.util.find_spec("pyspark")
@@ -37,6 +37,20 @@ def job_path(job: str) -> str:
 
 def _python() -> str:
     return os.environ.get("PYSPARK_PYTHON") or sys.executable
+
+
+class PlatformSparkSubmitOperator(SparkSubmitOperator):
+    """SparkSubmitOperator that hands the job the registry URL of ``contract_registry_default``.
+
+    The URL is resolved when the task runs (credentials are read only then) and passed through
+    the job's environment, never its command line, which the Spark hook logs.
+    """
+
+    def execute(self, context: Any) -> Any:
+        from contract_platform_airflow.hooks.registry import RegistryHook
+
+        self.env_vars = {**(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
+        return super().execute(context)
 
 
 def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwargs: Any) -> SparkSubmitOperator:
@@ -55,7 +69,7 @@ def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwarg
         **{k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")},
         **kwargs.pop("env_vars", {}),
     }
-    return SparkSubmitOperator(
+    return PlatformSparkSubmitOperator(
         task_id=task_id,
         conn_id="spark_default",
         application=job_path(job),
