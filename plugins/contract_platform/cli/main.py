@@ -27,6 +27,7 @@ VERBS: dict[str, str] = {
     "transition": "transition",
     "archive": "archive",
     "export": "export",
+    "audit": "audit",
 }
 
 

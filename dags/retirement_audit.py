@@ -1,0 +1,176 @@
+"""
+### Retirement audit
+
+Daily evidence for every deprecated contract version, and retirement where it is declared and proven
+(DESIGN sections 3 and 6).
+
+1. **locate_inputs** — the catalogue must load (no retry otherwise: fix the files and push again);
+   says where the topic archive and the last-seen file are.
+2. **find_last_seen** (Spark, `spark_jobs/archive_last_seen.py` on `spark_default`) — when each
+   messageType was last archived, into `<data>/retirement/last-seen.json`.
+3. **list_deprecated** — every catalogue version whose effective status is *deprecated* (whether it
+   declares `deprecated` or already `retired`).
+4. **audit_version** (one mapped task per version) — queues, consumers over time, dead letters (every
+   DLQ and parking lot, read and requeued in order), retention, holds, successor consumers. Writes
+   `<docs>/retirement/<messageType>/latest.md` (and `.json`) and records `retirement_audit` evidence.
+   Blockers are recorded with when each might clear; they do not fail the task.
+5. **retire_where_proven** (mapped) — a version declared `retired` whose audit passed and is fresh
+   moves to *retired* through the lifecycle guards (a refusal is recorded with its reasons); its
+   retirement bundle is kept under `<data>/retirement-bundles/<messageType>/` and, with
+   `topology.removeOnRetire`, its queues are removed (exchanges other contracts use stay).
+
+A broker or registry outage fails the task and Airflow retries it. **Trigger by hand** with
+*dead_letter_prefix* to scan only the DLQs and parking lots whose names start with it (a virtual
+host shared with others); empty scans every one on the broker.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pendulum
+from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk.definitions.param import ParamsDict
+
+from contract_platform_airflow.runtime import (
+    actor_of,
+    broker,
+    catalog_root,
+    fail_on_bad_input,
+    registry,
+    run_id_of,
+)
+from contract_platform_airflow.spark import spark_submit
+
+DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(minutes=2)}
+INPUTS = "ti.xcom_pull(task_ids='locate_inputs')"
+
+
+def _contract(catalog: Any, message_type: str) -> Any:
+    from contract_platform.errors import UsageError
+
+    contract = catalog.get(message_type)
+    if contract is None:
+        raise UsageError(f"{message_type!r} is no longer in the catalogue: it cannot be audited or retired")
+    return contract
+
+
+@dag(
+    schedule="@daily",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["contracts", "lifecycle", "retirement"],
+    doc_md=__doc__,
+    params={
+        "dead_letter_prefix": Param(
+            "",
+            type="string",
+            title="Dead-letter scope",
+            description="scan only DLQs and parking lots whose names start with this; empty: all of them",
+        ),
+    },
+)
+def retirement_audit() -> None:
+    @task(retries=0)
+    @fail_on_bad_input
+    def locate_inputs() -> dict[str, str]:
+        from contract_platform import settings
+        from contract_platform.change import load
+
+        catalog = load(catalog_root())  # fail before Spark starts when the catalogue does not load
+        return {
+            "catalog": str(catalog.root),
+            "archive": str(settings.archive_dir()),
+            "lastSeen": str(settings.data_dir() / "retirement" / "last-seen.json"),
+        }
+
+    find_last_seen = spark_submit(
+        task_id="find_last_seen",
+        job="archive_last_seen",
+        application_args=[f"{{{{ {INPUTS}['archive'] }}}}", "--out", f"{{{{ {INPUTS}['lastSeen'] }}}}"],
+    )
+
+    @task
+    @fail_on_bad_input
+    def list_deprecated() -> list[str]:
+        from contract_platform.change import load
+        from contract_platform.retirement import versions_to_audit
+
+        with registry() as store:
+            return versions_to_audit(load(catalog_root()), store)
+
+    # One audit at a time: two dead-letter scans of the same queue would each hold back (unacked) what the
+    # other needs to see, and a message held by one scan is invisible to the other.
+    @task(map_index_template="{{ contract_label }}", max_active_tis_per_dagrun=1)
+    @fail_on_bad_input
+    def audit_version(message_type: str, inputs: dict[str, str], params: ParamsDict | None = None) -> dict[str, Any]:
+        from datetime import UTC, datetime
+
+        from contract_platform import settings
+        from contract_platform.change import load
+        from contract_platform.retirement import LastSeen, record_audit, write_audit_bundle
+        from contract_platform.retirement import audit_version as audit
+
+        context = get_current_context()
+        context["contract_label"] = message_type  # type: ignore[typeddict-unknown-key]
+        catalog = load(catalog_root())
+        contract = _contract(catalog, message_type)
+        last_seen = LastSeen.read(inputs["lastSeen"])
+        scope = str((params or {}).get("dead_letter_prefix") or "")
+        with registry() as store, broker() as connection:
+            result = audit(
+                contract,
+                catalog,
+                store,
+                connection,
+                last_seen,
+                now=datetime.now(UTC),
+                run_id=run_id_of(context),
+                dead_letter_scope=scope,
+            )
+            paths = write_audit_bundle(result, settings.docs_dir())
+            evidence = record_audit(result, store, reference=paths.snapshot)
+        return {
+            "messageType": message_type,
+            "verdict": str(result.verdict),
+            "failed_checks": result.failed_checks,
+            "blockers": result.figures()["blockers"],
+            "evidenceId": evidence.id,
+            "report": str(paths.markdown),
+        }
+
+    @task(map_index_template="{{ contract_label }}")
+    @fail_on_bad_input
+    def retire_where_proven(audited: dict[str, Any]) -> dict[str, Any]:
+        from datetime import UTC, datetime
+
+        from contract_platform.change import load
+        from contract_platform.retirement import retire_if_proven
+
+        context = get_current_context()
+        context["contract_label"] = audited["messageType"]  # type: ignore[typeddict-unknown-key]
+        catalog = load(catalog_root())
+        contract = _contract(catalog, audited["messageType"])
+        with registry() as store, broker() as connection:
+            outcome = retire_if_proven(
+                contract,
+                catalog,
+                store,
+                connection,
+                actor=actor_of(context),
+                run_id=run_id_of(context),
+                now=datetime.now(UTC),
+            )
+        return outcome.to_dict()
+
+    inputs = locate_inputs()
+    versions = list_deprecated()
+    inputs >> find_last_seen >> versions
+    audits = audit_version.partial(inputs=inputs).expand(message_type=versions)
+    retire_where_proven.expand(audited=audits)
+
+
+retirement_audit()

@@ -1,0 +1,133 @@
+"""``contractctl audit TYPE``: the retirement audit of one version, on demand, with the DAG's collectors.
+
+The retention check needs the last archived message of the type: by default the archive is scanned
+here, with the Spark job's own transform in a local session; ``--last-seen FILE`` uses a file the
+``archive_last_seen`` job wrote instead. Nothing is recorded unless ``--record`` is given (then the
+queue observations, the evidence bundle and the ``retirement_audit`` evidence, as the DAG records).
+Exit 0: every check passed; 1: blockers; 2: bad input; 3: broker or registry store unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from contract_platform import settings
+from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
+from contract_platform.cli.output import emit_json, out, table
+from contract_platform.errors import UsageError
+
+if TYPE_CHECKING:
+    from contract_platform.retirement import AuditResult, LastSeen
+
+HELP = "run the retirement audit of one version now and print what blocks its retirement"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("type", help="messageType, e.g. billing.invoice-issued.v1")
+    add_catalog_argument(parser, positional=False)
+    parser.add_argument(
+        "--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL or SQLite)"
+    )
+    parser.add_argument(
+        "--archive",
+        type=Path,
+        default=None,
+        help="archive root to scan (default $CONTRACT_ARCHIVE_DIR or <data>/archive)",
+    )
+    parser.add_argument(
+        "--last-seen",
+        type=Path,
+        default=None,
+        help="read this archive_last_seen output instead of scanning the archive",
+    )
+    parser.add_argument(
+        "--dead-letter-prefix",
+        default="",
+        metavar="PREFIX",
+        help="scan only DLQs and parking lots whose names start with PREFIX (default: every one on the broker)",
+    )
+    parser.add_argument("--record", action="store_true", help="record observations and evidence, as the DAG does")
+    add_format_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from contract_platform.amqp.connection import close_quietly, open_connection
+    from contract_platform.retirement import LastSeen, audit_version, record_audit, write_audit_bundle
+    from contract_platform.store import Registry
+
+    catalog = load(args.catalog)
+    contract = catalog.get(args.type)
+    if contract is None:
+        raise UsageError(f"{args.type!r} is not a messageType of the catalogue {catalog.root}")
+    registry = Registry.open(args.registry)
+    try:
+        last_seen = LastSeen.read(args.last_seen) if args.last_seen else _scan(args.archive or settings.archive_dir())
+        connection = open_connection()
+        try:
+            result = audit_version(
+                contract,
+                catalog,
+                registry,
+                connection,
+                last_seen,
+                now=datetime.now(UTC),
+                run_id=None,
+                dead_letter_scope=args.dead_letter_prefix,
+                record=args.record,
+            )
+        finally:
+            close_quietly(connection)
+        report = None
+        if args.record:
+            paths = write_audit_bundle(result, settings.docs_dir())
+            record_audit(result, registry, reference=paths.snapshot)
+            report = paths.markdown
+    finally:
+        registry.close()
+    if args.format == "json":
+        emit_json(result.to_dict() | {"report": str(report) if report else None})
+    else:
+        _print(result, report)
+    return 0 if result.passed else 1
+
+
+def _scan(root: Path) -> LastSeen:
+    """The archive scanned in-process with the Spark job's transform (a local session unless one is active)."""
+    from contract_platform.retirement import LastSeen
+
+    if "://" not in str(root) and not root.exists():
+        return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
+    from spark_jobs._common import build_session
+    from spark_jobs.archive_last_seen import scan_archive
+
+    spark, created = build_session("contractctl-audit", conf={"spark.ui.enabled": "false"})
+    try:
+        document = scan_archive(spark, str(root))
+    finally:
+        if created:
+            spark.stop()
+    if document is None:
+        return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
+    return LastSeen.from_document(document, source=f"in-process scan of {root}", scanned_at=datetime.now(UTC))
+
+
+def _print(result: AuditResult, report: Path | None) -> None:
+    from contract_platform.retirement.model import iso
+
+    out(f"{result.message_type} {result.contract_version}: retirement audit {str(result.verdict).upper()}")
+    out("")
+    table(
+        ["CHECK", "VERDICT", "MIGHT CLEAR AT"],
+        [[c.name, c.verdict, iso(c.clears_at) or ""] for c in result.checks],
+    )
+    if result.blocking:
+        out("")
+        out("Blockers:")
+        for check in result.blocking:
+            out(f"  - {check.name}: {check.blocker}")
+    if report is not None:
+        out("")
+        out(f"report: {report}")

@@ -1,0 +1,70 @@
+"""The retirement audit (DESIGN section 6): evidence that nothing still needs a deprecated version.
+
+::
+
+    audit_version(contract, catalog, registry, connection, last_seen, *, now, run_id) -> AuditResult
+        queues               consumers, ready and unacked messages on its queues, retry queues, DLQs, parking lots
+        consumers_over_time  zero consumers over consecutive audits (a time series in the store)
+        dead_letters         no message of the type in any DLQ or parking lot (read, then requeued in order)
+        retention            max(queue, dlq) retention elapsed since its last archived message
+        holds                no audit, legal or replay hold in force
+        successor_consumers  every consumer of this version consumes the successor
+    write_audit_bundle(result, docs_dir) -> AuditPaths     latest.json / latest.md / timestamped copies
+    record_audit(result, registry, reference=...)          ``retirement_audit`` evidence (the guard reads it)
+    retire_if_proven(contract, catalog, registry, connection, *, actor, run_id, now) -> RetirementOutcome
+
+Each check returns a ``CheckResult``: verdict pass / fail / unknown (never a pass), its figures, a
+blocker a person can act on, and when it might clear by itself. The audit passes only when every
+check passes; retiring is still the lifecycle's decision (its guards read the recorded evidence).
+"""
+
+from contract_platform.retirement.archive import last_archived, mask_pii
+from contract_platform.retirement.audit import audit_version, versions_to_audit
+from contract_platform.retirement.consumers import check_consumers_over_time
+from contract_platform.retirement.dead_letters import (
+    DeadLetterScan,
+    QueueScan,
+    check_dead_letters,
+    message_type_of,
+    requeue_risk,
+    scan_dead_letters,
+)
+from contract_platform.retirement.model import AuditResult, CheckName, CheckResult
+from contract_platform.retirement.policy import check_holds, check_successor_consumers
+from contract_platform.retirement.queues import QueueLook, check_queues, observe_queues, record_observations
+from contract_platform.retirement.report import AuditPaths, record_audit, render_audit_page, write_audit_bundle
+from contract_platform.retirement.retention import LastSeen, TypeLastSeen, check_retention
+from contract_platform.retirement.retire import RetirementOutcome, exchanges_in_use, retire_if_proven
+
+__all__ = [
+    "AuditPaths",
+    "AuditResult",
+    "CheckName",
+    "CheckResult",
+    "DeadLetterScan",
+    "LastSeen",
+    "QueueLook",
+    "QueueScan",
+    "RetirementOutcome",
+    "TypeLastSeen",
+    "audit_version",
+    "check_consumers_over_time",
+    "check_dead_letters",
+    "check_holds",
+    "check_queues",
+    "check_retention",
+    "check_successor_consumers",
+    "exchanges_in_use",
+    "last_archived",
+    "mask_pii",
+    "message_type_of",
+    "observe_queues",
+    "record_audit",
+    "record_observations",
+    "render_audit_page",
+    "requeue_risk",
+    "retire_if_proven",
+    "scan_dead_letters",
+    "versions_to_audit",
+    "write_audit_bundle",
+]

@@ -1,0 +1,311 @@
+"""The ``dead_letters`` check: no message of the type left in any DLQ or parking lot on the broker.
+
+Which queues: every queue whose name ends in ``.dlq`` or ``.parking-lot`` (listed by the management
+API; a bridge or another service may have parked a message of this type in its own). Without the
+API only the version's own DLQs and parking lots can be found, and the check says so (unknown).
+
+How a message is read without losing or reordering anything: on a dedicated channel, ``basic.get``
+without auto-ack, at most as many times as the queue's depth when we looked, then every fetched
+message goes back with ONE ``basic.nack(multiple, requeue)`` of the last delivery tag. A classic queue
+puts requeued messages back at their original positions; a quorum queue redelivers returned messages
+first, in the order returned. Should the connection drop midway, the broker requeues the unacked
+messages itself. What requeueing cannot guarantee is flagged and the queue is not read:
+
+- a quorum queue with a delivery limit (``x-delivery-limit``, or ``delivery-limit`` in its policy), and
+  every quorum queue on RabbitMQ 4 or later (default limit 20): each requeue counts as a delivery, so a
+  message near its limit would be dead-lettered or dropped;
+- stream queues (``basic.get`` is not supported on streams).
+
+A quorum queue on RabbitMQ 3.x without a limit is read; its messages' ``x-delivery-count`` goes up by
+one, which the figures record.
+
+A message's type is its AMQP ``type`` property, else a type header, else the body's
+``metadata.messageType``. Messages of this type block; other versions of the family are counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pika.exceptions as px
+
+from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
+from contract_platform.amqp.inspection import NOT_FOUND, ManagementClient, passive_queue
+from contract_platform.amqp.topology import Role, TopologyPlan
+from contract_platform.catalog.model import Contract
+from contract_platform.evidence import Verdict
+from contract_platform.retirement.model import TYPE_HEADERS, CheckName, CheckResult
+
+__all__ = [
+    "DEAD_LETTER_SUFFIXES",
+    "DEFAULT_MAX_MESSAGES",
+    "TYPE_HEADERS",
+    "DeadLetterScan",
+    "QueueScan",
+    "check_dead_letters",
+    "message_type_of",
+    "requeue_risk",
+    "scan_dead_letters",
+]
+
+DEAD_LETTER_SUFFIXES = (".dlq", ".parking-lot")
+DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and reported as incomplete
+_SHOWN_IDS = 10
+_DEFAULT_DELIVERY_LIMIT_FROM = (4,)
+
+
+def message_type_of(properties: Any, body: bytes | None) -> tuple[str | None, str | None]:
+    """(messageType, where it was found: ``property`` / ``header:<name>`` / ``body``), or (None, None)."""
+    declared = getattr(properties, "type", None)
+    if isinstance(declared, str) and declared:
+        return declared, "property"
+    headers = getattr(properties, "headers", None) or {}
+    for name in TYPE_HEADERS:
+        value = headers.get(name)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str) and value:
+            return value, f"header:{name}"
+    try:
+        document = json.loads(body or b"")
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    found = metadata.get("messageType") if isinstance(metadata, dict) else None
+    return (found, "body") if isinstance(found, str) and found else (None, None)
+
+
+def requeue_risk(
+    queue_type: str | None,
+    arguments: Mapping[str, Any] | None,
+    policy: Mapping[str, Any] | None,
+    version: tuple[int, ...] | None,
+) -> str | None:
+    """Why reading this queue by requeueing is not safe, or None when it is."""
+    if queue_type == "stream":
+        return "a stream queue cannot be read with basic.get"
+    if queue_type != "quorum":
+        return None  # classic: requeued messages keep their positions and no delivery count applies
+    limit = (arguments or {}).get("x-delivery-limit")
+    if limit is None:
+        limit = (policy or {}).get("delivery-limit")
+    modern = version is not None and version >= _DEFAULT_DELIVERY_LIMIT_FROM
+    if limit is not None:
+        if modern and isinstance(limit, int) and limit < 0:
+            return None  # RabbitMQ 4+: a negative limit disables it
+        return (
+            f"quorum queue with a delivery limit of {limit}: each requeue counts as a delivery, so reading it could "
+            "dead-letter or drop messages"
+        )
+    if version is None:
+        return "quorum queue on a broker of unknown version (RabbitMQ 4+ applies a default delivery limit of 20)"
+    if modern:
+        return (
+            f"quorum queue on RabbitMQ {'.'.join(map(str, version))}: the default delivery limit (20) counts every "
+            "requeue, so reading it could dead-letter or drop messages"
+        )
+    return None
+
+
+@dataclass
+class QueueScan:
+    """What one dead-letter queue held when it was read (or why it was not)."""
+
+    queue: str
+    depth: int = 0
+    inspected: int = 0
+    matching: int = 0
+    matching_ids: list[str] = field(default_factory=list)
+    family: dict[str, int] = field(default_factory=dict)  # other versions of the family: messages
+    untyped: int = 0
+    unacked: int | None = None  # held by some consumer: not readable here
+    skipped: str | None = None  # why it was not read
+    vanished: bool = False  # deleted while the audit ran
+    exhausted: bool = False  # basic.get found it empty before the depth was reached (someone else took some)
+    delivery_count_raised: bool = False  # quorum queue read: x-delivery-count went up by one
+
+    @property
+    def complete(self) -> bool:
+        """Every message the queue held was seen (a vanished queue holds nothing)."""
+        if self.vanished:
+            return True
+        read_all = self.inspected >= self.depth or self.exhausted
+        return self.skipped is None and read_all and not self.unacked
+
+    def to_dict(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"queue": self.queue, "depth": self.depth, "inspected": self.inspected}
+        optional = {
+            "matching": self.matching,
+            "matchingIds": self.matching_ids,
+            "family": self.family,
+            "untyped": self.untyped,
+            "unacked": self.unacked,
+            "skipped": self.skipped,
+            "vanished": self.vanished,
+            "deliveryCountRaised": self.delivery_count_raised,
+        }
+        return shown | {key: value for key, value in optional.items() if value}
+
+
+@dataclass(frozen=True)
+class DeadLetterScan:
+    """Every dead-letter queue looked at; ``coverage`` is ``broker`` (all of them) or ``version`` (own only)."""
+
+    coverage: str
+    queues: tuple[QueueScan, ...]
+    scope: str = ""
+    broker_version: str | None = None
+
+
+def _dead_letter_queues(
+    plan: TopologyPlan, management: ManagementClient | None, scope: str
+) -> tuple[str, list[str], dict[str, dict[str, Any]]]:
+    """(coverage, queue names, known info by name) from the API, else the version's own."""
+    listed = management.queue_names(prefix=scope) if management is not None else None
+    if listed is not None:
+        return "broker", [name for name in listed if name.endswith(DEAD_LETTER_SUFFIXES)], {}
+    own = plan.queues_of(Role.DLQ, Role.PARKING_LOT)
+    known = {q.name: {"type": q.queue_type, "arguments": dict(q.arguments)} for q in own}
+    return "version", [q.name for q in own if q.name.startswith(scope)], known
+
+
+def scan_dead_letters(
+    connection: Any,
+    contract: Contract,
+    plan: TopologyPlan,
+    *,
+    management: ManagementClient | None,
+    scope: str = "",
+    max_messages: int = DEFAULT_MAX_MESSAGES,
+) -> DeadLetterScan:
+    """Read every dead-letter queue in ``scope`` (a name prefix; empty: all) for messages of ``contract``."""
+    version = broker_version(connection)
+    coverage, names, known = _dead_letter_queues(plan, management, scope)
+    scans = []
+    with broker_errors(describe_broker(connection)):
+        for name in names:
+            info = (management.queue(name) if management is not None else None) or known.get(name, {})
+            scans.append(_scan_queue(connection, contract, name, info, version, max_messages))
+    return DeadLetterScan(coverage, tuple(scans), scope, ".".join(map(str, version)) if version else None)
+
+
+def _scan_queue(
+    connection: Any, contract: Contract, name: str, info: Mapping[str, Any], version: Any, max_messages: int
+) -> QueueScan:
+    counts = passive_queue(connection, name)
+    if counts is None:
+        return QueueScan(name, vanished=True)
+    scan = QueueScan(name, depth=counts[0])
+    unacked = info.get("messages_unacknowledged")
+    scan.unacked = unacked if isinstance(unacked, int) and not isinstance(unacked, bool) else None
+    if scan.depth == 0:
+        return scan
+    policy = info.get("effective_policy_definition")
+    risk = requeue_risk(
+        info.get("type") if isinstance(info.get("type"), str) else None,
+        info.get("arguments") if isinstance(info.get("arguments"), dict) else None,
+        policy if isinstance(policy, dict) else None,
+        version,
+    )
+    if risk is not None:
+        scan.skipped = risk
+        return scan
+    _read_and_requeue(connection, contract, scan, min(scan.depth, max_messages))
+    scan.delivery_count_raised = scan.inspected > 0 and info.get("type") == "quorum"
+    return scan
+
+
+def _read_and_requeue(connection: Any, contract: Contract, scan: QueueScan, limit: int) -> None:
+    """basic.get up to ``limit`` messages, tally them, then give them all back with one nack."""
+    channel = connection.channel()
+    last_tag: int | None = None
+    try:
+        for _ in range(limit):
+            method, properties, body = channel.basic_get(scan.queue, auto_ack=False)
+            if method is None:
+                scan.exhausted = True
+                break
+            last_tag = method.delivery_tag
+            _tally(scan, contract, properties, body)
+    except px.ChannelClosedByBroker as exc:
+        if exc.reply_code != NOT_FOUND:
+            raise
+        scan.vanished = True  # deleted while being read: its messages went with it, not by our doing
+    finally:
+        if last_tag is not None and channel.is_open:
+            channel.basic_nack(delivery_tag=last_tag, multiple=True, requeue=True)
+        if channel.is_open:
+            channel.close()  # anything still unacked (none after the nack) is requeued by the broker
+
+
+def _tally(scan: QueueScan, contract: Contract, properties: Any, body: bytes | None) -> None:
+    scan.inspected += 1
+    found, _where = message_type_of(properties, body)
+    if found == contract.message_type:
+        scan.matching += 1
+        message_id = getattr(properties, "message_id", None)
+        if message_id and len(scan.matching_ids) < _SHOWN_IDS:
+            scan.matching_ids.append(str(message_id))
+    elif found is None:
+        scan.untyped += 1
+    elif found.rsplit(".", 1)[0] == contract.family:
+        scan.family[found] = scan.family.get(found, 0) + 1
+
+
+def check_dead_letters(contract: Contract, scan: DeadLetterScan) -> CheckResult:
+    """Fail on any message of the type; unknown when some queue could not be read fully or was not listed."""
+    looked_at = [q for q in scan.queues if q.depth or q.skipped or q.vanished or q.unacked]
+    figures: dict[str, Any] = {
+        "coverage": scan.coverage,
+        "scope": scan.scope or None,
+        "brokerVersion": scan.broker_version,
+        "scanned": len(scan.queues),
+        "empty": sum(1 for q in scan.queues if not q.depth and not q.vanished),
+        "matching": sum(q.matching for q in scan.queues),
+        "inspected": sum(q.inspected for q in scan.queues),
+        "queues": [q.to_dict() for q in looked_at],
+    }
+    if any(q.delivery_count_raised for q in scan.queues):
+        figures["note"] = "quorum queues read on RabbitMQ 3.x: x-delivery-count of their messages went up by one"
+    holding = [q for q in scan.queues if q.matching]
+    if holding:
+        it = "it" if figures["matching"] == 1 else "them"
+        where = "; ".join(f"{q.matching} in {q.queue} (messageIds {', '.join(q.matching_ids)})" for q in holding)
+        return CheckResult(
+            CheckName.DEAD_LETTERS,
+            Verdict.FAIL,
+            figures,
+            f"{figures['matching']} dead-lettered message{'' if figures['matching'] == 1 else 's'} of "
+            f"{contract.message_type}: {where}: replay {it} to the successor or discard {it}",
+        )
+    unread = [q for q in scan.queues if not q.complete]
+    if unread:
+        reasons = "; ".join(f"{q.queue}: {_why_unread(q)}" for q in unread)
+        return CheckResult(
+            CheckName.DEAD_LETTERS,
+            Verdict.UNKNOWN,
+            figures,
+            f"not every dead-lettered message could be inspected ({reasons}): check these queues by hand "
+            "(for example with a shovel to a classic queue) or empty them",
+        )
+    if scan.coverage != "broker":
+        figures["note"] = "the management API is not available: only this version's own DLQs and parking lots"
+        return CheckResult(
+            CheckName.DEAD_LETTERS,
+            Verdict.UNKNOWN,
+            figures,
+            "only this version's own DLQs and parking lots were scanned (clean): without the management API the "
+            "other DLQs and parking lots on the broker cannot be listed; enable it and audit again",
+        )
+    return CheckResult(CheckName.DEAD_LETTERS, Verdict.PASS, figures)
+
+
+def _why_unread(scan: QueueScan) -> str:
+    if scan.skipped:
+        return f"not read, {scan.skipped}"
+    if scan.unacked:
+        return f"{scan.unacked} messages held unacknowledged by a consumer"
+    return f"{scan.inspected} of {scan.depth} messages read"

@@ -1,0 +1,136 @@
+"""The ``retention`` check: the retention windows have elapsed since the last archived message of the type.
+
+The archive (DESIGN section 5) is the evidence of what was published: the Spark job
+``spark_jobs/archive_last_seen.py`` scans it and writes, per messageType, when the last record was
+received and how many there are::
+
+    {"billing.invoice-issued.v1": {"lastReceivedAt": "2026-07-01T10:15:32.120Z", "records": 4200}}
+
+The job writes that file only after scanning an archive root that exists (and deletes an older one
+first), so a missing file means "not scanned". A message may sit in a queue for ``retention.queue``
+and in a DLQ for ``retention.dlq``: the check passes once ``last + max(queue, dlq)`` has passed; the
+archive keeps the messages until ``last + retention.archive``. A type the scanned archive never saw
+passes ("never archived"); when nothing was scanned the check cannot decide.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from contract_platform.catalog.model import Contract
+from contract_platform.durations import format_duration
+from contract_platform.envelope.properties import parse_timestamp
+from contract_platform.errors import ArchiveError
+from contract_platform.evidence import Verdict
+from contract_platform.retirement.model import CheckName, CheckResult, iso, require_aware
+
+__all__ = ["LastSeen", "TypeLastSeen", "check_retention"]
+
+
+@dataclass(frozen=True)
+class TypeLastSeen:
+    last_received_at: datetime
+    records: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lastReceivedAt": iso(self.last_received_at), "records": self.records}
+
+
+@dataclass(frozen=True)
+class LastSeen:
+    """The last archived message of each type, and whether an archive was scanned at all."""
+
+    types: Mapping[str, TypeLastSeen] = field(default_factory=dict)
+    scanned: bool = False
+    source: str = ""  # the file read, or what was scanned; for the figures
+    scanned_at: datetime | None = None
+
+    @classmethod
+    def from_document(cls, document: Any, *, source: str, scanned_at: datetime | None = None) -> LastSeen:
+        """From the job's JSON document; ``ArchiveError`` naming ``source`` when it is not that shape."""
+        if not isinstance(document, dict):
+            raise ArchiveError(f"{source}: expected a JSON object of messageType -> last seen")
+        types = {}
+        for message_type, entry in document.items():
+            try:
+                types[message_type] = TypeLastSeen(
+                    parse_timestamp(entry["lastReceivedAt"]).astimezone(UTC), int(entry["records"])
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ArchiveError(
+                    f'{source}#/{message_type}: expected {{"lastReceivedAt": ISO-8601 with zone, "records": n}} '
+                    f"({exc}); run the archive_last_seen job again"
+                ) from exc
+        return cls(types, True, source, scanned_at)
+
+    @classmethod
+    def read(cls, path: str | Path) -> LastSeen:
+        """The job's output file; a missing file means no archive was scanned (not an error)."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+            modified = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        except FileNotFoundError:
+            return cls(source=f"{path} (missing: the archive_last_seen job has not scanned an archive)")
+        except OSError as exc:
+            raise ArchiveError(f"{path}: cannot read the last-seen file ({exc})") from exc
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            raise ArchiveError(f"{path}: not JSON ({exc}); run the archive_last_seen job again") from exc
+        return cls.from_document(document, source=str(path), scanned_at=modified)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {message_type: entry.to_dict() for message_type, entry in sorted(self.types.items())}
+
+
+def check_retention(contract: Contract, last_seen: LastSeen, *, now: datetime) -> CheckResult:
+    now = require_aware(now)
+    retention = contract.retention
+    wait = max(retention.queue, retention.dlq)
+    figures: dict[str, Any] = {
+        "source": last_seen.source,
+        "scannedAt": iso(last_seen.scanned_at),
+        "retention": {
+            "queue": format_duration(retention.queue),
+            "dlq": format_duration(retention.dlq),
+            "archive": format_duration(retention.archive),
+        },
+    }
+    entry = last_seen.types.get(contract.message_type)
+    if entry is None:
+        if not last_seen.scanned:
+            return CheckResult(
+                CheckName.RETENTION,
+                Verdict.UNKNOWN,
+                figures,
+                f"no archive scan to say when {contract.message_type} was last published ({last_seen.source}): "
+                "run the archive_last_seen Spark job (the first task of the retirement_audit DAG)",
+            )
+        figures["neverArchived"] = True
+        figures["note"] = f"never archived: the scanned archive holds no message of {contract.message_type}"
+        return CheckResult(CheckName.RETENTION, Verdict.PASS, figures)
+    passes_at = entry.last_received_at + wait
+    figures |= {
+        "lastArchivedAt": iso(entry.last_received_at),
+        "records": entry.records,
+        "passesAt": iso(passes_at),
+        "archiveKeepsUntil": iso(entry.last_received_at + retention.archive),
+    }
+    if now >= passes_at:
+        return CheckResult(CheckName.RETENTION, Verdict.PASS, figures)
+    return CheckResult(
+        CheckName.RETENTION,
+        Verdict.FAIL,
+        figures,
+        f"the last {contract.message_type} message was archived at {iso(entry.last_received_at)}; its copies may "
+        f"still sit in queues and DLQs for max(queue {format_duration(retention.queue)}, dlq "
+        f"{format_duration(retention.dlq)}) = {format_duration(wait)}: wait until {iso(passes_at)} "
+        f"(the archive keeps them until {iso(entry.last_received_at + retention.archive)})",
+        passes_at,
+    )

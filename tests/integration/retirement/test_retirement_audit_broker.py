@@ -1,0 +1,206 @@
+"""audit_version and retire_if_proven on the real broker: each blocker blocks on its own; all clear retires."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pika
+import pytest
+from retirement_broker import V1, V2, provision_family, seed_quiet_history, wait_for_stats
+
+from contract_platform.amqp import ManagementClient, plan_topology
+from contract_platform.amqp.inspection import exchange_exists, passive_queue
+from contract_platform.amqp.topology import Role
+from contract_platform.catalog.model import Catalog, Contract, Hold, Status
+from contract_platform.evidence import Verdict
+from contract_platform.retirement import (
+    AuditResult,
+    LastSeen,
+    TypeLastSeen,
+    audit_version,
+    record_audit,
+    retire_if_proven,
+    write_audit_bundle,
+)
+from contract_platform.store import Registry
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def long_ago(days: int = 30) -> LastSeen:
+    moment = datetime.now(UTC) - timedelta(days=days)
+    return LastSeen({V1: TypeLastSeen(moment, 12)}, scanned=True, source="test")
+
+
+@pytest.fixture
+def provisioned(connection: Any, contracts: Catalog, registry: Registry) -> Contract:
+    """v1 and v2 provisioned (prefixed) and three quiet audits of v1 in the store."""
+    provision_family(connection, contracts)
+    v1 = contracts.contracts[V1]
+    seed_quiet_history(registry, v1, datetime.now(UTC))
+    return v1
+
+
+@pytest.fixture
+def ready(provisioned: Contract, management: ManagementClient) -> Contract:
+    """... and the management API has collected statistics (unacked counts) for its queues."""
+    wait_for_stats(
+        management, [q.name for q in plan_topology(provisioned).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ)]
+    )
+    return provisioned
+
+
+def run_audit(
+    connection: Any, contracts: Catalog, registry: Registry, prefix: str, contract: Contract, last_seen: LastSeen
+) -> AuditResult:
+    return audit_version(
+        contract,
+        contracts,
+        registry,
+        connection,
+        last_seen,
+        now=datetime.now(UTC),
+        run_id="test",
+        dead_letter_scope=prefix,
+    )
+
+
+def consumer_connected(connection: Any, contract: Contract, prefix: str) -> tuple[Contract, LastSeen]:
+    connection.channel().basic_consume(contract.consumers[0].queue, lambda *args: None)
+    return contract, long_ago()
+
+
+def message_in_a_foreign_dlq(connection: Any, contract: Contract, prefix: str) -> tuple[Contract, LastSeen]:
+    queue = f"{prefix}audit-replayer.{V1}.dlq"  # not one of v1's queues: only the broker-wide scan sees it
+    channel = connection.channel()
+    channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
+    channel.basic_publish("", queue, b"{}", pika.BasicProperties(type=V1, message_id="stuck-1"))
+    return contract, long_ago()
+
+
+def message_in_a_retry_queue(connection: Any, contract: Contract, prefix: str) -> tuple[Contract, LastSeen]:
+    retry = plan_topology(contract).queues_of(Role.RETRY)[-1].name  # the 5m retry queue
+    connection.channel().basic_publish("", retry, b"{}", pika.BasicProperties(type=V1))
+    return contract, long_ago()
+
+
+def retention_not_elapsed(connection: Any, contract: Contract, prefix: str) -> tuple[Contract, LastSeen]:
+    return contract, long_ago(days=3)
+
+
+def a_hold(connection: Any, contract: Contract, prefix: str) -> tuple[Contract, LastSeen]:
+    return replace(contract, holds=(Hold("replay", date.today() + timedelta(days=10), "replay for BI"),)), long_ago()
+
+
+Scenario = Callable[[Any, Contract, str], tuple[Contract, LastSeen]]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "blocked", "says"),
+    [
+        (consumer_connected, {"queues", "consumers_over_time"}, "1 consumer connected"),
+        (message_in_a_foreign_dlq, {"dead_letters"}, "stuck-1"),
+        (message_in_a_retry_queue, {"queues"}, "waiting to be retried"),
+        (retention_not_elapsed, {"retention"}, "wait until"),
+        (a_hold, {"holds"}, "replay hold until"),
+    ],
+)
+def test_each_blocker_blocks_on_its_own_and_says_why(
+    connection: Any,
+    contracts: Catalog,
+    registry: Registry,
+    prefix: str,
+    ready: Contract,
+    scenario: Scenario,
+    blocked: set[str],
+    says: str,
+) -> None:
+    contract, last_seen = scenario(connection, ready, prefix)
+
+    result = run_audit(connection, contracts, registry, prefix, contract, last_seen)
+
+    assert result.verdict is Verdict.FAIL
+    assert set(result.failed_checks) == blocked, result.figures()["blockers"]
+    assert any(says in (check.blocker or "") for check in result.blocking)
+
+
+def test_all_clear_retires_keeps_the_bundle_and_removes_only_v1_queues(
+    connection: Any, contracts: Catalog, registry: Registry, prefix: str, ready: Contract, tmp_path: Path
+) -> None:
+    _force(registry, V2, Status.ACTIVE)
+    _force(registry, V1, Status.DEPRECATED)
+    result = run_audit(connection, contracts, registry, prefix, ready, long_ago())
+    assert result.verdict is Verdict.PASS, result.figures()["blockers"]
+    paths = write_audit_bundle(result, tmp_path / "docs")
+    record_audit(result, registry, reference=paths.snapshot)
+    retiring = replace(ready, status=Status.RETIRED)
+    catalog = replace(contracts, contracts={**contracts.contracts, V1: retiring})
+
+    outcome = retire_if_proven(
+        retiring,
+        catalog,
+        registry,
+        connection,
+        actor="test",
+        run_id="test",
+        now=datetime.now(UTC),
+        archive_root=tmp_path / "archive",
+        bundle_root=tmp_path / "bundles",
+    )
+
+    assert outcome.retired, outcome.reasons
+    assert registry.effective(V1).status is Status.RETIRED  # type: ignore[union-attr]
+    bundle = tmp_path / "bundles" / V1
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert {"contract.yaml", "payload.schema.json", "topology.json", "evidence.json", "audit.json"} <= set(
+        manifest["files"]
+    )
+    assert json.loads((bundle / "evidence.json").read_text())["verdict"] == "pass"
+    live = json.loads((bundle / "topology.json").read_text())["live"]
+    assert {q["name"] for q in live} == {q.name for q in plan_topology(ready).queues}
+    for queue in plan_topology(ready).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ, Role.PARKING_LOT):
+        assert passive_queue(connection, queue.name) is None, queue.name
+    assert exchange_exists(connection, ready.transport.exchange)  # v2 still publishes there
+    assert passive_queue(connection, contracts.contracts[V2].consumers[0].queue) is not None
+
+    again = retire_if_proven(  # a retried task finds it retired: nothing more to do, nothing fails
+        retiring,
+        catalog,
+        registry,
+        connection,
+        actor="test",
+        run_id="test",
+        now=datetime.now(UTC),
+        bundle_root=tmp_path / "bundles",
+    )
+    assert again.retired and again.removal is not None and again.removal["deleted"] == []
+    assert len([t for t in registry.history(V1) if t.to_status is Status.RETIRED]) == 1
+
+
+def test_without_the_management_api_the_audit_cannot_pass(
+    connection: Any, contracts: Catalog, registry: Registry, prefix: str, provisioned: Contract
+) -> None:
+    result = audit_version(
+        provisioned,
+        contracts,
+        registry,
+        connection,
+        long_ago(),
+        now=datetime.now(UTC),
+        run_id="test",
+        management=None,
+        dead_letter_scope=prefix,
+    )
+    assert result.verdict is Verdict.UNKNOWN
+    assert set(result.failed_checks) == {"queues", "dead_letters"}
+
+
+def _force(registry: Registry, message_type: str, status: Status) -> None:
+    state = registry.register(message_type, "1.0.0", actor="setup")
+    for step in [s for s in Status if state.status.rank < s.rank <= status.rank]:
+        state = registry.apply_transition(message_type, expected=state, to=step, actor="setup", reason="seed")

@@ -1,0 +1,85 @@
+"""``contractctl audit`` against the real broker, scanning a small archive with Spark in-process (shared session)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from retirement_broker import V1, provision_family, seed_quiet_history, wait_for_stats
+
+from contract_platform.amqp import ManagementClient, plan_topology
+from contract_platform.amqp.topology import Role
+from contract_platform.catalog import load_catalog
+from contract_platform.cli.main import main
+from contract_platform.store import Registry
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
+
+
+def prefixed_copy(source: Path, target: Path, prefix: str) -> Path:
+    """The real catalogue with every exchange and consumer queue name prefixed (as tests/airflow does)."""
+    shutil.copytree(source, target)
+    for path in target.glob("*/*/v*/contract.yaml"):
+        text = re.sub(r"exchange: ([a-z.]+)", rf"exchange: {prefix}\1", path.read_text())
+        path.write_text(re.sub(r"queue: ([a-z0-9-]+\.[a-z0-9.-]+)", rf"queue: {prefix}\1", text))
+    return target
+
+
+def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
+    spark: Any,  # the shared session: build_session reuses it instead of starting another
+    connection: Any,
+    prefix: str,
+    management: ManagementClient,
+    catalog_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    catalog = load_catalog(prefixed_copy(catalog_dir, tmp_path / "contracts", prefix))
+    v1 = catalog.contracts[V1]
+    provision_family(connection, catalog)
+    registry_url = f"sqlite:///{tmp_path / 'registry.db'}"
+    with Registry.open(registry_url) as store:
+        seed_quiet_history(store, v1, datetime.now(UTC))
+    day = tmp_path / "archive" / v1.transport.exchange / "date=2026-07-01"
+    day.mkdir(parents=True)
+    last = (datetime.now(UTC) - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    day.joinpath("a.jsonl").write_text(
+        json.dumps({"receivedAt": last, "properties": {"type": V1}, "body": "{}"}) + "\n"
+    )
+    wait_for_stats(management, [q.name for q in plan_topology(v1).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ)])
+    argv = [
+        "audit",
+        V1,
+        "--catalog",
+        str(tmp_path / "contracts"),
+        "--registry",
+        registry_url,
+        "--archive",
+        str(tmp_path / "archive"),
+        "--dead-letter-prefix",
+        prefix,
+        "--format",
+        "json",
+    ]
+
+    assert main(argv) == 0, capsys.readouterr()
+    clear = json.loads(capsys.readouterr().out)
+    assert clear["verdict"] == "pass" and clear["failed_checks"] == []
+    assert clear["checks"]["retention"]["figures"]["lastArchivedAt"] == last.replace(".000Z", "Z")
+
+    connection.channel().basic_consume(v1.consumers[0].queue, lambda *args: None)
+    assert main([*argv, "--record"]) == 1
+    blocked = json.loads(capsys.readouterr().out)
+    assert blocked["failed_checks"] == ["queues", "consumers_over_time"]
+    assert Path(blocked["report"]).exists()
+    with Registry.open(registry_url) as store:
+        evidence = store.latest_evidence(V1, "retirement_audit")
+        assert evidence is not None and evidence.figures["failed_checks"] == ["queues", "consumers_over_time"]
+        assert len(store.observations(V1)) == 4 * len(
+            plan_topology(v1).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ, Role.PARKING_LOT)
+        )

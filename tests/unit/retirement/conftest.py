@@ -1,0 +1,39 @@
+"""Fixtures for the retirement unit tests: a fixed moment, contracts built in code, a throwaway SQLite registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from retirement_builders import NOW, V1, V2, build_contract
+
+from contract_platform.catalog.model import Contract
+from contract_platform.store import Registry
+
+
+@pytest.fixture()
+def now() -> datetime:
+    return NOW
+
+
+@pytest.fixture()
+def make_contract() -> Callable[..., Contract]:
+    return build_contract
+
+
+@pytest.fixture()
+def v1() -> Contract:
+    return build_contract(V1)
+
+
+@pytest.fixture()
+def v2() -> Contract:
+    return build_contract(V2)
+
+
+@pytest.fixture()
+def registry(tmp_path: Path) -> Iterator[Registry]:
+    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+        yield opened

@@ -1,0 +1,207 @@
+"""Verdict logic of the retirement checks that need no broker: each blocker on its own, and when it clears."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from retirement_builders import V1, V2, build_contract, catalog_of
+
+from contract_platform.amqp.inspection import QueueState
+from contract_platform.amqp.topology import Role
+from contract_platform.catalog.model import Consumer, Contract, Hold, RetirementSettings
+from contract_platform.evidence import Verdict
+from contract_platform.retirement import (
+    CheckName,
+    CheckResult,
+    LastSeen,
+    QueueLook,
+    TypeLastSeen,
+    check_consumers_over_time,
+    check_holds,
+    check_queues,
+    check_retention,
+    check_successor_consumers,
+)
+from contract_platform.retirement.model import iso
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+QUEUE = "accounting-service.billing.invoice-issued.v1"
+
+
+def look(name: str = QUEUE, role: Role = Role.CONSUMER, **state: object) -> QueueLook:
+    values: dict[str, object] = {"exists": True, "ready": 0, "consumers": 0, "unacked": 0} | state
+    return QueueLook(name, role, QueueState(name, **values))  # type: ignore[arg-type]
+
+
+def clean_looks() -> list[QueueLook]:
+    return [
+        look(),
+        look(f"{QUEUE}.retry.30s", Role.RETRY),
+        look(f"{QUEUE}.dlq", Role.DLQ),
+        look(f"{QUEUE}.parking-lot", Role.PARKING_LOT),
+    ]
+
+
+# -- queues ----------------------------------------------------------------------------------------
+
+
+def test_queues_pass_when_every_queue_is_empty_and_unconsumed_or_absent() -> None:
+    result = check_queues([*clean_looks(), look("gone", Role.DLQ, exists=False, unacked=None)])
+    assert result.verdict is Verdict.PASS and result.blocker is None
+    assert result.figures["missing"] == ["gone"]
+
+
+@pytest.mark.parametrize(
+    ("changed", "says"),
+    [
+        (look(consumers=1), f"{QUEUE} has 1 consumer connected"),
+        (look(f"{QUEUE}.retry.30s", Role.RETRY, ready=2), "holds 2 messages waiting to be retried"),
+        (look(f"{QUEUE}.dlq", Role.DLQ, ready=1), "replay them to the successor or discard them"),
+        (look(unacked=3), "3 unacknowledged messages"),
+    ],
+)
+def test_queues_fail_on_any_consumer_ready_or_unacked_message_and_say_where(changed: QueueLook, says: str) -> None:
+    looks = [changed if item.name == changed.name else item for item in clean_looks()]
+    result = check_queues(looks)
+    assert result.verdict is Verdict.FAIL
+    assert says in (result.blocker or "") and changed.name in (result.blocker or "")
+
+
+def test_queues_are_unknown_not_passed_when_unacked_counts_are_unknown() -> None:
+    looks = [look(unacked=None), *clean_looks()[1:]]
+    result = check_queues(looks)
+    assert result.verdict is Verdict.UNKNOWN
+    assert result.figures["unackedUnknown"] == [QUEUE]
+    assert "management API" in (result.blocker or "")
+
+
+# -- consumers over time ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Obs:
+    queue: str
+    observed_at: datetime
+    consumers: int | None
+
+
+def series(*points: tuple[timedelta, int | None], queues: tuple[str, ...] = (QUEUE, f"{QUEUE}.dlq")) -> list[Obs]:
+    """One audit per point (age, consumers on the consumer queue); other queues always 0."""
+    return [Obs(queue, NOW - age, consumers if queue == QUEUE else 0) for age, consumers in points for queue in queues]
+
+
+def test_three_zero_audits_spanning_eight_days_pass() -> None:
+    samples = series((timedelta(days=8), 0), (timedelta(days=4), 0), (timedelta(0), 0))
+    result = check_consumers_over_time(build_contract(), samples, now=NOW)
+    assert result.verdict is Verdict.PASS
+    assert result.figures["streak"]["observations"] == 3
+    assert result.figures["passedAt"] == iso(NOW - timedelta(days=1))
+
+
+def test_a_consumer_at_the_latest_audit_fails_without_a_date() -> None:
+    samples = series((timedelta(days=8), 0), (timedelta(days=4), 0), (timedelta(0), 2))
+    result = check_consumers_over_time(build_contract(), samples, now=NOW)
+    assert result.verdict is Verdict.FAIL and result.clears_at is None
+    assert f"{QUEUE} 2" in (result.blocker or "")
+
+
+def test_a_consumer_seen_earlier_restarts_the_clock_and_it_says_when_it_passes() -> None:
+    samples = series((timedelta(days=8), 0), (timedelta(days=2), 1), (timedelta(days=1), 0), (timedelta(0), 0))
+    result = check_consumers_over_time(build_contract(), samples, now=NOW)
+    assert result.verdict is Verdict.FAIL
+    assert result.figures["streak"]["observations"] == 2
+    assert result.clears_at == NOW - timedelta(days=1) + timedelta(days=7)  # span is the binding constraint
+    assert "expected to pass from" in (result.blocker or "")
+
+
+def test_enough_span_but_too_few_audits_clears_after_the_missing_audits() -> None:
+    contract = build_contract(retirement=RetirementSettings(observations=5, observation_span=timedelta(days=7)))
+    samples = series((timedelta(days=9), 0), (timedelta(0), 0))
+    result = check_consumers_over_time(contract, samples, now=NOW)
+    assert result.verdict is Verdict.FAIL
+    assert result.clears_at == NOW + timedelta(days=3)  # three more daily audits
+
+
+def test_no_observation_yet_fails_and_an_unknown_count_is_unknown() -> None:
+    assert check_consumers_over_time(build_contract(), [], now=NOW).verdict is Verdict.FAIL
+    unknown = check_consumers_over_time(build_contract(), series((timedelta(0), None)), now=NOW)
+    assert unknown.verdict is Verdict.UNKNOWN and QUEUE in (unknown.blocker or "")
+
+
+def test_only_the_queues_asked_for_count() -> None:
+    samples = [*series((timedelta(days=8), 0), (timedelta(0), 0)), Obs("someone-else", NOW, 5)]
+    result = check_consumers_over_time(build_contract(), samples, now=NOW, queues=[QUEUE, f"{QUEUE}.dlq"])
+    assert result.figures["streak"]["observations"] == 2
+
+
+# -- retention -------------------------------------------------------------------------------------
+
+
+def seen(days_ago: float) -> LastSeen:
+    return LastSeen({V1: TypeLastSeen(NOW - timedelta(days=days_ago), 42)}, scanned=True, source="last-seen.json")
+
+
+def test_retention_passes_once_the_longer_of_queue_and_dlq_retention_has_elapsed() -> None:
+    result = check_retention(build_contract(), seen(14), now=NOW)  # queue 14d, dlq 10d
+    assert result.verdict is Verdict.PASS
+    assert result.figures["archiveKeepsUntil"] == iso(NOW - timedelta(days=14) + timedelta(days=90))
+
+
+def test_retention_not_elapsed_fails_and_says_when_it_passes() -> None:
+    result = check_retention(build_contract(), seen(11), now=NOW)
+    assert result.verdict is Verdict.FAIL
+    assert result.clears_at == NOW + timedelta(days=3)
+    assert iso(NOW + timedelta(days=3)) in (result.blocker or "")
+    assert result.figures["records"] == 42
+
+
+def test_retention_never_archived_passes_only_when_an_archive_was_scanned() -> None:
+    scanned = check_retention(build_contract(), LastSeen({}, scanned=True, source="f"), now=NOW)
+    assert scanned.verdict is Verdict.PASS and scanned.figures["neverArchived"] is True
+    unscanned = check_retention(build_contract(), LastSeen(source="f (missing)"), now=NOW)
+    assert unscanned.verdict is Verdict.UNKNOWN
+    assert "archive_last_seen" in (unscanned.blocker or "")
+
+
+# -- holds and successor ---------------------------------------------------------------------------
+
+
+def test_holds_in_force_fail_and_clear_the_day_after_the_last_one() -> None:
+    contract = build_contract(
+        holds=(
+            Hold("audit", date(2026, 12, 31), "FY2026 tax audit"),
+            Hold("legal", date(2027, 1, 15), "litigation"),
+            Hold("replay", date(2026, 1, 1), "expired"),
+        )
+    )
+    result = check_holds(contract, now=NOW)
+    assert result.verdict is Verdict.FAIL
+    assert result.clears_at == datetime(2027, 1, 16, tzinfo=UTC)
+    assert "audit hold until 2026-12-31" in (result.blocker or "") and "legal hold" in (result.blocker or "")
+    assert "replay" not in (result.blocker or "")
+    assert check_holds(contract, now=datetime(2027, 1, 16, tzinfo=UTC)).verdict is Verdict.PASS
+
+
+def test_successor_consumers_name_the_services_that_have_not_moved() -> None:
+    v1 = build_contract(V1)
+    v2 = replace(build_contract(V2), consumers=(Consumer("accounting-service", "accounting-service.v2"),))
+    result = check_successor_consumers(v1, catalog_of(v1, v2))
+    assert result.verdict is Verdict.FAIL
+    assert result.figures["notMoved"] == ["notification-service"]
+    assert "notification-service" in (result.blocker or "") and V2 in (result.blocker or "")
+    assert check_successor_consumers(v1, catalog_of(v1, build_contract(V2))).verdict is Verdict.PASS
+
+
+def test_a_missing_successor_fails() -> None:
+    v1: Contract = build_contract(V1)
+    result = check_successor_consumers(v1, catalog_of(v1))
+    assert result.verdict is Verdict.FAIL and V2 in (result.blocker or "")
+
+
+def test_a_check_result_has_a_blocker_exactly_when_it_did_not_pass() -> None:
+    with pytest.raises(ValueError, match="blocker"):
+        CheckResult(CheckName.HOLDS, Verdict.FAIL, {})
+    with pytest.raises(ValueError, match="blocker"):
+        CheckResult(CheckName.HOLDS, Verdict.PASS, {}, "why")
