@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -96,6 +97,129 @@ def check_catalog() -> dict[str, Any]:
     return {"catalog": catalog, "ok": report.ok()}
 
 
+def prepare_demo_catalog(root: Path, target: Path) -> Path:
+    """A working copy of the catalogue, changed later the way a platform team changes it in a pull request.
+
+    The real ``contracts/`` is never modified. The copy is made once; a re-run keeps its state.
+    """
+    import shutil
+
+    if not target.exists():
+        shutil.copytree(root / "contracts", target)
+        print(f"      copied contracts/ to {target}")
+    else:
+        print(f"      using {target} from an earlier run")
+    return target
+
+
+def declare_retired(catalog_dir: Path, message_type: str) -> None:
+    """The demo's pull request: declare the old major retired, with windows short enough to pass today.
+
+    A real catalogue keeps days (retention 14d, three zero-consumer audits over 7 days); the demo
+    shortens them to seconds so the whole lifecycle completes in one run, and says so.
+    """
+    domain, name, major = message_type.split(".")
+    path = catalog_dir / domain / name / major / "contract.yaml"
+    text = path.read_text()
+    if "status: retired" in text:
+        return
+    text = text.replace("status: deprecated", "status: retired")
+    text = re.sub(r"retention: \{[^}]*\}", "retention: {queue: 1s, dlq: 1s, archive: 90d}", text)
+    text += "\nretirement: {observations: 2, observationSpan: 1s, evidenceFreshness: 1d}  # demo: seconds, not days\n"
+    path.write_text(text)
+    print(f"      {message_type}: declared retired (demo windows: retention 1s, 2 audits)")
+
+
+def publish_traffic(per_type: int) -> dict[str, int]:
+    """The producer side: sample traffic for every version that is live, through the platform's publisher."""
+    from contract_platform import settings
+    from contract_platform.amqp import Publisher, open_connection
+    from contract_platform.amqp.connection import close_quietly
+    from contract_platform.catalog import load_catalog
+    from contract_platform.envelope import EnvelopeValidator
+    from contract_platform.store import Registry
+    from contract_platform.traffic import sample_envelopes
+
+    catalog = load_catalog(settings.catalog_dir())
+    registry = Registry.open()
+    connection = open_connection()
+    sent: dict[str, int] = {}
+    try:
+        with Publisher(connection, EnvelopeValidator(catalog)) as publisher:
+            for contract in catalog:
+                state = registry.effective(contract.message_type)
+                live = state is not None and str(state.status) in ("experimental", "active")
+                # v2 of a migrating message is produced by the bridge, not by its producer.
+                bridged = catalog.predecessor(contract) is not None
+                if not live or bridged:
+                    continue
+                results = publisher.publish_many(list(sample_envelopes(contract, per_type)))
+                sent[contract.message_type] = len(results)
+    finally:
+        close_quietly(connection)
+        registry.close()
+    print("      " + ", ".join(f"{t}: {n}" for t, n in sent.items()))
+    return sent
+
+
+def consume_queues() -> dict[str, int]:
+    """The consumer side: each declared consumer reads and acknowledges what waits in its queue."""
+    from contract_platform import settings
+    from contract_platform.amqp import open_connection
+    from contract_platform.amqp.connection import close_quietly
+    from contract_platform.amqp.inspection import passive_queue
+    from contract_platform.catalog import load_catalog
+
+    catalog = load_catalog(settings.catalog_dir())
+    connection = open_connection()
+    read: dict[str, int] = {}
+    try:
+        channel = connection.channel()
+        for contract in catalog:
+            for consumer in contract.consumers:
+                if passive_queue(connection, consumer.queue) is None:
+                    continue
+                count = 0
+                while True:
+                    method, _properties, _body = channel.basic_get(consumer.queue, auto_ack=False)
+                    if method is None:
+                        break
+                    channel.basic_ack(method.delivery_tag)
+                    count += 1
+                if count:
+                    read[consumer.service] = read.get(consumer.service, 0) + count
+    finally:
+        close_quietly(connection)
+    print("      " + (", ".join(f"{service}: {n}" for service, n in sorted(read.items())) or "nothing waiting"))
+    return read
+
+
+def evidence_summary() -> list[str]:
+    from contract_platform import settings
+    from contract_platform.catalog import load_catalog
+    from contract_platform.store import Registry
+
+    lines = []
+    registry = Registry.open()
+    try:
+        for contract in load_catalog(settings.catalog_dir()):
+            parts = []
+            for kind, keys in (
+                ("archive_validation", ("total", "invalid")),
+                ("envelope_quality", ("evaluated", "failed")),
+                ("migration_parity", ("parity", "missing", "lag_p99_ms")),
+                ("retirement_audit", ("failed_checks",)),
+            ):
+                record = registry.latest_evidence(contract.message_type, kind)
+                if record is not None:
+                    figures = ", ".join(f"{k}={record.figures.get(k)}" for k in keys if k in record.figures)
+                    parts.append(f"{kind} {record.verdict} ({figures})")
+            lines.append(f"  {contract.message_type}: " + ("; ".join(parts) if parts else "no evidence"))
+    finally:
+        registry.close()
+    return lines
+
+
 def states() -> list[dict[str, Any]]:
     from contract_platform import settings
     from contract_platform.catalog import load_catalog
@@ -113,41 +237,80 @@ def print_states(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{title}")
     width = max(len(r["messageType"]) for r in rows)
     for r in rows:
-        mark = "" if r["inSync"] else "   <- " + (r["lastRefusal"] or "not reconciled yet")[:100]
+        mark = "" if r["inSync"] else "   <- " + (r["lastRefusal"] or "not reconciled yet")[:110]
         print(
             f"  {r['messageType']:<{width}}  declared {r['declared']:<11} effective {r['effective'] or '-':<12}{mark}"
         )
 
 
+OLD, NEW = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="main-job", description=__doc__.splitlines()[1])
-    parser.parse_args(argv)
+    parser.add_argument("--messages", type=int, default=200, help="sample messages per contract version (default 200)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("CONTRACT_CATALOG", str(ROOT / "data" / "demo" / "contracts"))
     env = configure_environment(ROOT)
     from contract_platform.settings import redact_url, registry_url
 
+    data = Path(env["CONTRACT_PLATFORM_HOME"])
     print(
-        f"Contract Lifecycle Platform — main job\n  data: {env['CONTRACT_PLATFORM_HOME']}\n  registry: {redact_url(registry_url())}"
+        "Contract Lifecycle Platform — main job\n"
+        f"  data: {data}\n  catalogue: {env['CONTRACT_CATALOG']} (a working copy of contracts/)\n"
+        f"  registry: {redact_url(registry_url())}"
     )
-    progress = Progress(total=3)
+    progress = Progress(total=18)
     progress.step("prepare Airflow's metadata DB (SQLite)", migrate_airflow_db)
+    progress.step("prepare the working catalogue", lambda: prepare_demo_catalog(ROOT, Path(env["CONTRACT_CATALOG"])))
     before = states()
-    checked = progress.step("check the catalogue and write its docs", check_catalog)
-    if not checked["ok"]:
+    if not progress.step("check the catalogue and write its docs", check_catalog)["ok"]:
         print("the catalogue has problems: run `contractctl check` for details", file=sys.stderr)
         return 1
-    dag_run = progress.step(
-        "run contract_change (lint, compatibility, topology, lifecycle)", lambda: run_dag("contract_change")
+    runs: list[Any] = []
+
+    def dag(title: str, dag_id: str, conf: dict[str, Any] | None = None) -> None:
+        runs.append(progress.step(title, lambda: run_dag(dag_id, conf)))
+
+    migration = {"migration": NEW, "mode": "bridge"}
+    dag("contract_change: lint, compatibility, topology, lifecycle", "contract_change")
+    dag(f"dual_publish_migration: start the bridge {OLD} -> v2", "dual_publish_migration", migration)
+    progress.step(
+        f"producers publish sample traffic ({args.messages} per live version)", lambda: publish_traffic(args.messages)
     )
+    progress.step("consumers read their queues", consume_queues)
+    dag("topic_archive_validation: archive and validate (Spark)", "topic_archive_validation")
+    dag("envelope_quality: Great Expectations on Spark; promote", "envelope_quality")
+    dag("dual_publish_migration: bridge the v1 traffic, parity (Spark)", "dual_publish_migration", migration)
+    progress.step("consumers read the bridged v2 messages", consume_queues)
+    dag("topic_archive_validation: the v2 traffic", "topic_archive_validation")
+    dag("envelope_quality: the v2 traffic; promote v2", "envelope_quality")
+    dag("dual_publish_migration: parity holds; v1 superseded, then deprecated", "dual_publish_migration", migration)
+    progress.step(f"pull request: declare {OLD} retired", lambda: declare_retired(Path(env["CONTRACT_CATALOG"]), OLD))
+    dag("contract_change: the retirement declaration", "contract_change")
+    dag("retirement_audit: first observation, blockers recorded", "retirement_audit")
+    time.sleep(1.5)  # the demo's observation span is 1s
+    dag("retirement_audit: second observation; retire where proven", "retirement_audit")
     after = states()
     print_states("Before:", before)
     print_states("After:", after)
+    print("\nEvidence (latest):")
+    print("\n".join(evidence_summary()))
+    failed = [r.dag_id for r in runs if str(r.state) != "success"]
     print(
         "\nWhere to look:\n"
-        f"  docs:      {Path(env['CONTRACT_PLATFORM_HOME']) / 'docs' / 'contracts' / 'index.md'}\n"
-        "  status:    .venv/bin/contractctl status\n"
-        f"  airflow:   AIRFLOW_HOME={env['AIRFLOW_HOME']} .venv/bin/airflow standalone"
+        f"  Airflow UI:  AIRFLOW_HOME={env['AIRFLOW_HOME']} CONTRACT_PLATFORM_HOME={data} "
+        f"CONTRACT_CATALOG={env['CONTRACT_CATALOG']} .venv/bin/airflow standalone\n"
+        "               then http://localhost:8080/ -> Contracts (admin password in "
+        f"{env['AIRFLOW_HOME']}/simple_auth_manager_passwords.json.generated)\n"
+        f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}\n"
+        f"  reports:     {data / 'reports'}\n"
+        f"  contract docs: {data / 'docs' / 'contracts' / 'index.md'}; retirement: {data / 'docs' / 'retirement'}\n"
+        f"  status:      CONTRACT_PLATFORM_HOME={data} .venv/bin/contractctl status --catalog {env['CONTRACT_CATALOG']}"
     )
-    return 0 if str(dag_run.state) == "success" else 1
+    if failed:
+        print(f"\nDAG runs that failed: {', '.join(failed)} (see the run logs under {env['AIRFLOW_HOME']}/logs)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

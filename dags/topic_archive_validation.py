@@ -1,0 +1,111 @@
+"""
+### Topic archive validation
+
+Daily and on demand: what actually travelled on each topic, checked against the catalogue.
+
+1. **archive_topics** — drains every `archive.<exchange>` queue into the topic archive
+   (`<archive>/<exchange>/date=YYYY-MM-DD/*.jsonl`), acknowledging only what is fsynced.
+2. **plan_paths** — where this run's report and quarantine go.
+3. **validate_archive** — the Spark job (`spark_jobs/validate_archive.py`, submitted on
+   `spark_default`): every record checked for the reason codes of DESIGN section 6; invalid
+   records go to the quarantine with all their reasons and JSON pointers. The job records one
+   `archive_validation` evidence per message type in the registry store. Invalid records are
+   findings, not a failure of the run.
+4. **reconcile_lifecycle** — the evidence feeds the experimental → active guard (invalid rate
+   under the contract's target over its window), so the lifecycle is reconciled.
+
+Param *archive_path* validates another archive (a folder or one file) instead of the platform's.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pendulum
+from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk.definitions.param import ParamsDict
+
+from contract_platform_airflow.runtime import (
+    actor_of,
+    broker,
+    catalog_root,
+    fail_on_bad_input,
+    registry,
+    run_id_of,
+)
+from contract_platform_airflow.spark import spark_submit
+
+DEFAULT_ARGS = {"owner": "platform-team", "retries": 2, "retry_delay": timedelta(minutes=1)}
+PATHS = "{{ ti.xcom_pull(task_ids='plan_paths')"
+
+
+@dag(
+    schedule="@daily",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["contracts", "evidence", "spark"],
+    doc_md=__doc__,
+    params={
+        "archive_path": Param("", type="string", title="Archive path", description="empty: the platform's archive"),
+    },
+)
+def topic_archive_validation() -> None:
+    @task
+    @fail_on_bad_input
+    def archive_topics(params: ParamsDict | None = None) -> dict[str, Any]:
+        from contract_platform import settings
+        from contract_platform.archiving import drain_archives
+        from contract_platform.change import load
+
+        if (params or {}).get("archive_path"):
+            return {"skipped": "validating the archive given by the archive_path param"}
+        with broker() as connection:
+            return drain_archives(load(catalog_root()), connection, settings.archive_dir())
+
+    @task
+    def plan_paths(_archived: dict[str, Any], params: ParamsDict | None = None) -> dict[str, str]:
+        from contract_platform import settings
+
+        run = "".join(c if c.isalnum() or c in "-_" else "-" for c in (run_id_of(get_current_context()) or "run"))
+        reports = settings.data_dir() / "reports" / "archive-validation"
+        reports.mkdir(parents=True, exist_ok=True)
+        return {
+            "archive": (params or {}).get("archive_path") or str(settings.archive_dir()),
+            "catalog": str(catalog_root()),
+            "report": str(reports / f"{run}.json"),
+            "quarantine": str(settings.data_dir() / "quarantine" / run),
+        }
+
+    validate = spark_submit(
+        task_id="validate_archive",
+        job="validate_archive",
+        application_args=[
+            PATHS + "['archive'] }}",
+            "--catalog",
+            PATHS + "['catalog'] }}",
+            "--report",
+            PATHS + "['report'] }}",
+            "--quarantine",
+            PATHS + "['quarantine'] }}",
+            "--no-fail-on-findings",
+        ],
+    )
+
+    @task
+    @fail_on_bad_input
+    def reconcile_lifecycle() -> dict[str, Any]:
+        from contract_platform.change import load, reconcile_catalog
+
+        context = get_current_context()
+        with registry() as store:
+            return reconcile_catalog(
+                load(catalog_root()), store, actor=actor_of(context), run_id=run_id_of(context)
+            ).to_dict()
+
+    plan_paths(archive_topics()) >> validate >> reconcile_lifecycle()
+
+
+topic_archive_validation()
