@@ -49,7 +49,9 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> Any:
         from contract_platform_airflow.hooks.registry import RegistryHook
 
-        self.env_vars = {**(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
+        # Read when the task runs (not when the DAG is parsed): the worker's settings are the truth.
+        platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
+        self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
         return super().execute(context)
 
 
@@ -65,8 +67,6 @@ def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwarg
     env = {
         "PYSPARK_PYTHON": _python(),
         "PYSPARK_DRIVER_PYTHON": _python(),
-        # The job records evidence in the same registry the DAG reads.
-        **{k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")},
         **kwargs.pop("env_vars", {}),
     }
     return PlatformSparkSubmitOperator(

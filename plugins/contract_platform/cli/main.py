@@ -28,6 +28,7 @@ VERBS: dict[str, str] = {
     "archive": "archive",
     "export": "export",
     "audit": "audit",
+    "quality": "quality",
 }
 
 

@@ -1,0 +1,181 @@
+"""
+### Envelope quality
+
+Daily (the archive received since the start of the data interval) and on demand (trigger form:
+*archive* path, empty = the platform's archive root; *since* `YYYY-MM-DD`, empty = everything):
+Great Expectations over the archived envelopes, one suite per message type built from the
+catalogue (`contract_platform.quality.suite` documents every expectation id).
+
+1. **plan_run** — the catalogue must load and the archive path must exist; otherwise the run
+   fails at once, without retry, saying what to fix.
+2. **check_envelopes** — the `envelope_quality` Spark job through the Spark provider
+   (`spark_default`). It records one `envelope_quality` evidence per type in the registry and
+   renders the Data Docs (`<data>/gx/uncommitted/data_docs/local_site/index.html`). Failing
+   expectations are *findings, not a crash*: the job runs with `--no-fail-on-findings`, so this
+   task fails only when the job could not run.
+3. **reconcile_lifecycle** — reads the latest evidence of each type the job covered and
+   reconciles their lifecycle, so a passing result can promote *experimental -> active* when the
+   other guards pass (a failing one is recorded as a refusal naming the failed expectations).
+4. **report_findings** — ends the run red when any type missed an expectation, listing the
+   expectation ids per type and where the Data Docs are; evidence and lifecycle are already done.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pendulum
+from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk.definitions.param import ParamsDict
+
+from contract_platform_airflow.runtime import actor_of, fail_if, fail_on_bad_input, registry, run_id_of
+from contract_platform_airflow.spark import spark_submit
+
+DEFAULT_ARGS = {"owner": "platform-team", "retries": 2, "retry_delay": timedelta(seconds=30)}
+PLAN = "plan_run"
+
+
+def _planned(key: str) -> str:
+    return "{{ ti.xcom_pull(task_ids='" + PLAN + "')['" + key + "'] }}"
+
+
+def registry_url() -> str:
+    """The registry the DAG's tasks use (``contract_registry_default`` or the platform default), for the job."""
+    from contract_platform_airflow.hooks.registry import RegistryHook
+
+    return RegistryHook().get_url()
+
+
+@dag(
+    schedule="@daily",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["contracts", "quality", "spark"],
+    doc_md=__doc__,
+    user_defined_macros={"registry_url": registry_url},
+    params={
+        "archive": Param(
+            "",
+            type="string",
+            title="Archive",
+            description="archive root, exchange or date folder, or one file; empty: the platform's archive root",
+        ),
+        "since": Param(
+            "",
+            type="string",
+            title="Since",
+            description="YYYY-MM-DD: only envelopes received from then on; empty: everything (scheduled runs: "
+            "the data interval start)",
+        ),
+    },
+)
+def envelope_quality() -> None:
+    @task(task_id=PLAN, retries=0)
+    @fail_on_bad_input
+    def plan_run(params: ParamsDict | None = None) -> dict[str, str]:
+        import re
+        from datetime import date
+        from pathlib import Path
+
+        from contract_platform import settings
+        from contract_platform.change import load
+        from contract_platform.errors import ArchiveError, UsageError
+
+        context = get_current_context()
+        given: dict[str, Any] = dict(params or {})
+        catalog = load(settings.catalog_dir())
+        archive = str(given.get("archive") or settings.archive_dir())
+        if "://" not in archive and not Path(archive).exists():
+            raise ArchiveError(f"{archive}: archive path does not exist; give another in the trigger form")
+        since = str(given.get("since") or "")
+        interval_start = context.get("data_interval_start")
+        if not since and context["dag_run"].run_type == "scheduled" and interval_start is not None:
+            since = interval_start.date().isoformat()
+        if since:
+            try:
+                date.fromisoformat(since)
+            except ValueError as exc:
+                raise UsageError(f"since {since!r} is not a date; write YYYY-MM-DD") from exc
+        run = re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id_of(context) or "manual")
+        return {
+            "archive": archive,
+            "catalog": str(catalog.root),
+            "gx_root": str(settings.data_dir() / "gx"),
+            "report": str(settings.data_dir() / "reports" / "envelope_quality" / f"{run}.json"),
+            "since": since,
+        }
+
+    check_envelopes = spark_submit(
+        task_id="check_envelopes",
+        job="envelope_quality",
+        application_args=[
+            _planned("archive"),
+            "--catalog",
+            _planned("catalog"),
+            "--gx-root",
+            _planned("gx_root"),
+            "--report",
+            _planned("report"),
+            "--since",
+            _planned("since"),
+            "--run-id",
+            "{{ run_id }}",
+            "--no-fail-on-findings",
+        ],
+        env_vars={"CONTRACT_REGISTRY_URL": "{{ registry_url() }}"},  # the tasks' registry, read at run time
+        retries=1,
+    )
+
+    @task
+    @fail_on_bad_input
+    def reconcile_lifecycle(plan: dict[str, str]) -> dict[str, Any]:
+        import json
+        from pathlib import Path
+
+        from contract_platform.change import load, reconcile_catalog
+        from contract_platform.evidence import EvidenceKind
+
+        report = json.loads(Path(plan["report"]).read_text(encoding="utf-8"))
+        types = [entry["message_type"] for entry in report["types"]]
+        context = get_current_context()
+        with registry() as store:
+            latest = {name: store.latest_evidence(name, EvidenceKind.ENVELOPE_QUALITY) for name in types}
+            summary = reconcile_catalog(
+                load(Path(plan["catalog"])), store, actor=actor_of(context), run_id=run_id_of(context), only=types
+            )
+        return {
+            "data_docs": report.get("data_docs"),
+            "evidence": {
+                name: {
+                    "id": record.id,
+                    "verdict": str(record.verdict),
+                    "failed_expectations": record.figures.get("failed_expectations", []),
+                }
+                for name, record in latest.items()
+                if record is not None
+            },
+            "reconcile": summary.to_dict(),
+        }
+
+    @task(retries=0)
+    def report_findings(outcome: dict[str, Any]) -> None:
+        docs = outcome.get("data_docs") or "the Data Docs"
+        fail_if(
+            [
+                f"{name}: {', '.join(found['failed_expectations']) or found['verdict']} (evidence #{found['id']}, {docs})"
+                for name, found in outcome["evidence"].items()
+                if found["verdict"] != "pass"
+            ],
+            "envelope expectations were not met",
+        )
+
+    plan = plan_run()
+    outcome = reconcile_lifecycle(plan)
+    plan >> check_envelopes >> outcome
+    report_findings(outcome)
+
+
+envelope_quality()

@@ -1,0 +1,223 @@
+"""Run the envelope quality suites with Great Expectations on Spark, in a file-mode GX context.
+
+Per message type found in the window (``contractType`` of the envelopes frame): a Spark datasource
+``envelope_quality.<type>`` with one dataframe asset and a whole-dataframe batch definition, the
+suite from ``suite_for``, a validation definition and a checkpoint of the same name whose
+``UpdateDataDocsAction`` renders the result into the Data Docs. Everything is added with
+``add_or_update_*``, so re-running over the same context replaces, never duplicates.
+
+The context lives in ``<data>/gx`` (``settings.data_dir()``) unless ``context_root`` says otherwise;
+the Data Docs in ``<gx>/uncommitted/data_docs/local_site/index.html``. Neither Great Expectations
+nor PySpark is imported until ``run_suite`` runs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from contract_platform import settings
+from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.errors import UsageError
+from contract_platform.quality import columns as col
+from contract_platform.quality.report import NO_TYPE, ExpectationResult, QualityReport, TypeQuality
+from contract_platform.quality.samples import sample_message_ids
+from contract_platform.quality.suite import ExpectationSpec, suite_for
+
+__all__ = ["DATA_DOCS_INDEX", "PREFIX", "RESULT_FORMAT", "data_docs_index", "default_context_root", "run_suite"]
+
+PREFIX = "envelope_quality"  # GX names: <PREFIX>.<messageType> for datasource, suite, validation, checkpoint
+ASSET = "envelopes"
+BATCH = "whole"
+DATA_DOCS_INDEX = Path("uncommitted", "data_docs", "local_site", "index.html")
+RESULT_FORMAT = {"result_format": "SUMMARY"}  # samples come from quality.samples (GX's index lists cost 2x)
+ROWS_PER_PARTITION = 1_000_000  # a type's envelopes are coalesced to this: GX runs many small Spark jobs
+
+
+def default_context_root() -> Path:
+    return settings.data_dir() / "gx"
+
+
+def data_docs_index(context_root: str | Path | None = None) -> Path:
+    """Where the Data Docs index of a context is (whether or not it has been built yet)."""
+    return Path(context_root or default_context_root()) / DATA_DOCS_INDEX
+
+
+def run_suite(
+    envelopes_df: Any,
+    catalog: Catalog,
+    *,
+    context_root: str | Path | None = None,
+    data_docs: bool = True,
+) -> QualityReport:
+    """Validate every type found in ``envelopes_df`` (a Spark DataFrame with ``columns.REQUIRED``).
+
+    Raises ``UsageError`` when the frame lacks columns (build it with
+    ``spark_jobs.envelope_quality.prepare``) or the context folder cannot be written, and
+    ``CatalogError`` when a contract's ``quality.mostly`` names an unknown expectation.
+    """
+    missing = [name for name in col.REQUIRED if name not in envelopes_df.columns]
+    if missing:
+        raise UsageError(
+            f"the envelopes frame lacks {', '.join(missing)}: build it with spark_jobs.envelope_quality.prepare"
+        )
+    started = time.perf_counter()
+    rows, unassigned = _count_types(envelopes_df, catalog)
+    judged = [contract for contract in catalog if contract.message_type in rows]
+    suites = {contract.message_type: suite_for(contract) for contract in judged}  # CatalogError before GX starts
+    root = Path(context_root) if context_root is not None else default_context_root()
+    context = _open_context(root)
+    types = [
+        _validate(
+            context, envelopes_df, contract, suites[contract.message_type], rows[contract.message_type], data_docs
+        )
+        for contract in judged
+    ]
+    index = root / DATA_DOCS_INDEX
+    return QualityReport(
+        types=tuple(types),
+        data_docs=str(index) if data_docs and index.exists() else None,
+        gx_root=str(root),
+        unassigned=unassigned,
+        elapsed_seconds=time.perf_counter() - started,
+    )
+
+
+def _count_types(envelopes_df: Any, catalog: Catalog) -> tuple[dict[str, int], dict[str, int]]:
+    """(envelopes per catalogued contractType, envelopes no suite judges by their messageType)."""
+    rows: Counter[str] = Counter()
+    unassigned: Counter[str] = Counter()
+    for group in envelopes_df.groupBy(col.CONTRACT_TYPE, "messageType").count().collect():
+        contract_type, message_type, count = group[0], group[1], int(group[2])
+        if contract_type is not None and contract_type in catalog:
+            rows[contract_type] += count
+        else:
+            unassigned[message_type if message_type is not None else NO_TYPE] += count
+    return dict(rows), dict(sorted(unassigned.items()))
+
+
+def _open_context(root: Path) -> Any:
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        context = gx.get_context(mode="file", context_root_dir=str(root))
+    except OSError as exc:
+        raise UsageError(f"{root}: cannot use it as the Great Expectations folder ({exc}); give another") from exc
+    if _progress_bars_shown(context.variables.progress_bars):  # logs, not terminals, read our runs
+        context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+        context.variables.save()
+    return context
+
+
+def _progress_bars_shown(bars: Any) -> bool:
+    """``bars`` is None, a ``ProgressBarsConfig``, or a dict once GX has read it back from its file."""
+    if bars is None:
+        return True
+    shown = bars if isinstance(bars, Mapping) else vars(bars)
+    return bool(shown.get("globally", True) or shown.get("metric_calculations", True))
+
+
+def _validate(
+    context: Any, envelopes_df: Any, contract: Contract, specs: list[ExpectationSpec], rows: int, data_docs: bool
+) -> TypeQuality:
+    import great_expectations as gx
+    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    name = f"{PREFIX}.{contract.message_type}"
+    judged = [spec for spec in specs if rows >= spec.min_rows]
+    skipped = {
+        spec.id: f"needs at least {spec.min_rows} envelopes in the window, found {rows}"
+        for spec in specs
+        if rows < spec.min_rows
+    }
+    source = context.data_sources.add_or_update_spark(name=name, persist=False)
+    batch = source.add_dataframe_asset(name=ASSET).add_batch_definition_whole_dataframe(BATCH)
+    suite = context.suites.add_or_update(
+        gx.ExpectationSuite(
+            name=name,
+            expectations=[ExpectationConfiguration(**spec.configuration()).to_domain_obj() for spec in judged],
+            meta={"contract_version": contract.version, "built_by": "contract_platform.quality.suite_for"},
+        )
+    )
+    validation = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=name, data=batch, suite=suite)
+    )
+    checkpoint = context.checkpoints.add_or_update(
+        gx.Checkpoint(
+            name=name,
+            validation_definitions=[validation],
+            actions=[UpdateDataDocsAction(name="update_data_docs")] if data_docs else [],
+            result_format=RESULT_FORMAT,
+        )
+    )
+    frame = envelopes_df.where(F.col(col.CONTRACT_TYPE) == contract.message_type)
+    frame = frame.coalesce(max(1, min(frame.rdd.getNumPartitions(), math.ceil(rows / ROWS_PER_PARTITION))))
+    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        outcome = checkpoint.run(batch_parameters={"dataframe": frame})
+        [result] = outcome.run_results.values()
+        evaluated = {_platform_id(r): r for r in result.results}
+        rejected = [spec for spec in judged if spec.id in evaluated and _unexpected_count(evaluated[spec.id])]
+        samples = sample_message_ids(frame, rejected)
+    finally:
+        frame.unpersist()
+    return TypeQuality(
+        message_type=contract.message_type,
+        contract_version=contract.version,
+        rows=rows,
+        results=tuple(
+            _expectation_result(evaluated[spec.id], spec, samples.get(spec.id, ()))
+            for spec in judged
+            if spec.id in evaluated
+        ),
+        skipped=skipped,
+        suite=name,
+    )
+
+
+def _platform_id(result: Any) -> str:
+    return str(result.expectation_config.meta["id"])
+
+
+def _unexpected_count(result: Any) -> int:
+    return int((result.result or {}).get("unexpected_count") or 0)
+
+
+def _expectation_result(result: Any, spec: ExpectationSpec, samples: tuple[str, ...]) -> ExpectationResult:
+    figures: Mapping[str, Any] = result.result or {}
+    error = _error(result.exception_info)
+    elements = int(figures.get("element_count") or 0)
+    judged = elements - int(figures.get("missing_count") or 0)
+    unexpected = _unexpected_count(result)
+    return ExpectationResult(
+        id=spec.id,
+        gx_type=spec.gx_type,
+        mostly=spec.mostly,
+        success=bool(result.success) and error is None,
+        judged=judged,
+        unexpected=unexpected,
+        observed=(judged - unexpected) / judged if judged and error is None else None,
+        samples=samples,
+        error=error,
+    )
+
+
+def _error(info: Any) -> str | None:
+    """GX's exception info is flat (``raised_exception``) or keyed by metric; the first message, if any."""
+    if not isinstance(info, Mapping):
+        return None
+    if info.get("raised_exception"):
+        return str(info.get("exception_message") or "raised an exception")
+    for value in info.values():
+        if isinstance(value, Mapping) and value.get("raised_exception"):
+            return str(value.get("exception_message") or "raised an exception")
+    return None

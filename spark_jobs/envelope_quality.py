@@ -1,0 +1,285 @@
+"""Envelope quality (DESIGN section 6): Great Expectations over archived envelopes, one suite per message type.
+
+    spark-submit spark_jobs/envelope_quality.py ARCHIVE [--catalog DIR] [--report FILE] [--registry-url URL]
+        [--gx-root DIR] [--since DATE] [--master URL] [--run-id ID] [--no-fail-on-findings] [--no-data-docs]
+
+ARCHIVE is an archive root, an exchange or date folder, or one ``*.jsonl[.gz]`` file. Exit codes: 0
+every expectation met, 1 an expectation missed its threshold (0 with ``--no-fail-on-findings``: the
+DAG's Spark task succeeds and the evidence says what failed), 2 bad input (a missing archive path,
+a catalogue that does not load, bad options: one line, no traceback), 3 the registry store failed.
+Evidence goes to ``--registry-url`` (default ``$CONTRACT_REGISTRY_URL``; none: not recorded), the
+JSON report to ``--report`` and stdout, the Data Docs to ``<gx-root>/uncommitted/data_docs/local_site``
+(default ``<data>/gx``).
+
+Extract -> transform -> load:
+
+* ``read_archive`` + ``parse_records`` (shared with ``validate_archive``): the record lines;
+* ``envelopes``: each line and its body parsed in Spark (``from_json``, no Python UDF) into the
+  columns of ``contract_platform.quality.columns``; a body that is not an envelope gives nulls;
+* ``received_since`` (``--since``), then ``prepare`` = ``exclude_redeliveries`` -> ``assign_types``
+  (which suite judges each row) -> ``with_time_checks`` (parsed times, minus the contract's clock
+  skew) -> ``with_partition_key_counts``;
+* ``run_suite`` (GX, Data Docs), the report file, ``record_quality`` (evidence per type).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from contract_platform import settings
+from contract_platform.catalog import load_catalog
+from contract_platform.catalog.model import Catalog
+from contract_platform.errors import ArchiveError, ContractPlatformError
+from contract_platform.quality import QualityReport, record_quality, run_suite
+from contract_platform.quality import columns as col
+from spark_jobs._common import build_session, path_exists
+from spark_jobs.validate_archive import parse_records, read_archive
+
+__all__ = [
+    "assign_types",
+    "envelopes",
+    "exclude_redeliveries",
+    "main",
+    "prepare",
+    "received_since",
+    "run_quality",
+    "with_partition_key_counts",
+    "with_time_checks",
+]
+
+APP_NAME = "envelope-quality"
+RECORD_DDL = (
+    "exchange string, routingKey string, receivedAt string, redelivered boolean, "
+    "properties struct<contentType: string, deliveryMode: int>, body string, bodyBase64 string"
+)
+_INTEGERS = {"schemaVersion": "int"}
+BODY_DDL = "metadata struct<{}>".format(", ".join(f"{name}: {_INTEGERS.get(name, 'string')}" for name in col.METADATA))
+# Identifiers whose presence is checked: an empty string is as good as absent.
+_ABSENT_WHEN_EMPTY = ("messageId", "correlationId", "causationId", "traceId", "tenantId", "partitionKey")
+NON_PERSISTENT = 1  # AMQP: a message without delivery mode is not persistent
+
+
+# -- transform ----------------------------------------------------------------------------------
+
+
+def envelopes(records_df: DataFrame) -> DataFrame:
+    """Records (``parse_records``: a ``line`` column) -> one row per delivery with ``columns.ENVELOPE``."""
+    record = F.from_json("line", RECORD_DDL)
+    parsed = records_df.select(record.alias("r")).select(
+        F.col("r.*"), F.from_json(F.col("r.body"), BODY_DDL)["metadata"].alias("m")
+    )
+
+    def metadata(name: str) -> Column:
+        value = F.col(f"m.{name}")
+        return F.nullif(value, F.lit("")) if name in _ABSENT_WHEN_EMPTY else value
+
+    body_bytes = F.coalesce(F.octet_length("body"), F.octet_length(F.try_to_binary("bodyBase64", F.lit("base64"))))
+    return parsed.select(
+        *(metadata(name).alias(name) for name in col.METADATA),
+        F.col("receivedAt"),
+        F.coalesce(F.col("properties.contentType"), F.lit("")).alias(col.CONTENT_TYPE),
+        F.coalesce(F.col("properties.deliveryMode"), F.lit(NON_PERSISTENT)).alias(col.DELIVERY_MODE),
+        body_bytes.cast("long").alias(col.BODY_BYTES),
+        F.col("routingKey"),
+        F.col("exchange"),
+        F.coalesce(F.col("redelivered"), F.lit(False)).alias("redelivered"),
+    )
+
+
+def exclude_redeliveries(envelopes_df: DataFrame) -> DataFrame:
+    """Leave out deliveries the broker marked redelivered: the same message again, not new traffic."""
+    return envelopes_df.where(~F.col("redelivered"))
+
+
+def received_since(envelopes_df: DataFrame, since: date) -> DataFrame:
+    """Envelopes received on or after ``since`` (UTC); those whose receivedAt cannot be read stay in."""
+    received = F.col("receivedAt").try_cast("timestamp")
+    start = datetime(since.year, since.month, since.day, tzinfo=UTC)
+    return envelopes_df.where(received.isNull() | (received >= F.lit(start)))
+
+
+def _lookup(mapping: dict[str, object], key: Column) -> Column:
+    if not mapping:
+        return F.lit(None)
+    return F.create_map(*[F.lit(part) for item in sorted(mapping.items()) for part in item])[key]
+
+
+def _route(exchange: Column | str, routing_key: Column | str) -> Column:
+    return F.concat_ws("\u0000", exchange, routing_key)
+
+
+def assign_types(envelopes_df: DataFrame, catalog: Catalog) -> DataFrame:
+    """Adds ``contractType``: the catalogued messageType, else the contract the delivery was routed as."""
+    types = [contract.message_type for contract in catalog]
+    routes: dict[str, object] = {
+        f"{c.transport.exchange}\u0000{c.transport.routing_key}": c.message_type for c in catalog
+    }
+    by_route = _lookup(routes, _route(F.col("exchange"), F.col("routingKey")))
+    return envelopes_df.withColumn(
+        col.CONTRACT_TYPE, F.when(F.col("messageType").isin(types), F.col("messageType")).otherwise(by_route)
+    )
+
+
+def with_time_checks(envelopes_df: DataFrame, catalog: Catalog) -> DataFrame:
+    """Adds the parsed times and ``<time>_minus_skew`` for the pair checks (skew of the row's contractType)."""
+    skews: dict[str, object] = {c.message_type: c.quality.clock_skew.total_seconds() for c in catalog}
+    skew = F.make_dt_interval(secs=_lookup(skews, F.col(col.CONTRACT_TYPE)).cast("decimal(18,6)"))
+    frame = envelopes_df
+    for name in col.TIMES:
+        frame = frame.withColumn(col.parsed(name), F.col(name).try_cast("timestamp"))
+    for name, derived in col.MINUS_SKEW.items():
+        frame = frame.withColumn(derived, F.col(col.parsed(name)) - skew)
+    return frame
+
+
+def with_partition_key_counts(envelopes_df: DataFrame) -> DataFrame:
+    """Adds ``partitionKeyMessages``: envelopes of the same contractType with the row's partitionKey."""
+    window = Window.partitionBy(col.CONTRACT_TYPE, "partitionKey")
+    counted = F.when(F.col("partitionKey").isNotNull(), F.count(F.lit(1)).over(window))
+    return envelopes_df.withColumn(col.PARTITION_KEY_MESSAGES, counted.cast("long"))
+
+
+def prepare(envelopes_df: DataFrame, catalog: Catalog) -> DataFrame:
+    """Envelopes -> the frame ``run_suite`` judges (``columns.REQUIRED``), redeliveries left out."""
+    assigned = assign_types(exclude_redeliveries(envelopes_df), catalog)
+    return with_partition_key_counts(with_time_checks(assigned, catalog))
+
+
+# -- run ----------------------------------------------------------------------------------------
+
+
+def run_quality(
+    spark: SparkSession,
+    archive_path: str | Path,
+    catalog_dir: str | Path,
+    *,
+    gx_root: str | Path | None = None,
+    since: date | None = None,
+    report_path: str | Path | None = None,
+    data_docs: bool = True,
+) -> QualityReport:
+    """Judge every type found under ``archive_path``; write the report when asked.
+
+    Raises ``CatalogError`` (catalogue does not load) and ``ArchiveError`` (missing path) before any
+    Spark job runs.
+    """
+    started = time.perf_counter()
+    catalog = load_catalog(catalog_dir)
+    archive = str(archive_path)
+    if not path_exists(spark, archive):
+        raise ArchiveError(
+            f"{archive}: archive path does not exist; give an archive root, exchange or date folder, or a file"
+        )
+    delivered = envelopes(parse_records(read_archive(spark, archive)))
+    if since is not None:
+        delivered = received_since(delivered, since)
+    frame = prepare(delivered, catalog).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        redeliveries = delivered.where(F.col("redelivered")).count()
+        report = run_suite(frame, catalog, context_root=gx_root, data_docs=data_docs)
+    finally:
+        frame.unpersist()
+    report = replace(
+        report,
+        archive=archive,
+        since=since.isoformat() if since else None,
+        redeliveries=redeliveries,
+        elapsed_seconds=time.perf_counter() - started,
+    )
+    if report_path is not None:
+        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(report_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def _date(text: str) -> date | None:
+    if not text:  # the DAG passes an empty --since for "everything"
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write YYYY-MM-DD") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="envelope_quality", description=__doc__.splitlines()[0])
+    parser.add_argument("archive", help="archive root, exchange or date folder, or one .jsonl[.gz] file")
+    parser.add_argument("--catalog", default=None, help="catalogue folder (default $CONTRACT_CATALOG or ./contracts)")
+    parser.add_argument("--report", default=None, help="write the JSON report here")
+    parser.add_argument(
+        "--registry-url", default=None, help="record evidence in this registry (default $CONTRACT_REGISTRY_URL)"
+    )
+    parser.add_argument("--gx-root", default=None, help="Great Expectations folder (default <data>/gx)")
+    parser.add_argument(
+        "--since",
+        type=_date,
+        default=None,
+        help="only envelopes received on or after this date (YYYY-MM-DD; empty: all)",
+    )
+    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--run-id", default=None, help="the run id recorded with the evidence (e.g. the DAG run's)")
+    parser.add_argument(
+        "--no-fail-on-findings",
+        action="store_true",
+        help="exit 0 when expectations fail (they are evidence, not a crash); bad input still exits 2",
+    )
+    parser.add_argument("--no-data-docs", action="store_true", help="do not render the Data Docs")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job; return 0 (all met), 1 (an expectation failed), 2 (bad input) or 3 (store failed)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse already printed usage or help
+        return int(exc.code or 0)
+    catalog_dir = args.catalog or str(settings.catalog_dir())
+    registry_url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")
+    try:
+        catalog = load_catalog(catalog_dir)  # fail fast, before a JVM starts
+        spark, created = build_session(APP_NAME, args.master)
+        try:
+            report = run_quality(
+                spark,
+                args.archive,
+                catalog_dir,
+                gx_root=args.gx_root,
+                since=args.since,
+                report_path=args.report,
+                data_docs=not args.no_data_docs,
+            )
+        finally:
+            if created:
+                spark.stop()
+        if registry_url:
+            from contract_platform.store import Registry  # SQLAlchemy only where evidence is recorded
+
+            with Registry.open(registry_url) as registry:
+                record_quality(report, catalog, registry, run_id=args.run_id)
+    except ContractPlatformError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(json.dumps(report.to_dict()))
+    return 0 if args.no_fail_on_findings else report.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
