@@ -29,6 +29,7 @@ VERBS: dict[str, str] = {
     "export": "export",
     "audit": "audit",
     "quality": "quality",
+    "migration": "migration",
 }
 
 

@@ -18,6 +18,15 @@ from contract_platform.migration.engine import (
     minor_units_to_decimal,
     number_to_text,
 )
+from contract_platform.migration.parity import (
+    ParityMode,
+    ParityReport,
+    TwinComparison,
+    TwinStatus,
+    compare_twins,
+    parity_route,
+    record_parity,
+)
 from contract_platform.migration.spec import (
     OPS,
     Constant,
@@ -45,13 +54,20 @@ __all__ = [
     "MigrationSpec",
     "MigrationSpecError",
     "Op",
+    "ParityMode",
+    "ParityReport",
     "ToString",
+    "TwinComparison",
+    "TwinStatus",
     "check_migration",
     "check_spec",
+    "compare_twins",
     "decimal_to_minor_units",
     "migrate_envelope",
     "migrate_payload",
     "minor_units_to_decimal",
     "number_to_text",
+    "parity_route",
     "parse_spec",
+    "record_parity",
 ]

@@ -1,0 +1,190 @@
+"""dual_publish_migration run in-process (dag.test, bridge and spark-submit included) on the local broker.
+
+The CPQ flow's billing.invoice-issued.v1 (declared deprecated in the catalogue copy) migrates to v2:
+
+1. 20 v1 messages, one of them not migratable (an EUR amount with 3 decimals): the bridge parks it,
+   parity misses it, and v1 stays active; the refusal says parity failed.
+2. 200 more v1 messages, judged from a moment after the first run (*parity_since*): parity 1.0, the v2
+   consumer queues hold every migrated message, both versions' queues are observed, and v1 moves
+   active -> superseded -> deprecated in that run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(900)]
+
+V1 = "billing.invoice-issued.v1"
+V2 = "billing.invoice-issued.v2"
+STEP_EVIDENCE = {"experimental": "lint", "active": "envelope_quality"}
+
+
+def task_states(dag_run: Any) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances()}
+
+
+def activate(store: Any, message_type: str, version: str) -> None:
+    """Seed the store's history: registered, then experimental and active, each on (seeded) evidence."""
+    from contract_platform.catalog.model import Status
+
+    state = store.register(message_type, version, actor="test-seed")
+    for status in (Status.EXPERIMENTAL, Status.ACTIVE):
+        evidence = store.add_evidence(
+            message_type, contract_version=version, kind=STEP_EVIDENCE[status.value], verdict="pass", figures={}
+        )
+        state = store.apply_transition(
+            message_type, expected=state, to=status, actor="test-seed", reason="seeded", evidence_id=evidence.id
+        )
+
+
+class Traffic:
+    """v1 envelopes from the valid fixtures: new messageIds, now as occurredAt/publishedAt, and
+    aggregateVersion increasing per partitionKey across everything generated."""
+
+    def __init__(self, catalog_dir: Path) -> None:
+        folder = catalog_dir / "billing/invoice-issued/v1/fixtures/valid"
+        self.fixtures = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
+        self.versions: Counter[str] = Counter()
+
+    def make(self, count: int, *, not_migratable: int | None = None) -> list[dict[str, Any]]:
+        envelopes = []
+        for n in range(count):
+            envelope = copy.deepcopy(self.fixtures[n % len(self.fixtures)])
+            metadata, payload = envelope["metadata"], envelope["payload"]
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            metadata.update(messageId=str(uuid.uuid4()), occurredAt=now, publishedAt=now)
+            self.versions[metadata["partitionKey"]] += 1
+            payload["aggregateVersion"] = self.versions[metadata["partitionKey"]]
+            if n == not_migratable:
+                payload.update(currency="EUR", amount="129.955")  # EUR has 2 decimals: never rounded
+            envelopes.append(envelope)
+        return envelopes
+
+
+def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbitmq_url, catalog_dir):
+    from contract_platform.amqp import Publisher, open_connection, parking_lot_name, resolve_route
+    from contract_platform.amqp.bridge import prepare_tap
+    from contract_platform.amqp.connection import close_quietly
+    from contract_platform.amqp.inspection import passive_queue
+    from contract_platform.catalog import load_catalog
+    from contract_platform.catalog.model import Status
+    from contract_platform.change import provision_topologies
+    from contract_platform.envelope import EnvelopeValidator
+    from contract_platform.store import Registry
+
+    catalog = load_catalog(platform_env["catalog"])
+    v1, v2 = catalog.contracts[V1], catalog.contracts[V2]
+    assert v1.status is Status.DEPRECATED and v1.sunset is not None
+    tap = f"{platform_env['prefix']}.bridge.{V1}"
+    conf = {"migration": V2, "mode": "bridge", "bridge_seconds": 120, "tap_queue": tap}
+    traffic = Traffic(catalog_dir)
+    connection = open_connection(f"{rabbitmq_url}?heartbeat=0")  # idle while dag.test runs
+    try:
+        with Registry.open(platform_env["registry_url"]) as store:
+            activate(store, V2, v2.version)
+            activate(store, V1, v1.version)
+            provisioned = provision_topologies(catalog, connection, store, only=[V1, V2])
+            assert provisioned.ok, provisioned.problems
+        prepare_tap(connection, resolve_route(catalog, V2), tap)  # a bridge started earlier: v1 is kept for it
+        publisher = Publisher(connection, EnvelopeValidator(catalog))
+
+        # 1. one message the spec cannot migrate: parked, missing, v1 not superseded (so not deprecated)
+        publisher.publish_many(traffic.make(20, not_migratable=7))
+        parked = dagbag.get_dag("dual_publish_migration").test(run_conf=conf)
+
+        assert parked.state == "success", task_states(parked)
+        assert task_states(parked)["verify_dual_publish"] == "skipped"
+        assert passive_queue(connection, parking_lot_name(tap)) == (1, 0)
+        with Registry.open(platform_env["registry_url"]) as store:
+            evidence = store.latest_evidence(V1, "migration_parity")
+            assert (str(evidence.verdict), evidence.run_id) == ("fail", parked.run_id)
+            figures = evidence.figures
+            assert (figures["v1_total"], figures["missing"], figures["missing_not_migratable"]) == (20, 1, 1)
+            assert figures["parity"] == pytest.approx(19 / 20) and figures["mode"] == "bridge"
+            assert store.effective(V1).status is Status.ACTIVE
+            refusal = store.refusals(V1)[0]
+            assert (refusal.from_status, refusal.to_status, refusal.run_id) == (
+                Status.ACTIVE,
+                Status.SUPERSEDED,
+                parked.run_id,
+            )
+            assert any("parity failed" in reason for reason in refusal.reasons), refusal.reasons
+
+        # 2. 200 messages from a moment after the first run: parity 1.0, v1 superseded then deprecated
+        since = datetime.now(UTC).isoformat()
+        time.sleep(0.01)
+        published = publisher.publish_many(traffic.make(200))
+        migrated = dagbag.get_dag("dual_publish_migration").test(run_conf=conf | {"parity_since": since})
+
+        assert migrated.state == "success", task_states(migrated)
+        with Registry.open(platform_env["registry_url"]) as store:
+            evidence = store.latest_evidence(V1, "migration_parity")
+            figures = evidence.figures
+            assert (str(evidence.verdict), evidence.run_id, figures["parity"]) == ("pass", migrated.run_id, 1.0)
+            assert (figures["v1_total"], figures["v2_total"], figures["missing"], figures["mismatches"]) == (
+                200,
+                200,
+                0,
+                0,
+            )
+            assert figures["out_of_order"] == 0 and figures["lag_p99_ms"] is not None
+            assert Path(evidence.reference).is_file()
+            steps = [(t.from_status, t.to_status) for t in store.history(V1) if t.run_id == migrated.run_id]
+            assert steps == [(Status.ACTIVE, Status.SUPERSEDED), (Status.SUPERSEDED, Status.DEPRECATED)]
+            assert store.effective(V1).status is Status.DEPRECATED
+            for contract in (v1, v2):
+                observed = {o.queue for o in store.observations(contract.message_type) if o.run_id == migrated.run_id}
+                assert observed == {consumer.queue for consumer in contract.consumers}
+        for consumer in v2.consumers:  # every migrated message of both runs, none parked
+            assert passive_queue(connection, consumer.queue) == (19 + len(published), 0)
+    finally:
+        close_quietly(connection)
+
+
+def test_the_dag_branches_on_mode_and_joins_after_either_path(dagbag):
+    dag = dagbag.get_dag("dual_publish_migration")
+    assert dag.get_task("choose_path").downstream_task_ids == {"run_bridge", "verify_dual_publish"}
+    for task_id in ("archive_exchanges", "track_cutover"):
+        task = dag.get_task(task_id)
+        assert {"run_bridge", "verify_dual_publish"} <= task.upstream_task_ids
+        assert task.trigger_rule == "none_failed_min_one_success"
+    assert dag.get_task("check_parity").upstream_task_ids == {"archive_exchanges"}
+    assert dag.get_task("reconcile_predecessor").upstream_task_ids >= {"check_parity", "track_cutover"}
+    assert dag.schedule is not None and dag.max_active_runs == 1  # bounded runs, kept going by the schedule
+
+
+def test_verify_dual_publish_sees_v2_messages_arriving(dagbag, platform_env, rabbitmq_url, catalog_dir):
+    """The dual-publish path on the broker: nothing yet, then a producer's v2 message on the v2 queues."""
+    from contract_platform.amqp import Publisher, open_connection, plan_topology, provision
+    from contract_platform.amqp.connection import close_quietly
+    from contract_platform.catalog import load_catalog
+    from contract_platform.envelope import EnvelopeValidator
+
+    catalog = load_catalog(platform_env["catalog"])
+    verify = dagbag.get_dag("dual_publish_migration").get_task("verify_dual_publish").python_callable
+    plan = {"target": V2}
+    connection = open_connection(rabbitmq_url)
+    try:
+        provision(connection, plan_topology(catalog.contracts[V2]))
+        assert verify(plan)["arriving"] is False
+        envelope = json.loads(
+            (catalog_dir / "billing/invoice-issued/v2/fixtures/valid/jpy-prepaid-paid-inv-10002.json").read_text()
+        )
+        Publisher(connection, EnvelopeValidator(catalog)).publish(envelope)
+        seen = verify(plan)
+        assert seen["arriving"] is True
+        assert {name: queue["ready"] for name, queue in seen["queues"].items()} == {
+            consumer.queue: 1 for consumer in catalog.contracts[V2].consumers
+        }
+    finally:
+        close_quietly(connection)
