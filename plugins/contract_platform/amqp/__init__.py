@@ -17,6 +17,7 @@ from contract_platform.amqp.archiver import (
     repair_partial_files,
     to_record,
 )
+from contract_platform.amqp.bridge import Bridge, BridgeConfig, BridgeReport, tap_queue_name
 from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
 from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
 from contract_platform.amqp.publisher import Publisher, PublishResult, basic_properties, encode_body
@@ -39,15 +40,21 @@ from contract_platform.amqp.topology import (
     remove_topology,
     retry_queue_name,
 )
+from contract_platform.amqp.translation import MigrationRoute, ParkReason, resolve_route
 
 __all__ = [
     "ArchiveRunReport",
     "Archiver",
     "ArchiverConfig",
     "Binding",
+    "Bridge",
+    "BridgeConfig",
+    "BridgeReport",
     "Exchange",
     "ManagementClient",
+    "MigrationRoute",
     "Outcome",
+    "ParkReason",
     "ProvisionReport",
     "PublishResult",
     "Publisher",
@@ -72,6 +79,8 @@ __all__ = [
     "provision",
     "remove_topology",
     "repair_partial_files",
+    "resolve_route",
     "retry_queue_name",
+    "tap_queue_name",
     "to_record",
 ]

@@ -25,6 +25,7 @@ VERBS: dict[str, str] = {
     "docs": "docs",
     "status": "status",
     "transition": "transition",
+    "bridge": "bridge",
     "archive": "archive",
     "export": "export",
     "audit": "audit",

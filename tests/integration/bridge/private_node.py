@@ -1,0 +1,143 @@
+"""A private RabbitMQ node for tests that restart the broker: the shared one on 5672 is never touched.
+
+The node gets its own name (``cpfault-<uuid8>@localhost``), AMQP and distribution ports, data and log
+folders, an empty plugin list and its own (empty) ``rabbitmq-env.conf`` and ``rabbitmq.conf``, so nothing
+of ``/etc/rabbitmq`` (which configures the shared node) applies. Every ``rabbitmqctl`` call names it
+with ``-n``. The server runs as a child process of the test in its own session and is stopped with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pika
+import pika.exceptions
+
+
+class NodeUnavailable(RuntimeError):
+    """The private node could not be started here (the test is skipped with this reason)."""
+
+
+def _scripts() -> Path:
+    """The folder of the real ``rabbitmq-server`` and ``rabbitmqctl`` scripts (not the su wrapper)."""
+    found = shutil.which("rabbitmq-server") or shutil.which("rabbitmq-server", path="/usr/sbin:/usr/lib/rabbitmq/bin")
+    if found is None:
+        raise NodeUnavailable("rabbitmq-server is not installed (not on PATH nor in /usr/sbin)")
+    folder = Path(found).resolve().parent  # /usr/sbin/rabbitmq-server -> /usr/lib/rabbitmq/bin/<wrapper>
+    if not (folder / "rabbitmq-server").exists() or not (folder / "rabbitmqctl").exists():
+        raise NodeUnavailable(f"no rabbitmq-server and rabbitmqctl scripts next to {Path(found).resolve()}")
+    return folder
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PrivateNode:
+    def __init__(self, workdir: Path) -> None:
+        self.scripts = _scripts()
+        self.name = f"cpfault-{uuid.uuid4().hex[:8]}@localhost"
+        self.port = _free_port()
+        self.dist_port = _free_port()
+        self.workdir = workdir
+        self.log = workdir / "server.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+
+    def _environment(self) -> dict[str, str]:
+        folder = self.workdir
+        return os.environ | {
+            "RABBITMQ_NODENAME": self.name,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_MNESIA_BASE": str(folder / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(folder / "log"),
+            "RABBITMQ_PID_FILE": str(folder / "node.pid"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(folder / "enabled_plugins"),
+            "RABBITMQ_CONF_ENV_FILE": str(folder / "rabbitmq-env.conf"),
+            "RABBITMQ_CONFIG_FILE": str(folder / "rabbitmq.conf"),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(folder / "advanced.config"),
+            "ERL_EPMD_ADDRESS": "127.0.0.1",
+        }
+
+    def start(self, timeout: float = 90.0) -> None:
+        folder = self.workdir
+        for sub in ("mnesia", "log"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        (folder / "enabled_plugins").write_text("[].\n")
+        (folder / "rabbitmq-env.conf").write_text("# private test node: nothing from /etc/rabbitmq\n")
+        (folder / "rabbitmq.conf").write_text(f"listeners.tcp.1 = 127.0.0.1:{self.port}\n")
+        with self.log.open("ab") as log:
+            self._process = subprocess.Popen(
+                [str(self.scripts / "rabbitmq-server")],
+                env=self._environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        if not self.wait_until_up(timeout):
+            tail = self.log.read_text(errors="replace")[-1500:] if self.log.exists() else "(no log)"
+            self.stop()
+            raise NodeUnavailable(
+                f"private node {self.name} did not accept AMQP on {self.port} in {timeout:.0f} s: {tail}"
+            )
+
+    def ctl(self, *command: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """``rabbitmqctl -n <this node> ...`` (never another node)."""
+        return subprocess.run(
+            [str(self.scripts / "rabbitmqctl"), "-n", self.name, *command],
+            env=self._environment(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
+
+    def restart_app(self, timeout: float = 60.0) -> None:
+        """Stop and start the RabbitMQ application (clients lose their connections), then wait for AMQP."""
+        self.ctl("stop_app")
+        self.ctl("start_app")
+        if not self.wait_until_up(timeout):
+            raise RuntimeError(f"{self.name} did not come back within {timeout:.0f} s")
+
+    def wait_until_up(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                return False
+            try:
+                parameters = pika.URLParameters(self.url + "?connection_attempts=1&socket_timeout=2")
+                pika.BlockingConnection(parameters).close()
+                return True
+            except (pika.exceptions.AMQPError, OSError):
+                time.sleep(0.5)
+        return False
+
+    def stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        self._process = None
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            self.ctl("stop", timeout=60)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # our own session: the server and its children only
+            process.wait(timeout=30)

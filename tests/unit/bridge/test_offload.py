@@ -1,0 +1,98 @@
+"""OffloadWorker: batches translated in a forked helper, in order; a failure there is reported, not hidden."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from contract_platform.amqp.offload import OffloadWorker, WorkerFailed
+
+
+def shout(body: bytes) -> bytes:
+    if body == b"boom":
+        raise ValueError("boom")
+    return body.upper()
+
+
+def test_a_batch_comes_back_translated_and_in_order() -> None:
+    worker = OffloadWorker(shout)
+    worker.start()
+    try:
+        worker.send([b"a", b"b", b"c"])
+        assert worker.receive() == [b"A", b"B", b"C"]
+        worker.send([b"d"])
+        assert worker.receive() == [b"D"]
+    finally:
+        worker.close()
+
+
+def test_an_exception_in_the_helper_is_raised_in_the_parent() -> None:
+    worker = OffloadWorker(shout)
+    worker.start()
+    try:
+        worker.send([b"ok", b"boom"])
+        with pytest.raises(WorkerFailed, match="ValueError"):
+            worker.receive()
+    finally:
+        worker.close()
+
+
+def test_a_dead_helper_is_reported() -> None:
+    worker = OffloadWorker(shout)
+    worker.start()
+    worker._process.kill()  # the helper dies (e.g. out of memory)
+    worker._process.join(5)
+    with pytest.raises(WorkerFailed, match="died|gone"):
+        worker.send([b"a"])
+        worker.receive()
+    worker.close()
+
+
+HOLDER = """
+import sys, time
+from contract_platform.amqp.offload import OffloadWorker
+
+def slow(body):
+    time.sleep(0.5)
+    return body * 100_000  # a result far larger than a pipe buffer: the helper blocks writing it
+
+worker = OffloadWorker(slow)
+worker.start()
+worker.send([b"x"] * 4)
+print(worker._process.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_helper_does_not_outlive_a_parent_killed_with_sigkill() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+    helper = 0
+    try:
+        assert parent.stdout is not None
+        helper = int(parent.stdout.readline())
+        time.sleep(1.0)  # the helper is now blocked writing its results
+        parent.kill()
+        parent.wait(10)
+        deadline = time.monotonic() + 5
+        while _alive(helper) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(helper)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if helper and _alive(helper):  # the test failed: do not leave the helper behind
+            os.kill(helper, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has exited
