@@ -25,6 +25,7 @@ VERBS: dict[str, str] = {
     "docs": "docs",
     "status": "status",
     "transition": "transition",
+    "validate-archive": "validate_archive",
     "bridge": "bridge",
     "archive": "archive",
     "export": "export",

@@ -1,0 +1,34 @@
+"""``contractctl validate-archive PATH``: the Spark archive validation, run locally (the same job as spark-submit's)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "check every archived message against the catalogue (Spark, local by default)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="archive root, exchange or date folder, or one .jsonl[.gz] file")
+    parser.add_argument("--catalog", default=None, help="catalogue folder (default ./contracts)")
+    parser.add_argument("--report", default=None, help="write the JSON report here")
+    parser.add_argument("--quarantine", default=None, help="write invalid records with their reasons here")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need the platform's own Python
+    from spark_jobs.validate_archive import main as job
+
+    argv = [args.path]
+    for flag, value in (
+        ("--catalog", args.catalog),
+        ("--report", args.report),
+        ("--quarantine", args.quarantine),
+        ("--master", args.master),
+    ):
+        if value:
+            argv += [flag, str(value)]
+    return job(argv)

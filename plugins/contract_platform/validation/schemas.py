@@ -1,0 +1,270 @@
+"""The fast path of THE validator: jsonschema-rs answers "valid?", ``EnvelopeValidator`` explains "why not".
+
+Verdicts equal ``EnvelopeValidator``'s by construction where the two libraries can differ:
+
+* ``format`` is never judged by jsonschema-rs (its formats disagree with the jsonschema library's:
+  it accepts a leap second ``23:59:60Z`` that rfc3339-validator rejects). Where every ``format`` of
+  a schema sits under ``properties``, ``items``, ``allOf`` and local ``$ref`` only, jsonschema-rs
+  runs with formats off and the values at those places are then checked with the jsonschema
+  library's own format functions; otherwise jsonschema-rs calls those functions back itself.
+* whatever jsonschema-rs rejects, or cannot take (a string with a lone surrogate), is validated
+  again by ``EnvelopeValidator``, whose issues (pointers and messages) are returned.
+
+So a valid record (the common case) costs one jsonschema-rs pass and a few format checks; an
+invalid one costs both passes. Without jsonschema-rs installed everything goes to ``EnvelopeValidator``.
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from contract_platform.catalog.documents import resolve_pointer
+from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.catalog.schemas import validator_class
+from contract_platform.envelope.validation import EnvelopeValidator, SchemaIssue
+
+__all__ = ["FastValidator", "SchemaCheck", "format_locations"]
+
+# Every format jsonschema-rs knows, for the schemas it must call back on.
+_RS_FORMATS = (
+    "date", "date-time", "duration", "email", "hostname", "idn-email", "idn-hostname", "ipv4", "ipv6",
+    "iri", "iri-reference", "json-pointer", "regex", "relative-json-pointer", "time", "uri",
+    "uri-reference", "uri-template", "uuid",
+)  # fmt: skip
+# Keywords under which a value's place cannot be told from the schema alone (or that apply conditionally).
+_UNLOCATABLE = (
+    "anyOf", "oneOf", "not", "if", "then", "else", "additionalProperties", "patternProperties",
+    "prefixItems", "contains", "dependentSchemas", "propertyNames", "unevaluatedProperties",
+    "unevaluatedItems", "additionalItems", "dependencies", "$dynamicRef", "$recursiveRef",
+)  # fmt: skip
+ANY_ITEM = "*"  # a path token that stands for every item of an array
+Location = tuple[tuple[str, ...], str]  # (path from the instance root, format name)
+
+
+class _Unlocatable(Exception):
+    pass
+
+
+def _has_format(root: Mapping[str, Any], node: Any, seen: set[str]) -> bool:
+    """Conservatively: does ``node`` (following local $refs) hold a ``format`` keyword anywhere?"""
+    if isinstance(node, list):
+        return any(_has_format(root, item, seen) for item in node)
+    if not isinstance(node, Mapping):
+        return False
+    if isinstance(node.get("format"), str):
+        return True
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref not in seen:
+        seen.add(ref)
+        try:
+            if _has_format(root, resolve_pointer(root, ref), seen):
+                return True
+        except KeyError:
+            return True
+    return any(_has_format(root, value, seen) for key, value in node.items() if key not in ("const", "enum"))
+
+
+def format_locations(schema: Mapping[str, Any]) -> list[Location] | None:
+    """Where ``format`` applies in instances of ``schema``, or None when that cannot be told statically."""
+    found: list[Location] = []
+
+    def walk(node: Any, path: tuple[str, ...], refs: tuple[str, ...]) -> None:
+        if not isinstance(node, Mapping):
+            return
+        if isinstance(node.get("format"), str):
+            found.append((path, node["format"]))
+        if any(keyword in node and _has_format(schema, node[keyword], set()) for keyword in _UNLOCATABLE):
+            raise _Unlocatable
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                target = resolve_pointer(schema, ref)
+            except KeyError as exc:
+                raise _Unlocatable from exc
+            if ref in refs:  # recursive schema: fine only if no format hides down there
+                if _has_format(schema, target, set()):
+                    raise _Unlocatable
+            else:
+                walk(target, path, (*refs, ref))
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            for name, sub in properties.items():
+                walk(sub, (*path, name), refs)
+        items = node.get("items")
+        if isinstance(items, Mapping):
+            walk(items, (*path, ANY_ITEM), refs)
+        elif isinstance(items, list) and _has_format(schema, items, set()):
+            raise _Unlocatable
+        for sub in node.get("allOf", []) or []:
+            walk(sub, path, refs)
+
+    try:
+        walk(schema, (), ())
+    except _Unlocatable:
+        return None
+    return found
+
+
+def _value_at(instance: Any, path: tuple[str, ...]) -> Any:
+    """The value at a path without array items, or ``_MISSING``."""
+    for token in path:
+        if not isinstance(instance, dict):
+            return _MISSING
+        instance = instance.get(token, _MISSING)
+    return instance
+
+
+_MISSING: Any = object()
+
+
+def _values_at(instance: Any, path: tuple[str, ...]) -> Iterator[Any]:
+    if not path:
+        yield instance
+        return
+    token, rest = path[0], path[1:]
+    if token == ANY_ITEM:
+        if isinstance(instance, list):
+            for item in instance:
+                yield from _values_at(item, rest)
+    elif isinstance(instance, dict) and token in instance:
+        yield from _values_at(instance[token], rest)
+
+
+def _format_function(schema: Mapping[str, Any], name: str) -> Callable[[Any], bool]:
+    """The jsonschema library's check for format ``name``, as ``EnvelopeValidator`` applies it."""
+    checkers = validator_class(schema).FORMAT_CHECKER.checkers
+    if name not in checkers:
+        return lambda value: True  # an unknown format asserts nothing, in jsonschema as here
+    function, raises = checkers[name]
+
+    def conforms(value: Any) -> bool:
+        try:
+            return bool(function(value))
+        except raises:
+            return False
+
+    if name == "date-time":
+        return _fast_date_time(conforms) or conforms
+    return conforms
+
+
+# Strings on which a faster date-time check must agree with the library's before it is used.
+DATE_TIME_SAMPLES = (
+    "2026-07-01T10:15:30Z", "2026-07-01t10:15:30z", "2026-07-01T10:15:30.123456+02:00", "2026-07-01T10:15:30-23:59",
+    "2026-06-30T23:59:60Z", "2026-07-01T24:00:00Z", "2026-07-01T10:60:00Z", "2026-02-29T10:15:30Z",
+    "2024-02-29T10:15:30Z", "1900-02-29T00:00:00Z", "2000-02-29T00:00:00Z", "0000-01-01T00:00:00Z",
+    "2026-04-31T10:15:30Z", "2026-13-01T10:15:30Z", "2026-00-01T10:15:30Z", "2026-07-00T10:15:30Z",
+    "2026-07-01 10:15:30Z", "2026-07-01T10:15:30", "2026-07-01T10:15:30Z\n", "2026-07-01T10:15:30.Z",
+    "2026-07-01T10:15:30+0200", "\u0662026-07-01T10:15:30Z", "26-07-01T10:15:30Z", "", "x", "2026-07-01",
+)  # fmt: skip
+
+
+def _fast_date_time(library: Callable[[Any], bool]) -> Callable[[Any], bool] | None:
+    """rfc3339-validator's check (its own pattern) with the calendar part cached per day, or None.
+
+    Used only when it agrees with the library's function on ``DATE_TIME_SAMPLES``, so an upgrade
+    of jsonschema or rfc3339-validator that changes the rule falls back to the library itself.
+    """
+    try:
+        from rfc3339_validator import RFC3339_REGEX
+    except ImportError:  # pragma: no cover - a declared dependency
+        return None
+    days: dict[str, bool] = {}
+
+    def is_date_time(value: Any) -> bool:
+        if not isinstance(value, str):
+            return True
+        upper = value.upper()
+        match = RFC3339_REGEX.match(upper)
+        if match is None:
+            return False
+        day = upper[:10]  # YYYY-MM-DD: the pattern matched there
+        valid = days.get(day)
+        if valid is None:
+            year, month, number = (int(part) for part in match.groups())
+            valid = bool(year) and 1 <= number <= calendar.monthrange(year, month)[1]
+            if len(days) > 100_000:
+                days.clear()
+            days[day] = valid
+        return valid
+
+    samples = (*DATE_TIME_SAMPLES, *(f"{d}T00:00:00Z" for d in ("2026-02-28", "2026-02-29", "2026-02-30")))
+    if all(is_date_time(sample) == library(sample) for sample in samples):
+        return is_date_time
+    return None  # pragma: no cover - only if the library's rule changed
+
+
+class SchemaCheck:
+    """One schema compiled for the fast path: ``accepts(instance)`` is True only if jsonschema agrees."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        locations = format_locations(schema)
+        functions = [(path, _format_function(schema, name)) for path, name in locations or ()]
+        self.formats = [(path, check) for path, check in functions if ANY_ITEM not in path]
+        self.item_formats = [(path, check) for path, check in functions if ANY_ITEM in path]
+        if locations is None:
+            callbacks = {name: _format_function(schema, name) for name in _RS_FORMATS}
+            self.validator = _compile(schema, validate_formats=True, formats=callbacks)
+        else:
+            self.validator = _compile(schema, validate_formats=False)
+
+    def accepts(self, instance: Any) -> bool:
+        if self.validator is None:
+            return False
+        try:
+            if not self.validator.is_valid(instance):
+                return False
+        except Exception:  # e.g. a lone surrogate cannot go to Rust: let jsonschema decide
+            return False
+        for path, conforms in self.formats:
+            value = _value_at(instance, path)
+            if value is not _MISSING and not conforms(value):
+                return False
+        for path, conforms in self.item_formats:
+            for value in _values_at(instance, path):
+                if not conforms(value):
+                    return False
+        return True
+
+
+def _compile(schema: Mapping[str, Any], **options: Any) -> Any:
+    """A jsonschema-rs validator for ``schema``, or None when jsonschema-rs is missing or refuses it."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - the dependency is declared; this keeps the slow path working
+        return None
+    cls = getattr(jsonschema_rs, validator_class(schema).__name__, None)  # Draft202012Validator, Draft7Validator
+    if cls is None:  # pragma: no cover
+        return None
+    try:
+        return cls(dict(schema), **options)
+    except Exception:  # any refusal just means the slow path for this schema
+        return None
+
+
+class FastValidator:
+    """Same interface and verdicts as ``EnvelopeValidator`` (envelope_issues / payload_issues), faster."""
+
+    def __init__(self, catalog: Catalog, reference: EnvelopeValidator | None = None) -> None:
+        self.catalog = catalog
+        self.reference = reference or EnvelopeValidator(catalog)
+        self._envelope = SchemaCheck(catalog.envelope_schema)
+        self._payload = {contract.message_type: SchemaCheck(contract.payload_schema) for contract in catalog}
+
+    @property
+    def accelerated(self) -> bool:
+        """True when jsonschema-rs is in use."""
+        return self._envelope.validator is not None
+
+    def envelope_issues(self, document: Any) -> list[SchemaIssue]:
+        if self._envelope.accepts(document):
+            return []
+        return self.reference.envelope_issues(document)
+
+    def payload_issues(self, contract: Contract, payload: Any) -> list[SchemaIssue]:
+        check = self._payload.get(contract.message_type)
+        if check is not None and check.accepts(payload):
+            return []
+        return self.reference.payload_issues(contract, payload)

@@ -1,0 +1,31 @@
+"""The archive validation benchmark runs and produces its figures (CI runs it small; no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # benchmarks/ lives beside the installed package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.archive_validation import run_benchmark  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_benchmark_produces_its_figures(spark, catalog_dir: Path, tmp_path: Path):
+    figures = run_benchmark(spark, messages=2000, catalog_dir=catalog_dir, work_dir=tmp_path, repeat=1)
+    json.dumps(figures)  # one JSON line
+    assert [row["messages"] for row in figures["sizes"]] == [1000, 2000]
+    for row in figures["sizes"]:
+        assert row["records"] >= row["messages"] and row["invalid"] > 0
+        for key in ("bare_count_seconds", "check_seconds", "validate_seconds", "validate_records_per_second"):
+            assert row[key] > 0, key
+        assert row["fraction_of_bare_throughput"] > 0
+    assert figures["naive_udf"]["records_per_second"] > 0 and figures["speedup_over_naive"] > 0
+    assert set(figures["targets"]) == {"half_of_bare_throughput", "ten_times_naive"}
+    assert figures["machine"]["cores"] >= 1 and figures["machine"]["pyspark"]
