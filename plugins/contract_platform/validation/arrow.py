@@ -30,9 +30,7 @@ __all__ = [
     "quarantine_line",
 ]
 
-FINDING_TYPE = pa.struct(
-    [("rank", pa.int32()), ("code", pa.string()), ("path", pa.string()), ("message", pa.string())]
-)
+FINDING_TYPE = pa.struct([("rank", pa.int32()), ("code", pa.string()), ("path", pa.string()), ("message", pa.string())])
 # The input batch: what ``parse_records`` makes of each archive line.
 RECORD_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("record_id", pa.int64()),  # archive position
