@@ -206,7 +206,9 @@ def dual_publish_migration() -> None:
 
         from contract_platform.amqp.archiver import Archiver, ArchiverConfig
 
-        config = ArchiverConfig(root=Path(plan["archive"]), exchanges=tuple(plan["exchanges"]))
+        root = Path(plan["archive"])
+        root.mkdir(parents=True, exist_ok=True)  # the platform's own archive: empty until traffic flows
+        config = ArchiverConfig(root=root, exchanges=tuple(plan["exchanges"]))
         return Archiver(_amqp_url(), config).run("drain").as_dict()
 
     check_parity = spark_submit(

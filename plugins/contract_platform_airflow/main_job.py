@@ -125,7 +125,12 @@ def declare_retired(catalog_dir: Path, message_type: str) -> None:
         return
     text = text.replace("status: deprecated", "status: retired")
     text = re.sub(r"retention: \{[^}]*\}", "retention: {queue: 1s, dlq: 1s, archive: 90d}", text)
-    text += "\nretirement: {observations: 2, observationSpan: 1s, evidenceFreshness: 1d}  # demo: seconds, not days\n"
+    demo = "retirement: {observations: 2, observationSpan: 1s, evidenceFreshness: 1d}  # demo: seconds, not days"
+    text = (
+        re.sub(r"^retirement: .*$", demo, text, flags=re.MULTILINE)
+        if "\nretirement:" in text
+        else text + "\n" + demo + "\n"
+    )
     path.write_text(text)
     print(f"      {message_type}: declared retired (demo windows: retention 1s, 2 audits)")
 

@@ -10,7 +10,9 @@ INV1 = "billing.invoice-issued.v1"
 
 
 def run(dagbag, **conf):
-    return dagbag.get_dag("contract_change").test(run_conf=conf or None)
+    # Always the full conf: the session's DagBag keeps a DAG object whose params a previous
+    # test() call may have changed.
+    return dagbag.get_dag("contract_change").test(run_conf={"contract": "", "target_status": "", "reason": "", **conf})
 
 
 def task_states(dag_run) -> dict[str, str]:

@@ -35,7 +35,8 @@ def test_archive_validate_and_record(dagbag, platform_env, rabbitmq_url):
     from contract_platform.envelope import EnvelopeValidator
     from contract_platform.store import Registry
 
-    assert dagbag.get_dag("contract_change").test().state == "success"
+    full_conf = {"contract": "", "target_status": "", "reason": ""}  # the session's DAG object keeps old params
+    assert dagbag.get_dag("contract_change").test(run_conf=full_conf).state == "success"
     catalog = load_catalog(platform_env["catalog"])
     good = envelopes_from_fixtures(catalog, INV1, 20)
     connection = open_connection(rabbitmq_url)

@@ -72,6 +72,7 @@ def test_contract_yaml_mutations(tmp_path_factory, capsys, folder, data):
     elif mutation == "wrong":
         key = data.draw(st.sampled_from(sorted(doc)))
         harmless = {"consumers": [[]], "holds": [[]], "description": ["x" * 300]}
+        harmless.update({block: [{}] for block in ("topology", "limits", "quality", "validation", "retirement")})
         doc[key] = data.draw(WRONG.filter(lambda v, k=key: v not in harmless.get(k, [])))
         path.write_text(yaml.safe_dump(doc))
     elif mutation == "unknown":
