@@ -40,12 +40,15 @@ def _resolve(argument: str, catalog_dir: Path | None) -> tuple[str, Any]:
         raise UsageError(
             f"{argument}: file is missing; pass a schema file or a messageType such as billing.invoice-issued.v1"
         )
-    from contract_platform.cli.common import load
+    # A messageType names its folder (<domain>/<name>/v<MAJOR>): read just that schema rather than
+    # loading and checking the whole catalogue for two files.
+    from contract_platform import settings
 
-    contract = load(catalog_dir).get(argument)
-    if contract is None:
+    parts = argument.split(".")
+    schema_file = Path(catalog_dir or settings.catalog_dir()).joinpath(*parts, "payload.schema.json")
+    if len(parts) != 3 or not schema_file.is_file():
         raise UsageError(f"{argument!r} is neither a schema file nor a messageType of the catalogue")
-    return argument, contract.payload_schema
+    return argument, _resolve(str(schema_file), catalog_dir)[1]
 
 
 def run(args: argparse.Namespace) -> int:
