@@ -55,15 +55,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def read_yaml(path: Path) -> Any:
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise DocumentProblem(Problem(str(path), "", "file is missing")) from exc
     except UnicodeDecodeError as exc:
         raise DocumentProblem(Problem(str(path), "", f"not UTF-8 text (byte {exc.start})")) from exc
     except OSError as exc:
         raise DocumentProblem(Problem(str(path), "", f"cannot be read: {exc.strerror}")) from exc
+
+
+def read_yaml(path: Path) -> Any:
+    text = _read_text(path)
     try:
         return _plain(yaml.load(text, Loader=_UniqueKeyLoader))  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
@@ -75,14 +79,7 @@ def read_yaml(path: Path) -> Any:
 
 
 def read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise DocumentProblem(Problem(str(path), "", "file is missing")) from exc
-    except UnicodeDecodeError as exc:
-        raise DocumentProblem(Problem(str(path), "", f"not UTF-8 text (byte {exc.start})")) from exc
-    except OSError as exc:
-        raise DocumentProblem(Problem(str(path), "", f"cannot be read: {exc.strerror}")) from exc
+    text = _read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
