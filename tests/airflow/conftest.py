@@ -19,7 +19,8 @@ def prefixed_catalog(target: Path, prefix: str) -> Path:
     for path in target.glob("*/*/v*/contract.yaml"):
         text = path.read_text()
         text = re.sub(r"exchange: ([a-z.]+)", rf"exchange: {prefix}.\1", text)
-        text = re.sub(r"queue: ([a-z0-9-]+\.[a-z0-9.-]+)", rf"queue: {prefix}.\1", text)  # consumer queues, not retention
+        # consumer queues (a dotted name), not retention.queue (a duration)
+        text = re.sub(r"queue: ([a-z0-9-]+\.[a-z0-9.-]+)", rf"queue: {prefix}.\1", text)
         path.write_text(text)
     return target
 
