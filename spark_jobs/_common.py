@@ -15,9 +15,15 @@ from typing import Any
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-__all__ = ["build_session", "file_sizes", "path_exists", "path_is_dir", "path_is_empty"]
+__all__ = ["build_session", "file_sizes", "path_exists", "path_is_dir", "path_is_empty", "print_error"]
 
 DEFAULT_MASTER = "local[*]"
+
+
+def print_error(exc: Exception) -> None:
+    """One ``error:`` line per problem on stderr: every problem of a catalogue that does not load, no traceback."""
+    for problem in getattr(exc, "problems", None) or [exc]:
+        print(f"error: {problem}", file=sys.stderr)
 
 
 def build_session(

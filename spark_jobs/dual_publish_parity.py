@@ -52,7 +52,7 @@ from pyspark.sql import functions as F
 from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.pointers import split_pointer
-from contract_platform.errors import ArchiveError, CatalogError, ContractPlatformError, UsageError
+from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
 from contract_platform.migration.parity import (
     SAMPLE_LIMIT,
     ParityMode,
@@ -64,7 +64,7 @@ from contract_platform.migration.parity import (
     record_parity,
 )
 from contract_platform.validation.bundle import CatalogBundle
-from spark_jobs._common import build_session, path_exists
+from spark_jobs._common import build_session, path_exists, print_error
 from spark_jobs.validate_archive import parse_records, read_archive
 
 __all__ = [
@@ -459,9 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with Registry.open(registry_url) as registry:
                 record_parity(report, registry, args.run_id, reference=args.report)
     except ContractPlatformError as exc:
-        problems = exc.problems if isinstance(exc, CatalogError) else [exc]
-        for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
+        print_error(exc)
         return exc.exit_code
     print(json.dumps(report.to_dict()))
     return 0 if args.no_fail_on_findings else report.exit_code

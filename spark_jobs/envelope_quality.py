@@ -47,7 +47,7 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.errors import ArchiveError, ContractPlatformError
 from contract_platform.quality import QualityReport, record_quality, run_suite
 from contract_platform.quality import columns as col
-from spark_jobs._common import build_session, path_exists
+from spark_jobs._common import build_session, path_exists, print_error
 from spark_jobs.validate_archive import parse_records, read_archive
 
 __all__ = [
@@ -275,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with Registry.open(registry_url) as registry:
                 record_quality(report, catalog, registry, run_id=args.run_id)
     except ContractPlatformError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_error(exc)
         return exc.exit_code
     print(json.dumps(report.to_dict()))
     return 0 if args.no_fail_on_findings else report.exit_code

@@ -51,7 +51,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from contract_platform import settings
 from contract_platform.catalog import load_catalog
-from contract_platform.errors import ArchiveError, CatalogError, ContractPlatformError, UsageError
+from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
 from contract_platform.validation.arrow import CHECKED_FIELDS, check_batches, quarantine_batches
 from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.evidence import record_evidence
@@ -65,7 +65,7 @@ from contract_platform.validation.sequence import (
     OUT_OF_ORDER_MESSAGE,
     UNKNOWN_TIME,
 )
-from spark_jobs._common import build_session, file_sizes, path_exists, path_is_dir, path_is_empty
+from spark_jobs._common import build_session, file_sizes, path_exists, path_is_dir, path_is_empty, print_error
 
 __all__ = [
     "aggregate",
@@ -451,15 +451,6 @@ def registry_statuses(registry_url: str) -> dict[str, str]:
         registry.close()
 
 
-def _print_error(exc: ContractPlatformError) -> None:
-    problems = exc.problems if isinstance(exc, CatalogError) else None
-    if problems:
-        for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
-    else:
-        print(f"error: {exc}", file=sys.stderr)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; return 0 (all valid), 1 (invalid records found), 2 (bad input) or 3 (store failed)."""
     try:
@@ -488,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if registry_url:
             record_evidence(report, catalog, registry_url, reference=args.report)
     except ContractPlatformError as exc:
-        _print_error(exc)
+        print_error(exc)
         return exc.exit_code
     print(json.dumps(report.to_dict()))
     return 0 if args.no_fail_on_findings and report.exit_code == 1 else report.exit_code
