@@ -31,8 +31,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contract_platform.retirement.model import TYPE_HEADERS
-from spark_jobs._common import build_session, path_exists
-from spark_jobs.validate_archive import parse_records, read_archive
+from spark_jobs._common import build_session, parse_records, path_exists, read_archive
 
 __all__ = ["last_seen", "main", "scan_archive", "to_document", "write_document"]
 

@@ -64,8 +64,7 @@ from contract_platform.migration.parity import (
     record_parity,
 )
 from contract_platform.validation.bundle import CatalogBundle
-from spark_jobs._common import build_session, path_exists, print_error
-from spark_jobs.validate_archive import parse_records, read_archive
+from spark_jobs._common import build_session, parse_records, path_exists, print_error, read_archive
 
 __all__ = [
     "compare_pairs",

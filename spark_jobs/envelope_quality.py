@@ -47,8 +47,7 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.errors import ArchiveError, ContractPlatformError
 from contract_platform.quality import QualityReport, record_quality, run_suite
 from contract_platform.quality import columns as col
-from spark_jobs._common import build_session, path_exists, print_error
-from spark_jobs.validate_archive import parse_records, read_archive
+from spark_jobs._common import build_session, parse_records, path_exists, print_error, read_archive
 
 __all__ = [
     "assign_types",

@@ -11,19 +11,21 @@ reasons, go to ``--quarantine DIR`` as JSON Lines (``part-*.txt``, Spark's text 
 
 Extract -> transform -> load:
 
-* ``read_archive`` + ``parse_records``: the lines, each with an archive position, file, size, hash;
-* ``check_records``: the record-level rules (``contract_platform.validation``) over Arrow batches
-  with ``mapInArrow``; each Python worker rebuilds the catalogue from a broadcast of its files'
-  contents and compiles its schemas once (a module-level cache), so executors need no access to
-  the driver's disk, only the installed ``contract-lifecycle-platform`` distribution. It keeps the
-  line of the records it finds invalid only, so what Spark caches stays narrow;
-* ``find_duplicates`` and ``find_out_of_order``: the cross-record rules as window functions over
-  that cached projection; what they flag is joined back;
+* ``list_archive`` + ``archive_splits``: the archive's files, as Spark lists them, cut into splits
+  (a gzipped file whole, a plain one in ``spark.sql.files.maxPartitionBytes`` pieces) and packed
+  into about two partitions per core;
+* ``check_records``: each Python worker reads its splits itself and runs the record-level rules
+  (``contract_platform.validation``) on every line, returning Arrow batches (``mapInArrow``): the
+  lines never cross into the JVM and back. The catalogue travels as a broadcast of its files'
+  contents, compiled once per worker process, so executors need only the installed distribution;
+  only records found invalid keep their line, so what Spark caches stays narrow;
+* ``find_duplicates`` and ``find_out_of_order``: the cross-record rules; duplicates are found by
+  an aggregation first, so the window that names the first copy only sees repeated messageIds;
 * ``aggregate`` / ``summarize``: the report's figures, top error paths included, in one aggregation;
 * ``write_quarantine``: invalid records with all their reasons. The few invalid only by a
-  cross-record rule are found again by a second read of the same path (same files, same splits,
-  same ``record_id``), matched on ``line_hash``; the quarantine's line count is then checked, so an
-  archive that changed during the run fails the job (exit 2) instead of giving a wrong quarantine.
+  cross-record rule are read again from their splits (same split, same line number, same hash,
+  or the job fails with exit 2: the archive changed under it) and checked again for their
+  record-level reasons.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs
 
 import pyarrow as pa
 from pyspark import StorageLevel
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -52,9 +55,17 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
-from contract_platform.validation.arrow import CHECKED_FIELDS, check_batches, quarantine_batches
+from contract_platform.validation.arrow import (
+    CHECKED_FIELDS,
+    REREAD_FIELDS,
+    SPLIT_FIELDS,
+    check_splits,
+    quarantine_batches,
+    reread_batches,
+)
 from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.evidence import record_evidence
+from contract_platform.validation.reading import DEFAULT_SPLIT_BYTES, LINE_BITS, Split, file_sizes, plan_splits
 from contract_platform.validation.reasons import Reason
 from contract_platform.validation.records import DEFAULT_OVERSIZE_BYTES, effective_statuses
 from contract_platform.validation.report import Figures, Group, InputFigures, ValidationReport
@@ -65,75 +76,109 @@ from contract_platform.validation.sequence import (
     OUT_OF_ORDER_MESSAGE,
     UNKNOWN_TIME,
 )
-from spark_jobs._common import build_session, file_sizes, path_exists, path_is_dir, path_is_empty, print_error
+from spark_jobs._common import build_session, path_exists, path_is_empty, print_error, read_archive
 
 __all__ = [
     "aggregate",
+    "archive_splits",
     "check_records",
     "find_duplicates",
     "find_out_of_order",
+    "list_archive",
     "main",
-    "parse_records",
-    "read_archive",
     "run_validation",
     "summarize",
     "write_quarantine",
 ]
 
 APP_NAME = "validate-archive"
-ARCHIVE_FILES = "*.{jsonl,jsonl.gz}"
-_BROADCAST_ROWS = 1_000_000  # records to find again in a second read, beyond which a shuffle join is safer
+_BROADCAST_ROWS = 1_000_000  # flagged records to broadcast, beyond which a shuffle join is safer
+SPLIT_SCHEMA = from_arrow_schema(pa.schema(list(SPLIT_FIELDS)))
 CHECKED_SCHEMA = from_arrow_schema(pa.schema(list(CHECKED_FIELDS)))
 FINDING_DDL = "struct<rank:int,code:string,path:string,message:string>"  # validation.arrow.FINDING_TYPE
 FINDINGS_DDL = f"array<{FINDING_DDL}>"
 _INVALID_RANKS = [reason.rank for reason in Reason if reason.invalid]
 _COUNTED_CODES = [str(reason) for reason in Reason if not reason.invalid]
+_GZIP_WEIGHT = 8  # a gzipped byte is worth about this many plain ones to read and check
 
 
 # -- extract ------------------------------------------------------------------------------------
 
 
-def read_archive(spark: SparkSession, archive_path: str) -> DataFrame:
-    """One ``value`` row per line of every ``*.jsonl[.gz]`` under ``archive_path`` (or of that one file)."""
-    reader = spark.read.option("recursiveFileLookup", "true")
-    if path_is_dir(spark, archive_path):
-        reader = reader.option("pathGlobFilter", ARCHIVE_FILES)
-    return reader.text(archive_path)
+def list_archive(spark: SparkSession, archive_path: str) -> list[tuple[str, int]]:
+    """(URI, size) of every ``*.jsonl[.gz]`` under ``archive_path`` (or of that one file), in path order.
 
-
-def parse_records(lines: DataFrame) -> DataFrame:
-    """Lines -> records (``RECORD_FIELDS``): archive position (``record_id``), file, line, size and hash.
-
-    ``record_id`` depends on how Spark splits the files, which is the same for the same files read
-    the same way; ``line_hash`` lets a second read prove it found the same line under the same id.
+    Listed by Spark's own file index (recursive, hidden files left out, empty files kept), not read.
     """
-    return lines.select(
-        F.monotonically_increasing_id().alias("record_id"),
-        F.col("_metadata.file_path").alias("archive_file"),
-        F.col("value").alias("line"),
-        F.octet_length("value").cast("long").alias("line_bytes"),
-        F.xxhash64("value").alias("line_hash"),
+    uris = sorted(read_archive(spark, archive_path).inputFiles())
+    return list(zip(uris, file_sizes(uris), strict=True))
+
+
+def _packed(splits: Sequence[Split], slots: int) -> list[list[Split]]:
+    """The splits in ``slots`` bins of about equal work, the largest first into the lightest bin."""
+    bins: list[list[Split]] = [[] for _ in range(max(1, min(slots, len(splits))))]
+    loads = [0] * len(bins)
+    for split in sorted(splits, key=lambda s: -_work(s)):
+        lightest = loads.index(min(loads))
+        bins[lightest].append(split)
+        loads[lightest] += _work(split)
+    return bins
+
+
+def _work(split: Split) -> int:
+    return split.length * (_GZIP_WEIGHT if split.compressed else 1) + 4096  # every file costs an open
+
+
+def archive_splits(
+    spark: SparkSession, files: Sequence[tuple[str, int]], split_bytes: int | None = None
+) -> tuple[list[Split], DataFrame]:
+    """The splits of ``files`` and a DataFrame of them (``SPLIT_FIELDS``), about two partitions per core."""
+    if split_bytes is None:
+        split_bytes = _bytes_setting(spark.conf.get("spark.sql.files.maxPartitionBytes", None), DEFAULT_SPLIT_BYTES)
+    splits = plan_splits(files, split_bytes)
+    context = spark.sparkContext
+    bins = _packed(splits, 2 * context.defaultParallelism)
+    rows = context.parallelize(bins, len(bins)).flatMap(
+        lambda part: [(s.index, s.uri, s.start, s.length, s.compressed) for s in part]
     )
+    return splits, spark.createDataFrame(rows, SPLIT_SCHEMA)
+
+
+def _bytes_setting(value: str | None, default: int) -> int:
+    """A Spark size setting ("134217728", "128m", "128MB") in bytes."""
+    if not value:
+        return default
+    text = value.strip().lower().removesuffix("b")
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    try:
+        return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
+    except ValueError:
+        return default
 
 
 # -- transform ----------------------------------------------------------------------------------
 
 
 def check_records(
-    records: DataFrame,
+    splits: DataFrame,
     catalog_dir: str | Path,
     *,
     oversize_bytes: int = DEFAULT_OVERSIZE_BYTES,
     statuses: Mapping[str, str] | None = None,
     bundle: CatalogBundle | None = None,
+    keep_lines: bool = False,
 ) -> DataFrame:
-    """The record-level rules, batch by batch in the Python workers (``CHECKED_SCHEMA``)."""
+    """The record-level rules on every line of ``splits`` (``CHECKED_SCHEMA``); ``keep_lines`` keeps every line."""
     bundle = bundle or CatalogBundle.read(catalog_dir)
-    shipped = records.sparkSession.sparkContext.broadcast(bundle)
+    shipped = splits.sparkSession.sparkContext.broadcast(bundle)
     body = partial(
-        check_batches, catalog=shipped, oversize_bytes=oversize_bytes, statuses=dict(statuses) if statuses else None
+        check_splits,
+        catalog=shipped,
+        oversize_bytes=oversize_bytes,
+        statuses=dict(statuses) if statuses else None,
+        keep_lines=keep_lines,
     )
-    return records.mapInArrow(body, CHECKED_SCHEMA)
+    return splits.mapInArrow(body, CHECKED_SCHEMA)
 
 
 def _finding(reason: Reason, path: Column | str, message: Column) -> Column:
@@ -147,23 +192,18 @@ def _in_archive_order(*keys: str) -> Any:
     return Window.partitionBy(*keys).orderBy(F.col("received_us").asc_nulls_last(), F.col("record_id"))
 
 
-def _where_else_null(
-    records: DataFrame, condition: Column, column: str, value: Column, keys: Sequence[str]
-) -> DataFrame:
-    """``value`` as ``column`` for the rows that meet ``condition`` (windowed by ``keys``), null for the others.
-
-    The rows are spread by ``keys`` over as many partitions as the cluster has cores, whatever
-    ``spark.sql.shuffle.partitions`` says (its default of 200 costs more than the windows here).
-    """
-    partitions = max(1, records.sparkSession.sparkContext.defaultParallelism)
-    rest = records.where(~condition).withColumn(column, F.lit(None).cast(FINDING_DDL))
-    windowed = records.where(condition).repartition(partitions, *keys).withColumn(column, value)
-    return windowed.unionByName(rest)
-
-
 def find_duplicates(records: DataFrame) -> DataFrame:
-    """Adds ``duplicate``: DUPLICATE / CONFLICTING_DUPLICATE for every copy after the first (see ``sequence``)."""
-    window = _in_archive_order("message_type", "message_id")
+    """(record_id, finding): DUPLICATE / CONFLICTING_DUPLICATE for every copy after the first (see ``sequence``).
+
+    The messageIds seen more than once are found by an aggregation; only their copies are windowed.
+    """
+    key = ["message_type", "message_id"]
+    keyed = records.where(F.col("message_type").isNotNull() & F.col("message_id").isNotNull()).select(
+        "record_id", *key, "payload_hash", "received_at", "received_us"
+    )
+    repeated = keyed.groupBy(*key).count().where(F.col("count") > 1).select(*key)
+    copies = keyed.join(repeated, key, "left_semi")
+    window = _in_archive_order(*key)
     first_at = F.coalesce(F.first("received_at").over(window), F.lit(UNKNOWN_TIME))
     same = F.col("payload_hash").eqNullSafe(F.first("payload_hash").over(window))
     duplicate = _finding(
@@ -177,42 +217,50 @@ def find_duplicates(records: DataFrame) -> DataFrame:
         F.format_string(CONFLICTING_MESSAGE, F.col("message_id"), first_at),
     )
     copy = F.row_number().over(window) > 1
-    keyed = F.col("message_type").isNotNull() & F.col("message_id").isNotNull()
     flagged = F.when(copy & same, duplicate).when(copy, conflicting)
-    return _where_else_null(records, keyed, "duplicate", flagged, ("message_type", "message_id"))
+    return copies.select("record_id", flagged.alias("finding")).where(F.col("finding").isNotNull())
 
 
-def find_out_of_order(records: DataFrame, sequence_paths: Mapping[str, str]) -> DataFrame:
-    """Adds ``out_of_order``: OUT_OF_ORDER where the sequence is below the highest before it for its key.
+def find_out_of_order(records: DataFrame, sequence_paths: Mapping[str, str], duplicates: DataFrame) -> DataFrame:
+    """(record_id, finding): OUT_OF_ORDER where the sequence is below the highest before it for its key.
 
-    Needs ``duplicate`` (``find_duplicates``): duplicates neither count nor get flagged.
-    ``sequence_paths`` maps each messageType with ordering to its sequence pointer.
+    ``duplicates`` (``find_duplicates``) neither count nor get flagged. ``sequence_paths`` maps each
+    messageType with ordering to its sequence pointer.
     """
-    counted = F.col("duplicate").isNull() & F.col("order_key").isNotNull() & F.col("sequence").isNotNull()
+    ordered = records.where(F.col("order_key").isNotNull() & F.col("sequence").isNotNull()).select(
+        "record_id", "message_type", "order_key", "sequence", "received_us"
+    )
+    ordered = ordered.join(duplicates.select("record_id"), "record_id", "left_anti")
     window = _in_archive_order("message_type", "order_key").rowsBetween(Window.unboundedPreceding, -1)
     highest = F.max("sequence").over(window)
     paths = F.create_map(*[F.lit(part) for item in sorted(sequence_paths.items()) for part in item])
     message = F.format_string(OUT_OF_ORDER_MESSAGE, F.col("sequence"), highest, F.col("order_key"))
-    finding = _finding(Reason.OUT_OF_ORDER, paths[F.col("message_type")], message)
-    late = F.when(F.col("sequence") < highest, finding)
-    return _where_else_null(records, counted, "out_of_order", late, ("message_type", "order_key"))
+    late = F.when(F.col("sequence") < highest, _finding(Reason.OUT_OF_ORDER, paths[F.col("message_type")], message))
+    return ordered.select("record_id", late.alias("finding")).where(F.col("finding").isNotNull())
 
 
 def _all_findings(records: DataFrame, flags: DataFrame, *, broadcast: bool = True) -> DataFrame:
-    """``records`` with ``findings`` completed by the cross-record ones, in precedence order, and ``first_rank``."""
-    flagged = F.col("sequence_findings").isNotNull()  # few records: the others keep what Python found
-    merged = F.array_sort(F.concat(F.coalesce("findings", F.array().cast(FINDINGS_DDL)), F.col("sequence_findings")))
+    """``records`` with ``findings`` completed by the cross-record ones, in precedence order, ``first_rank`` and ``invalid``.
+
+    A record has one cross-record finding at most (copies are left out of the ordering rule). A
+    record whose line was not kept gets only that finding here: its record-level ones are all
+    counted ones (else it would have been kept), which the quarantine reads again.
+    """
+    flag = F.col("finding")
+    flagged = flag.isNotNull()
+    merged = F.array_sort(F.concat(F.coalesce("findings", F.array().cast(FINDINGS_DDL)), F.array(flag)))
+    first = F.when(flagged, F.least(F.col("rank"), flag["rank"])).otherwise(F.col("rank"))
     return (
         records.join(F.broadcast(flags) if broadcast else flags, "record_id", "left")
         .withColumn("findings", F.when(flagged, merged).otherwise(F.col("findings")))
-        .withColumn("first_rank", F.when(flagged, F.col("findings")[0]["rank"]).otherwise(F.col("rank")))
+        .withColumn("first_rank", first)
         .withColumn("invalid", F.coalesce(F.col("first_rank").isin(_INVALID_RANKS), F.lit(False)))
-        .drop("sequence_findings")
+        .drop("finding")
     )
 
 
-def _aggregate(records: DataFrame) -> tuple[Figures, int]:
-    """(figures, invalid records whose line was not kept) in one Spark job.
+def aggregate(records: DataFrame) -> Figures:
+    """The report's figures from records that carry ``first_rank``, ``invalid`` and ``findings``, in one Spark job.
 
     One row per (messageType, first reason, error path): each record is counted on its first
     path's row only, each path of an invalid record on its own row.
@@ -226,7 +274,6 @@ def _aggregate(records: DataFrame) -> tuple[Figures, int]:
         "first_rank",
         "line_bytes",
         "received_us",
-        (F.col("invalid") & F.col("line").isNull()).alias("line_missing"),
         F.posexplode_outer(error_paths).alias("position", "path"),
     )
     first = F.col("position").isNull() | (F.col("position") == 0)
@@ -237,7 +284,6 @@ def _aggregate(records: DataFrame) -> tuple[Figures, int]:
             F.sum(F.when(first, F.col("line_bytes"))).alias("line_bytes"),
             F.min(F.when(first, F.col("received_us"))).alias("first_us"),
             F.max(F.when(first, F.col("received_us"))).alias("last_us"),
-            F.count(F.when(first & F.col("line_missing"), 1)).alias("line_missing"),
             F.count("path").alias("path_count"),
         )
         .collect()
@@ -250,8 +296,7 @@ def _aggregate(records: DataFrame) -> tuple[Figures, int]:
         groups[key] = _merged(groups[key], part) if key in groups else part
         if row["path"] is not None:
             paths[row["path"]] += row["path_count"]
-    figures = Figures.from_groups((g for g in groups.values() if g.records), paths.items())
-    return figures, sum(row["line_missing"] for row in rows)
+    return Figures.from_groups((g for g in groups.values() if g.records), paths.items())
 
 
 def _merged(one: Group, other: Group) -> Group:
@@ -265,11 +310,6 @@ def _merged(one: Group, other: Group) -> Group:
         min(firsts, default=None),
         max(lasts, default=None),
     )
-
-
-def aggregate(records: DataFrame) -> Figures:
-    """The report's figures from records that carry ``first_rank``, ``invalid`` and complete ``findings``."""
-    return _aggregate(records)[0]
 
 
 def summarize(records: DataFrame) -> dict[str, Any]:
@@ -287,34 +327,38 @@ def _check_quarantine_dir(spark: SparkSession, quarantine_dir: str) -> None:
 
 
 def write_quarantine(
-    records: DataFrame, quarantine_dir: str, reread: DataFrame | None = None, *, broadcast: bool = True
+    records: DataFrame,
+    quarantine_dir: str,
+    splits: DataFrame,
+    reread: Any,
 ) -> None:
     """Invalid records, as the original record plus ``reasons`` (JSON Lines), replacing a previous quarantine.
 
-    ``records`` keep the line of records the record-level rules found invalid; records invalid only
-    by the cross-record rules (CONFLICTING_DUPLICATE, OUT_OF_ORDER) take theirs from ``reread``
-    (``parse_records`` of the same archive read again), matched by ``record_id`` and ``line_hash``;
-    those are broadcast (when ``broadcast``: they are few), so the archive is not shuffled to find them.
+    ``records`` keep the line of records the record-level rules found invalid; the others (invalid
+    by a cross-record rule only) are read again from ``splits`` by ``reread`` (``reread_batches``
+    with the job's catalogue and options), which checks them again for their record-level reasons.
     """
     _check_quarantine_dir(records.sparkSession, quarantine_dir)
     invalid = records.where("invalid")
-    quarantined = invalid.where(F.col("line").isNotNull()).select("line", "archive_file", "findings")
-    if reread is not None:
-        wanted = invalid.where(F.col("line").isNull()).select("record_id", "line_hash", "findings")
-        wanted = F.broadcast(wanted) if broadcast else wanted
-        found = reread.join(wanted, ["record_id", "line_hash"]).select("line", "archive_file", "findings")
-        quarantined = quarantined.unionByName(found)
-    quarantined.mapInArrow(quarantine_batches, "value string").write.mode("overwrite").text(quarantine_dir)
+    kept = invalid.where(F.col("line").isNotNull()).select("line", "archive_file", "findings")
+    quarantined = kept.mapInArrow(quarantine_batches, "value string")
+    wanted = (
+        invalid.where(F.col("line").isNull())
+        .groupBy(F.shiftright("record_id", LINE_BITS).alias("split_index"))
+        .agg(F.collect_list(F.struct("record_id", "line_hash", "findings")).alias("wanted"))
+    )
+    again = splits.join(wanted, "split_index").select(*[name for name, _ in REREAD_FIELDS])
+    quarantined = quarantined.unionByName(again.mapInArrow(reread, "value string"))
+    quarantined.write.mode("overwrite").text(quarantine_dir)
 
 
-def _verify_quarantine(spark: SparkSession, quarantine_dir: str, invalid: int) -> None:
-    """Lines read a second time must be the same lines: else the archive changed under the job."""
-    written = spark.read.text(quarantine_dir).count()
-    if written != invalid:
-        raise ArchiveError(
-            f"{quarantine_dir}: {written} quarantined lines for {invalid} invalid records: the archive changed "
-            "while it was validated (files added or rewritten); validate closed partitions, or run again"
-        )
+def _job_error(exc: Exception) -> ContractPlatformError | None:
+    """The platform error a Python worker raised (an archive file gone or changed), if that is what failed."""
+    text = str(exc)
+    marker = "contract_platform.errors.ArchiveError: "
+    if marker in text:
+        return ArchiveError(text.split(marker, 1)[1].splitlines()[0])
+    return None
 
 
 def run_validation(
@@ -329,12 +373,38 @@ def run_validation(
 ) -> ValidationReport:
     """Validate every record under ``archive_path``; write the report and quarantine when asked.
 
-    Raises ``ArchiveError`` (missing path), ``CatalogError`` (catalogue does not load) and
-    ``UsageError`` (bad status or quarantine folder) before any Spark job runs.
+    Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
+    (catalogue does not load) and ``UsageError`` (bad status or quarantine folder).
     """
+    try:
+        return _run_validation(
+            spark,
+            str(archive_path),
+            catalog_dir,
+            report_path=report_path,
+            quarantine_dir=quarantine_dir,
+            oversize_bytes=oversize_bytes,
+            statuses=dict(statuses or {}),
+        )
+    except PySparkException as exc:
+        mapped = _job_error(exc)
+        if mapped is None:
+            raise
+        raise mapped from None
+
+
+def _run_validation(
+    spark: SparkSession,
+    archive: str,
+    catalog_dir: str | Path,
+    *,
+    report_path: str | Path | None,
+    quarantine_dir: str | Path | None,
+    oversize_bytes: int,
+    statuses: dict[str, str],
+) -> ValidationReport:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    archive, statuses = str(archive_path), dict(statuses or {})
     catalog = load_catalog(catalog_dir)  # CatalogError lists every problem
     try:
         effective_statuses(catalog, statuses)
@@ -349,49 +419,31 @@ def run_validation(
     if quarantine_dir is not None:
         _check_quarantine_dir(spark, str(quarantine_dir))
     bundle = CatalogBundle.read(catalog_dir)
-    lines = read_archive(spark, archive)
+    files = list_archive(spark, archive)
+    _, splits = archive_splits(spark, files)
     checked = check_records(
-        parse_records(lines), catalog_dir, oversize_bytes=oversize_bytes, statuses=statuses, bundle=bundle
+        splits, catalog_dir, bundle=bundle, oversize_bytes=oversize_bytes, statuses=statuses
     ).persist(StorageLevel.MEMORY_AND_DISK)
     flags: DataFrame | None = None
     try:
-        keys = checked.select(
-            "record_id",
-            "message_type",
-            "message_id",
-            "payload_hash",
-            "received_at",
-            "received_us",
-            "order_key",
-            "sequence",
-        )
         sequence_paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
-        sequenced = find_out_of_order(find_duplicates(keys), sequence_paths)
-        flags = (
-            sequenced.where(F.col("duplicate").isNotNull() | F.col("out_of_order").isNotNull())
-            .select("record_id", F.array_compact(F.array("duplicate", "out_of_order")).alias("sequence_findings"))
-            .persist(StorageLevel.MEMORY_AND_DISK)
+        duplicates = find_duplicates(checked)
+        flags = duplicates.unionByName(find_out_of_order(checked, sequence_paths, duplicates)).persist(
+            StorageLevel.MEMORY_AND_DISK
         )
         flagged = flags.count()  # materializes them once, and says whether they are few enough to broadcast
         records = _all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS)
-        figures, lines_missing = _aggregate(records)
+        figures = aggregate(records)
         if quarantine_dir is not None:
-            reread = parse_records(read_archive(spark, archive)) if lines_missing else None
-            write_quarantine(
-                records,
-                str(quarantine_dir),
-                reread,
-                broadcast=lines_missing <= _BROADCAST_ROWS,
-            )
-            if reread is not None:
-                _verify_quarantine(spark, str(quarantine_dir), figures.totals.invalid)
-        files = lines.inputFiles()
+            shipped = spark.sparkContext.broadcast(bundle)
+            reread = partial(reread_batches, catalog=shipped, oversize_bytes=oversize_bytes, statuses=statuses or None)
+            write_quarantine(records, str(quarantine_dir), splits, reread)
         report = ValidationReport(
             archive=archive,
             catalog=str(catalog_dir),
             catalog_fingerprint=bundle.fingerprint,
             figures=figures,
-            input=InputFigures(files=len(files), bytes=file_sizes(spark, files)),
+            input=InputFigures(files=len(files), bytes=sum(size for _, size in files)),
             elapsed_seconds=time.perf_counter() - started,
             quarantine=str(quarantine_dir) if quarantine_dir is not None else None,
             oversize_bytes=oversize_bytes,

@@ -155,13 +155,12 @@ def test_verdicts_equal_the_jsonschema_library_message_by_message(spark, tmp_pat
     path.parent.mkdir(parents=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    records = job.parse_records(job.read_archive(spark, str(path)))
-    checked = job.check_records(records, catalog_dir).drop("line")  # the job keeps the lines of invalid records only
-    rows = checked.join(records.select("record_id", "line"), "record_id").collect()
+    _, splits = job.archive_splits(spark, job.list_archive(spark, str(path)))
+    rows = job.check_records(splits, catalog_dir, keep_lines=True).collect()
     reference = EnvelopeValidator(catalog)
     compared = invalid = 0
     for row in rows:
-        document = json.loads(json.loads(row["line"])["body"])
+        document = json.loads(json.loads(row["line"])["body"])  # keep_lines: every line is there
         message_type = document["metadata"].get("messageType")
         found = [finding_of(f) for f in row["findings"] or []]
         envelope = [(f.path, f.message) for f in found if f.code is Reason.ENVELOPE_INVALID]
@@ -176,16 +175,15 @@ def test_verdicts_equal_the_jsonschema_library_message_by_message(spark, tmp_pat
     assert compared == len(lines) and invalid > len(lines) // 3
 
 
-def test_window_rules_equal_the_plain_python_reference(spark, archive: GeneratedArchive, catalog: Catalog, catalog_dir):
-    checked = job.check_records(job.parse_records(job.read_archive(spark, str(archive.root))), catalog_dir)
+def test_cross_record_rules_equal_the_plain_python_reference(spark, archive: GeneratedArchive, catalog, catalog_dir):
+    _, splits = job.archive_splits(spark, job.list_archive(spark, str(archive.root)))
+    checked = job.check_records(splits, catalog_dir).cache()
     paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
-    flagged = job.find_out_of_order(job.find_duplicates(checked), paths)
-    rows = flagged.drop("line").collect()
-    spark_found = {
-        row["record_id"]: finding_of(row["duplicate"] or row["out_of_order"])
-        for row in rows
-        if row["duplicate"] or row["out_of_order"]
-    }
+    duplicates = job.find_duplicates(checked)
+    flagged = duplicates.unionByName(job.find_out_of_order(checked, paths, duplicates)).collect()
+    spark_found = {row["record_id"]: finding_of(row["finding"]) for row in flagged}
+    assert len(spark_found) == len(flagged)  # one cross-record finding per record at most
+    rows = checked.drop("line").collect()
     keyed = [
         Keyed(
             r["record_id"],
@@ -206,6 +204,22 @@ def test_window_rules_equal_the_plain_python_reference(spark, archive: Generated
         Reason.CONFLICTING_DUPLICATE: 2,
         Reason.OUT_OF_ORDER: 2,
     }
+    checked.unpersist()
+
+
+def test_plain_files_cut_into_many_splits_give_the_same_report(spark, archive, catalog_dir, validated, tmp_path):
+    report, _ = validated
+    plain = [p for p in archive.files if p.suffix == ".jsonl"]
+    assert plain and max(p.stat().st_size for p in plain) > 8192  # several splits per file at 4 KiB
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4k")
+    try:
+        splits, _ = job.archive_splits(spark, job.list_archive(spark, str(archive.root)))
+        again = job.run_validation(spark, archive.root, catalog_dir, quarantine_dir=tmp_path / "q", statuses=STATUSES)
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert len(splits) > len(archive.files) + 2
+    assert again.figures == report.figures
+    assert sum(1 for p in (tmp_path / "q").glob("part-*") for _ in p.open()) == report.totals.invalid
 
 
 def test_main_writes_report_quarantine_and_evidence_with_a_catalogue_that_has_lint_findings(

@@ -1,49 +1,56 @@
-"""The record-level rules over Arrow record batches: what Spark's ``mapInArrow`` runs on each worker.
+"""The record-level rules over archive splits, as Arrow record batches: what Spark's ``mapInArrow`` runs.
 
 Lives in the domain (not in ``spark_jobs``) so executors find it in the installed package; it needs
-pyarrow, never pyspark. ``CHECKED_FIELDS`` is the output; the Spark job declares the same schema.
+pyarrow, never pyspark. The Spark job hands each Python worker rows of ``SPLIT_FIELDS``; the worker
+reads those splits itself (``validation.reading``), checks every line and returns ``CHECKED_FIELDS``
+rows, one per line. Only records the record-level rules find invalid keep their line, file and
+findings (what the quarantine needs): the rest is what the cross-record rules and the report need.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from contract_platform.validation.bundle import CatalogBundle, checker_for
 from contract_platform.validation.model import CheckedRecord, Finding
+from contract_platform.validation.reading import Split, line_batches
 from contract_platform.validation.reasons import Reason
 from contract_platform.validation.records import NotJson, RecordChecker, parse_json
 
 __all__ = [
     "CHECKED_FIELDS",
     "FINDING_TYPE",
-    "RECORD_FIELDS",
-    "check_batch",
-    "check_batches",
+    "REREAD_FIELDS",
+    "SPLIT_FIELDS",
+    "check_split",
+    "check_splits",
     "finding_of",
+    "line_hash",
     "quarantine_batches",
     "quarantine_line",
+    "reread_batches",
 ]
 
 FINDING_TYPE = pa.struct([("rank", pa.int32()), ("code", pa.string()), ("path", pa.string()), ("message", pa.string())])
-# The input batch: what ``parse_records`` makes of each archive line.
-RECORD_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
-    ("record_id", pa.int64()),  # archive position
-    ("archive_file", pa.string()),
-    ("line", pa.string()),
-    ("line_bytes", pa.int64()),
-    ("line_hash", pa.int64()),  # identifies the line when it has to be read again (see the Spark job)
+SPLIT_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
+    ("split_index", pa.int64()),
+    ("uri", pa.string()),
+    ("start", pa.int64()),
+    ("length", pa.int64()),
+    ("compressed", pa.bool_()),
 )
-# The output: the input, with ``archive_file`` and ``line`` kept only for records the record-level
-# rules found invalid (what the quarantine needs; the rest would only weigh on Spark's cache),
-# then what the cross-record rules and the report need.
 CHECKED_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
-    *RECORD_FIELDS,
+    ("record_id", pa.int64()),  # archive position: Split.record_id
+    ("archive_file", pa.string()),  # kept lines only
+    ("line", pa.binary()),  # kept lines only: the record's bytes as they are in the file
+    ("line_bytes", pa.int64()),
+    ("line_hash", pa.int64()),  # proves a second read found the same line
     ("received_at", pa.string()),
     ("received_us", pa.int64()),
     ("message_type", pa.string()),
@@ -51,62 +58,141 @@ CHECKED_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("payload_hash", pa.binary()),
     ("order_key", pa.string()),
     ("sequence", pa.int64()),
-    ("rank", pa.int32()),
-    ("findings", pa.list_(FINDING_TYPE)),
+    ("rank", pa.int32()),  # first reason found by the record-level rules (None: none)
+    ("findings", pa.list_(FINDING_TYPE)),  # kept lines only
 )
-_COMPUTED = CHECKED_FIELDS[len(RECORD_FIELDS) :]
+# A split to read again, with the records wanted from it and the findings the cross-record rules gave them.
+WANTED_TYPE = pa.struct([("record_id", pa.int64()), ("line_hash", pa.int64()), ("findings", pa.list_(FINDING_TYPE))])
+REREAD_FIELDS: tuple[tuple[str, pa.DataType], ...] = (*SPLIT_FIELDS, ("wanted", pa.list_(WANTED_TYPE)))
+_SCHEMA = pa.schema(list(CHECKED_FIELDS))
+BATCH_ROWS = 8192
 
 
-def _finding_rows(checked: CheckedRecord) -> list[dict[str, Any]] | None:
-    if not checked.findings:
-        return None
-    return [
-        {"rank": f.code.rank, "code": str(f.code), "path": f.path, "message": f.message}
-        for f in sorted(checked.findings)
-    ]
+def line_hash(line: bytes) -> int:
+    """A cheap fingerprint of a line's bytes (not a security check)."""
+    return zlib.adler32(line) | (len(line) << 32)
 
 
-def check_batch(checker: RecordChecker, batch: pa.RecordBatch) -> pa.RecordBatch:
-    lines = batch.column("line")
-    results = [checker.check(line) if line is not None else CheckedRecord() for line in lines.to_pylist()]
-    invalid = pa.array([r.invalid for r in results], type=pa.bool_())
-    columns = {
-        "received_at": [r.received_at for r in results],
-        "received_us": [r.received_us for r in results],
-        "message_type": [r.message_type for r in results],
-        "message_id": [r.message_id for r in results],
-        "payload_hash": [r.payload_hash for r in results],
-        "order_key": [r.order_key for r in results],
-        "sequence": [r.sequence for r in results],
-        "rank": [r.rank for r in results],
-        "findings": [_finding_rows(r) for r in results],
-    }
-    arrays = [
-        batch.column("record_id"),
-        pc.if_else(invalid, batch.column("archive_file"), pa.scalar(None, pa.string())),
-        pc.if_else(invalid, lines, pa.scalar(None, pa.string())),
-        batch.column("line_bytes"),
-        batch.column("line_hash"),
-    ]
-    arrays += [pa.array(columns[name], type=kind) for name, kind in _COMPUTED]
-    return pa.RecordBatch.from_arrays(arrays, names=[name for name, _ in CHECKED_FIELDS])
+def _finding_rows(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+    return [{"rank": f.code.rank, "code": str(f.code), "path": f.path, "message": f.message} for f in sorted(findings)]
 
 
-def check_batches(
+def _splits(batch: pa.RecordBatch) -> Iterator[Split]:
+    for row in batch.select([name for name, _ in SPLIT_FIELDS]).to_pylist():
+        yield Split(row["split_index"], row["uri"], row["start"], row["length"], row["compressed"])
+
+
+def check_split(checker: RecordChecker, split: Split, *, keep_lines: bool = False) -> Iterator[pa.RecordBatch]:
+    """Every line of ``split`` checked, ``BATCH_ROWS`` records per batch (``keep_lines``: keep every line)."""
+    columns: list[list[Any]] = [[] for _ in CHECKED_FIELDS]
+    (ids, files, kept, sizes, hashes, received_at, received_us, types, message_ids, payloads, keys, sequences) = (
+        columns[:12]
+    )
+    ranks, findings = columns[12], columns[13]
+    number = split.record_id(0)
+    uri = split.uri
+    check = checker.check
+    for lines in line_batches(split):
+        for line in lines:
+            checked: CheckedRecord = check(line)
+            found = checked.findings
+            invalid = False
+            if found:
+                ranks.append(min(f.code.rank for f in found))
+                invalid = any(f.code.invalid for f in found)
+            else:
+                ranks.append(None)
+            if invalid or keep_lines:
+                files.append(uri)
+                kept.append(line)
+                findings.append(_finding_rows(found) if found else None)
+            else:
+                files.append(None)
+                kept.append(None)
+                findings.append(None)
+            ids.append(number)
+            number += 1
+            sizes.append(len(line))
+            hashes.append(line_hash(line))
+            received_at.append(checked.received_at)
+            received_us.append(checked.received_us)
+            types.append(checked.message_type)
+            message_ids.append(checked.message_id)
+            payloads.append(checked.payload_hash)
+            keys.append(checked.order_key)
+            sequences.append(checked.sequence)
+            if len(ids) >= BATCH_ROWS:
+                yield _batch(columns)
+                for column in columns:
+                    column.clear()
+    if ids:
+        yield _batch(columns)
+
+
+def _batch(columns: Sequence[list[Any]]) -> pa.RecordBatch:
+    arrays = [pa.array(values, type=kind) for values, (_, kind) in zip(columns, CHECKED_FIELDS, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=_SCHEMA)
+
+
+def _checker(catalog: Any, oversize_bytes: int, statuses: Mapping[str, str] | None) -> RecordChecker:
+    bundle: CatalogBundle = catalog.value if hasattr(catalog, "value") else catalog
+    return checker_for(bundle, oversize_bytes=oversize_bytes, statuses=statuses)
+
+
+def check_splits(
+    batches: Iterable[pa.RecordBatch],
+    *,
+    catalog: Any,
+    oversize_bytes: int,
+    statuses: Mapping[str, str] | None = None,
+    keep_lines: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: ``SPLIT_FIELDS`` rows in, ``CHECKED_FIELDS`` rows out (``catalog``: a bundle or its broadcast)."""
+    checker = _checker(catalog, oversize_bytes, statuses)
+    for batch in batches:
+        for split in _splits(batch):
+            yield from check_split(checker, split, keep_lines=keep_lines)
+
+
+def reread_batches(
     batches: Iterable[pa.RecordBatch],
     *,
     catalog: Any,
     oversize_bytes: int,
     statuses: Mapping[str, str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: ``catalog`` is a ``CatalogBundle`` or a Spark broadcast of one."""
-    bundle: CatalogBundle = catalog.value if hasattr(catalog, "value") else catalog
-    checker = checker_for(bundle, oversize_bytes=oversize_bytes, statuses=statuses)
+    """``mapInArrow`` body: ``REREAD_FIELDS`` rows in, one quarantine ``value`` per wanted record out.
+
+    The wanted records are invalid by a cross-record rule only, so the first read kept neither their
+    line nor their record-level findings: both are read and checked again here, and the line's hash
+    must match the first read's (``ArchiveError`` otherwise: the file changed under the job).
+    """
+    from contract_platform.errors import ArchiveError
+
+    checker = _checker(catalog, oversize_bytes, statuses)
     for batch in batches:
-        yield check_batch(checker, batch)
+        for split, row in zip(_splits(batch), batch.column("wanted").to_pylist(), strict=True):
+            wanted = {w["record_id"]: w for w in row or []}
+            values = []
+            number = split.record_id(0)
+            for lines in line_batches(split):
+                for line in lines:
+                    want = wanted.pop(number, None)
+                    number += 1
+                    if want is None:
+                        continue
+                    if line_hash(line) != want["line_hash"]:
+                        raise ArchiveError(f"{split.uri}: a line changed while the archive was validated")
+                    found = [*checker.check(line).findings, *(finding_of(f) for f in want["findings"] or [])]
+                    values.append(quarantine_line(line, split.uri, _finding_rows(found)))
+                if not wanted:
+                    break
+            if wanted:
+                raise ArchiveError(f"{split.uri}: {len(wanted)} lines were gone when the archive was read again")
+            yield pa.RecordBatch.from_arrays([pa.array(values, type=pa.string())], names=["value"])
 
 
-def quarantine_line(line: str, archive_file: str | None, findings: Iterable[Mapping[str, Any]]) -> str:
+def quarantine_line(line: str | bytes, archive_file: str | None, findings: Iterable[Mapping[str, Any]]) -> str:
     """The original record plus ``reasons`` (and ``archiveFile``); a line that is not an object goes in ``rawLine``."""
     reasons = [{"code": f["code"], "path": f["path"], "message": f["message"]} for f in findings]
     try:
@@ -114,7 +200,7 @@ def quarantine_line(line: str, archive_file: str | None, findings: Iterable[Mapp
     except NotJson:
         record = None
     if not isinstance(record, dict):
-        record = {"rawLine": line}
+        record = {"rawLine": line.decode("utf-8", "replace") if isinstance(line, bytes) else line}
     record["reasons"] = reasons
     record["archiveFile"] = archive_file
     try:
@@ -132,7 +218,7 @@ def quarantine_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordB
             batch.column("findings").to_pylist(),
             strict=True,
         )
-        values = [quarantine_line(line or "", archive_file, findings or []) for line, archive_file, findings in rows]
+        values = [quarantine_line(line or b"", archive_file, findings or []) for line, archive_file, findings in rows]
         yield pa.RecordBatch.from_arrays([pa.array(values, type=pa.string())], names=["value"])
 
 

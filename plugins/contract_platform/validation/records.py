@@ -50,6 +50,11 @@ def parse_json(text: str | bytes) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         reason = str(exc)
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")  # strictly: the standard library would guess UTF-16 or UTF-32
+        except UnicodeDecodeError as exc:
+            raise NotJson(f"not UTF-8 text (byte {exc.start} of {len(text)})") from None
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
