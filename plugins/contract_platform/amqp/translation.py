@@ -32,7 +32,7 @@ from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.envelope.properties import amqp_properties
 from contract_platform.envelope.validation import EnvelopeValidator, SchemaIssue
 from contract_platform.errors import MessageNotMigratable, MigrationSpecError, Problem, UsageError
-from contract_platform.migration import MigrationSpec, check_spec, migrate_envelope, parse_spec
+from contract_platform.migration import MigrationSpec, check_spec, compile_spec, parse_spec
 
 __all__ = [
     "PUBLISHED",
@@ -130,6 +130,7 @@ class Translator:
         self.validator = validator
         self.parking_lot = parking_lot
         self._pii = tuple(route.source.pii.fields) + tuple(route.target.pii.fields)
+        self._migrate = compile_spec(route.spec).for_target(route.target)  # = migrate_envelope(spec, ., target)
 
     def __call__(self, body: bytes, properties: Any) -> Outgoing:
         return self.finish(self.prepare(body), properties, body)
@@ -140,7 +141,7 @@ class Translator:
             return Unmigratable(ParkReason.NOT_JSON, "", "the body is not a UTF-8 JSON document")
         target = self.route.target
         try:
-            migrated = migrate_envelope(self.route.spec, envelope, target)
+            migrated = self._migrate(envelope)
         except MessageNotMigratable as exc:
             return Unmigratable(ParkReason.NOT_MIGRATABLE, exc.pointer, self._safe(exc.pointer, exc.reason))
         issues = self.validator.envelope_issues(migrated) or self.validator.payload_issues(target, migrated["payload"])

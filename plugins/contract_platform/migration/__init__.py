@@ -5,6 +5,7 @@
     spec = parse_spec(contract.migration, str(contract.migration_file))   # MigrationSpecError: every problem
     problems = check_spec(spec, source, target, EnvelopeValidator(catalog))  # before anything runs
     new = migrate_envelope(spec, old_envelope, target)                     # MessageNotMigratable: park it
+    migrate = compile_spec(spec).for_target(target)                        # the same, for many messages
 
 ``check_migration(catalog, contract)`` does all three for a contract and returns the evidence.
 """
@@ -12,6 +13,8 @@
 from contract_platform.errors import MessageNotMigratable, MigrationSpecError
 from contract_platform.migration.checking import MigrationCheck, check_migration, check_spec
 from contract_platform.migration.engine import (
+    CompiledMigration,
+    compile_spec,
     decimal_to_minor_units,
     migrate_envelope,
     migrate_payload,
@@ -43,6 +46,7 @@ from contract_platform.migration.spec import (
 
 __all__ = [
     "OPS",
+    "CompiledMigration",
     "Constant",
     "Copy",
     "DecimalToMinorUnits",
@@ -62,6 +66,7 @@ __all__ = [
     "check_migration",
     "check_spec",
     "compare_twins",
+    "compile_spec",
     "decimal_to_minor_units",
     "migrate_envelope",
     "migrate_payload",
