@@ -425,12 +425,16 @@ def _run_validation(
         splits, catalog_dir, bundle=bundle, oversize_bytes=oversize_bytes, statuses=statuses
     ).persist(StorageLevel.MEMORY_AND_DISK)
     flags: DataFrame | None = None
+    duplicates: DataFrame | None = None
     try:
         sequence_paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
-        duplicates = find_duplicates(checked)
-        flags = duplicates.unionByName(find_out_of_order(checked, sequence_paths, duplicates)).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+        duplicates = find_duplicates(checked).persist(StorageLevel.MEMORY_AND_DISK)
+        copies = duplicates.count()  # once: the ordering rule and the union below both read them
+        flags = duplicates.unionByName(
+            find_out_of_order(
+                checked, sequence_paths, F.broadcast(duplicates) if copies <= _BROADCAST_ROWS else duplicates
+            )
+        ).persist(StorageLevel.MEMORY_AND_DISK)
         flagged = flags.count()  # materializes them once, and says whether they are few enough to broadcast
         records = _all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS)
         figures = aggregate(records)
@@ -452,8 +456,9 @@ def _run_validation(
         )
     finally:
         checked.unpersist()
-        if flags is not None:
-            flags.unpersist()
+        for cached in (flags, duplicates):
+            if cached is not None:
+                cached.unpersist()
     if report_path is not None:
         Path(report_path).parent.mkdir(parents=True, exist_ok=True)
         Path(report_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -25,7 +25,9 @@ __all__ = ["JOBS_DIR", "SPARK_SUBMIT", "PlatformSparkSubmitOperator", "job_path"
 
 JOBS_DIR = Path(spark_jobs.__file__).resolve().parent
 _PYSPARK = importlib.util.find_spec("pyspark")
-SPARK_SUBMIT = str(Path(_PYSPARK.origin).parent / "bin" / "spark-submit") if _PYSPARK and _PYSPARK.origin else "spark-submit"
+SPARK_SUBMIT = (
+    str(Path(_PYSPARK.origin).parent / "bin" / "spark-submit") if _PYSPARK and _PYSPARK.origin else "spark-submit"
+)
 
 
 def job_path(job: str) -> str:

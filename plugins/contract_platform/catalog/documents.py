@@ -6,6 +6,7 @@ PyYAML and json errors are mapped here, once, to ``Problem``; nothing else parse
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,15 @@ import yaml
 
 from contract_platform.errors import Problem
 
-__all__ = ["DocumentProblem", "read_json", "read_yaml", "resolve_pointer", "pointer_from_path"]
+__all__ = [
+    "MISSING",
+    "DocumentProblem",
+    "pointer_from_path",
+    "pointer_reader",
+    "read_json",
+    "read_yaml",
+    "resolve_pointer",
+]
 
 
 class DocumentProblem(Exception):
@@ -95,7 +104,7 @@ def pointer_from_path(parts: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-_MISSING = object()
+MISSING: Any = object()  # what a ``pointer_reader`` returns where ``resolve_pointer`` raises KeyError
 
 
 def resolve_pointer(document: Any, pointer: str) -> Any:
@@ -116,3 +125,31 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
         else:
             raise KeyError(pointer)
     return current
+
+
+def pointer_reader(pointer: str) -> Callable[[Any], Any]:
+    """``resolve_pointer`` for one pointer, split once: the reader returns the value, or ``MISSING``.
+
+    For a pointer read in every record of an archive, where splitting it again each time shows.
+    """
+    if pointer in ("", "#"):
+        return lambda document: document
+    text = pointer[1:] if pointer.startswith("#") else pointer
+    if not text.startswith("/"):
+        return lambda document: MISSING
+    tokens = tuple(raw.replace("~1", "/").replace("~0", "~") for raw in text[1:].split("/"))
+
+    def read(document: Any) -> Any:
+        current = document
+        for token in tokens:
+            if isinstance(current, dict):
+                current = current.get(token, MISSING)
+                if current is MISSING:
+                    return MISSING
+            elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
+                current = current[int(token)]
+            else:
+                return MISSING
+        return current
+
+    return read

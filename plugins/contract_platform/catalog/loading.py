@@ -59,7 +59,9 @@ def load_catalog(root: str | Path) -> Catalog:
     """Load and shape-check every contract under ``root``; raise ``CatalogError`` listing every problem."""
     root = Path(root)
     if not root.is_dir():
-        raise CatalogError(Problem(str(root), "", "catalogue folder does not exist; pass the folder that holds envelope/"))
+        raise CatalogError(
+            Problem(str(root), "", "catalogue folder does not exist; pass the folder that holds envelope/")
+        )
     problems: list[Problem] = []
     envelope = _load_envelope(root, problems)
     contracts: dict[str, Contract] = {}
@@ -101,7 +103,9 @@ def _find_strays(root: Path, problems: list[Problem]) -> None:
     """Version folders without a contract.yaml would otherwise be ignored in silence."""
     for folder in sorted(root.glob("*/*/v*")):
         if folder.is_dir() and not (folder / "contract.yaml").exists():
-            problems.append(Problem(str(folder / "contract.yaml"), "", "file is missing: every version folder needs one"))
+            problems.append(
+                Problem(str(folder / "contract.yaml"), "", "file is missing: every version folder needs one")
+            )
 
 
 def _load_contract(root: Path, folder: Path, problems: list[Problem]) -> tuple[str | None, Contract | None]:
@@ -152,7 +156,9 @@ def _check_identity(root: Path, folder: Path, raw: dict[str, Any], problems: lis
     expected = ".".join(folder.relative_to(root).parts)
     if match is None:
         problems.append(
-            Problem(file, "/messageType", f"{message_type!r} is not <domain>.<name>.v<MAJOR> (lower case, e.g. {expected})")
+            Problem(
+                file, "/messageType", f"{message_type!r} is not <domain>.<name>.v<MAJOR> (lower case, e.g. {expected})"
+            )
         )
     elif message_type != expected:
         problems.append(
@@ -225,9 +231,13 @@ def _build(
     migration: dict[str, Any] | None,
     problems: list[Problem],
 ) -> Contract:
-    retention = {k: _duration(file, f"/retention/{k}", raw["retention"][k], problems) for k in ("queue", "dlq", "archive")}
+    retention = {
+        k: _duration(file, f"/retention/{k}", raw["retention"][k], problems) for k in ("queue", "dlq", "archive")
+    }
     holds = tuple(
-        Hold(kind=h["kind"], until=_date(file, f"/holds/{i}/until", h["until"], problems) or date.min, reason=h["reason"])
+        Hold(
+            kind=h["kind"], until=_date(file, f"/holds/{i}/until", h["until"], problems) or date.min, reason=h["reason"]
+        )
         for i, h in enumerate(raw.get("holds", []))
     )
     quality_raw = raw.get("quality", {})
@@ -271,7 +281,8 @@ def _build(
         topology=TopologySettings(
             queue_type=topology_raw.get("queueType", defaults_t.queue_type),
             retry_delays=tuple(
-                _duration(file, f"/topology/retryDelays/{i}", d, problems) for i, d in enumerate(topology_raw["retryDelays"])
+                _duration(file, f"/topology/retryDelays/{i}", d, problems)
+                for i, d in enumerate(topology_raw["retryDelays"])
             )
             if "retryDelays" in topology_raw
             else defaults_t.retry_delays,
@@ -282,7 +293,9 @@ def _build(
             observation_span=_duration(file, "/retirement/observationSpan", retirement_raw["observationSpan"], problems)
             if "observationSpan" in retirement_raw
             else defaults_r.observation_span,
-            evidence_freshness=_duration(file, "/retirement/evidenceFreshness", retirement_raw["evidenceFreshness"], problems)
+            evidence_freshness=_duration(
+                file, "/retirement/evidenceFreshness", retirement_raw["evidenceFreshness"], problems
+            )
             if "evidenceFreshness" in retirement_raw
             else defaults_r.evidence_freshness,
         ),

@@ -14,7 +14,9 @@ HELP = "declared vs effective status, transition history and latest evidence"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("type", nargs="?", help="one messageType (default: every contract)")
     parser.add_argument("--catalog", default=None, help="catalogue folder (default ./contracts)")
-    parser.add_argument("--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL or SQLite)")
+    parser.add_argument(
+        "--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL or SQLite)"
+    )
     add_format_argument(parser)
 
 

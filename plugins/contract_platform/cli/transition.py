@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reason", required=True, help="why; kept in the append-only history")
     parser.add_argument("--actor", default=None, help="who (default: your user name)")
     parser.add_argument("--catalog", default=None, help="catalogue folder (default ./contracts)")
-    parser.add_argument("--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL or SQLite)")
+    parser.add_argument(
+        "--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL or SQLite)"
+    )
     add_format_argument(parser)
 
 

@@ -9,6 +9,8 @@ findings (what the quarantine needs): the rest is what the cross-record rules an
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -84,11 +86,7 @@ def _splits(batch: pa.RecordBatch) -> Iterator[Split]:
 
 def check_split(checker: RecordChecker, split: Split, *, keep_lines: bool = False) -> Iterator[pa.RecordBatch]:
     """Every line of ``split`` checked, ``BATCH_ROWS`` records per batch (``keep_lines``: keep every line)."""
-    columns: list[list[Any]] = [[] for _ in CHECKED_FIELDS]
-    (ids, files, kept, sizes, hashes, received_at, received_us, types, message_ids, payloads, keys, sequences) = (
-        columns[:12]
-    )
-    ranks, findings = columns[12], columns[13]
+    rows: list[tuple[Any, ...]] = []
     number = split.record_id(0)
     uri = split.uri
     check = checker.check
@@ -96,47 +94,63 @@ def check_split(checker: RecordChecker, split: Split, *, keep_lines: bool = Fals
         for line in lines:
             checked: CheckedRecord = check(line)
             found = checked.findings
-            invalid = False
+            rank = invalid = None
             if found:
-                ranks.append(min(f.code.rank for f in found))
+                rank = min(f.code.rank for f in found)
                 invalid = any(f.code.invalid for f in found)
-            else:
-                ranks.append(None)
-            if invalid or keep_lines:
-                files.append(uri)
-                kept.append(line)
-                findings.append(_finding_rows(found) if found else None)
-            else:
-                files.append(None)
-                kept.append(None)
-                findings.append(None)
-            ids.append(number)
+            keep = invalid or keep_lines
+            rows.append(
+                (
+                    number,
+                    uri if keep else None,
+                    line if keep else None,
+                    len(line),
+                    line_hash(line),
+                    checked.received_at,
+                    checked.received_us,
+                    checked.message_type,
+                    checked.message_id,
+                    checked.payload_hash,
+                    checked.order_key,
+                    checked.sequence,
+                    rank,
+                    _finding_rows(found) if keep and found else None,
+                )
+            )
             number += 1
-            sizes.append(len(line))
-            hashes.append(line_hash(line))
-            received_at.append(checked.received_at)
-            received_us.append(checked.received_us)
-            types.append(checked.message_type)
-            message_ids.append(checked.message_id)
-            payloads.append(checked.payload_hash)
-            keys.append(checked.order_key)
-            sequences.append(checked.sequence)
-            if len(ids) >= BATCH_ROWS:
-                yield _batch(columns)
-                for column in columns:
-                    column.clear()
-    if ids:
-        yield _batch(columns)
+            if len(rows) >= BATCH_ROWS:
+                yield _batch(rows)
+                rows = []
+    if rows:
+        yield _batch(rows)
 
 
-def _batch(columns: Sequence[list[Any]]) -> pa.RecordBatch:
+def _batch(rows: Sequence[tuple[Any, ...]]) -> pa.RecordBatch:
+    columns = zip(*rows, strict=True)
     arrays = [pa.array(values, type=kind) for values, (_, kind) in zip(columns, CHECKED_FIELDS, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=_SCHEMA)
 
 
 def _checker(catalog: Any, oversize_bytes: int, statuses: Mapping[str, str] | None) -> RecordChecker:
     bundle: CatalogBundle = catalog.value if hasattr(catalog, "value") else catalog
-    return checker_for(bundle, oversize_bytes=oversize_bytes, statuses=statuses)
+    checker = checker_for(bundle, oversize_bytes=oversize_bytes, statuses=statuses)
+    gc.freeze()  # the compiled catalogue lives as long as the worker: collections need not walk it again
+    return checker
+
+
+@contextlib.contextmanager
+def _rare_collections() -> Iterator[None]:
+    """Fewer cyclic garbage collections while records are checked: parsed JSON holds no cycles.
+
+    With the default thresholds a collection ran every few records and cost more than a third of
+    the time spent per record; memory is still freed by reference counting as usual.
+    """
+    thresholds = gc.get_threshold()
+    gc.set_threshold(100_000, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def check_splits(
@@ -149,9 +163,10 @@ def check_splits(
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: ``SPLIT_FIELDS`` rows in, ``CHECKED_FIELDS`` rows out (``catalog``: a bundle or its broadcast)."""
     checker = _checker(catalog, oversize_bytes, statuses)
-    for batch in batches:
-        for split in _splits(batch):
-            yield from check_split(checker, split, keep_lines=keep_lines)
+    with _rare_collections():
+        for batch in batches:
+            for split in _splits(batch):
+                yield from check_split(checker, split, keep_lines=keep_lines)
 
 
 def reread_batches(

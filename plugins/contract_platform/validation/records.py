@@ -16,12 +16,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import orjson
 
-from contract_platform.catalog.documents import pointer_from_path, resolve_pointer
-from contract_platform.catalog.model import Catalog, Contract, Ordering, Status
+from contract_platform.catalog.documents import MISSING, pointer_from_path, pointer_reader
+from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.envelope.properties import HEADER_FIELDS
 from contract_platform.envelope.validation import EnvelopeValidator
@@ -127,25 +128,32 @@ class _PiiRule:
 
     def __init__(self, contract: Contract) -> None:
         self.pointers = contract.pii.fields
+        self.readers = [(pointer, pointer_reader(pointer)) for pointer in self.pointers]
         self.names: dict[str, str] = {}
         for pointer in self.pointers:
             try:
                 self.names.setdefault(_normalized(split_pointer(pointer)[-1]), pointer)
             except ValueError:  # not a pointer: the linter reports it; nothing to match here
                 continue
+        self._named: dict[str, str | None] = {}  # header name -> the PII pointer it names (names repeat)
+
+    def _names_pii(self, name: str) -> str | None:
+        named = self._named.get(name, MISSING)
+        if named is MISSING:
+            named = self.names.get(_normalized(name))
+            if len(self._named) < 10_000:
+                self._named[name] = named
+        return named
 
     def findings(self, headers: Mapping[str, Any], document: Mapping[str, Any]) -> list[Finding]:
         values = []
-        for pointer in self.pointers:
-            try:
-                value = resolve_pointer(document, pointer)
-            except KeyError:
-                continue
+        for pointer, read in self.readers:
+            value = read(document)
             if isinstance(value, str | int | float) and not isinstance(value, bool) and value != "":
                 values.append((pointer, value))
         found = []
         for name, value in headers.items():
-            named = self.names.get(_normalized(str(name)))
+            named = self._names_pii(str(name))
             if named is not None:
                 message = f"header {name!r} names the PII field {named}"
                 found.append(Finding(Reason.PII_IN_HEADERS, _header_path(name), message))
@@ -154,6 +162,31 @@ class _PiiRule:
                     message = f"header {name!r} carries the value of {pointer}"
                     found.append(Finding(Reason.PII_IN_HEADERS, _header_path(name), message))
         return found
+
+
+class _ContractRules:
+    """What the record-level rules need of one contract, worked out once per checker."""
+
+    def __init__(self, contract: Contract, status: Status, validator: FastValidator | EnvelopeValidator) -> None:
+        self.contract = contract
+        self.exchange = contract.transport.exchange
+        self.routing_key = contract.transport.routing_key
+        self.pii = _PiiRule(contract) if contract.pii.fields else None
+        self.status = _status_findings(contract, status)
+        self.ordering = None
+        if contract.ordering is not None:
+            self.ordering = (pointer_reader(contract.ordering.key), pointer_reader(contract.ordering.sequence))
+        self.payload_issues = partial(validator.payload_issues, contract)
+
+
+def _status_findings(contract: Contract, status: Status) -> tuple[Finding, ...]:
+    if status is Status.RETIRED:
+        return (Finding(Reason.RETIRED_TYPE, "/metadata/messageType", f"{contract.message_type} is retired"),)
+    if status is Status.DEPRECATED:
+        sunset = f", sunset {contract.sunset.isoformat()}" if contract.sunset else ""
+        message = f"{contract.message_type} is deprecated{sunset}"
+        return (Finding(Reason.DEPRECATED_TYPE, "/metadata/messageType", message),)
+    return ()
 
 
 class RecordChecker:
@@ -171,7 +204,10 @@ class RecordChecker:
         self.oversize_bytes = oversize_bytes
         self.validator = validator or FastValidator(catalog)
         self.statuses = effective_statuses(catalog, statuses)
-        self._pii = {c.message_type: _PiiRule(c) for c in catalog if c.pii.fields}
+        self._rules = {
+            c.message_type: _ContractRules(c, self.statuses.get(c.message_type, c.status), self.validator)
+            for c in catalog
+        }
 
     def check(self, line: str | bytes) -> CheckedRecord:
         checked = CheckedRecord()
@@ -180,11 +216,11 @@ class RecordChecker:
         except NotJson as exc:
             checked.findings.append(Finding(Reason.MALFORMED, "", f"record line is not JSON: {exc}"))
             return checked
-        if not isinstance(record, dict):
+        if type(record) is not dict:
             message = f"record line is a JSON {_kind(record)}, not an object"
             checked.findings.append(Finding(Reason.MALFORMED, "", message))
             return checked
-        self._read_delivery(record, checked)
+        _read_delivery(record, checked)
         body = self._body(record, checked)
         if body is None:
             return checked
@@ -193,7 +229,7 @@ class RecordChecker:
         except NotJson as exc:
             checked.findings.append(Finding(Reason.MALFORMED, "/body", f"body is not JSON: {exc}"))
             return checked
-        if not isinstance(document, dict):
+        if type(document) is not dict:
             message = f"body is a JSON {_kind(document)}, not an object"
             checked.findings.append(Finding(Reason.MALFORMED, "/body", message))
             return checked
@@ -202,26 +238,16 @@ class RecordChecker:
 
     # -- the record ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _read_delivery(record: Mapping[str, Any], checked: CheckedRecord) -> None:
-        exchange, routing_key, received_at = record.get("exchange"), record.get("routingKey"), record.get("receivedAt")
-        checked.exchange = exchange if isinstance(exchange, str) else None
-        checked.routing_key = routing_key if isinstance(routing_key, str) else None
-        checked.received_at = received_at if isinstance(received_at, str) else None
-        checked.received_us = _epoch_us(received_at)
-        redelivered = record.get("redelivered")
-        checked.redelivered = redelivered if isinstance(redelivered, bool) else None
-
     def _body(self, record: Mapping[str, Any], checked: CheckedRecord) -> str | None:
         """The body text, with MALFORMED when there is none and OVERSIZE when it is too big."""
-        body, encoded = record.get("body"), record.get("bodyBase64")
-        if isinstance(body, str):
+        body = record.get("body")
+        if type(body) is str:
             checked.body_bytes = len(body) if body.isascii() else len(body.encode("utf-8", "surrogatepass"))
             text: str | None = body
         elif body is not None:
             checked.findings.append(Finding(Reason.MALFORMED, "/body", f"body is a JSON {_kind(body)}, not a string"))
             return None
-        elif isinstance(encoded, str):
+        elif isinstance(encoded := record.get("bodyBase64"), str):
             text = self._decoded(encoded, checked)
         else:
             message = "record has no body: body and bodyBase64 are both missing or null"
@@ -251,45 +277,52 @@ class RecordChecker:
 
     def _check_document(self, record: Mapping[str, Any], document: dict[str, Any], checked: CheckedRecord) -> None:
         findings = checked.findings
-        findings.extend(
-            Finding(Reason.ENVELOPE_INVALID, i.pointer, i.message) for i in self.validator.envelope_issues(document)
-        )
+        issues = self.validator.envelope_issues(document)
+        if issues:
+            findings.extend(Finding(Reason.ENVELOPE_INVALID, i.pointer, i.message) for i in issues)
         metadata = document.get("metadata")
-        if isinstance(metadata, dict):
+        if type(metadata) is dict:
             message_type, message_id = metadata.get("messageType"), metadata.get("messageId")
-            checked.message_type = message_type if isinstance(message_type, str) else None
-            checked.message_id = message_id if isinstance(message_id, str) else None
-            findings.extend(_header_mismatches(record, metadata))
+            checked.message_type = message_type if type(message_type) is str else None
+            checked.message_id = message_id if type(message_id) is str else None
+            mismatches = _header_mismatches(record, metadata)
+            if mismatches:
+                findings.extend(mismatches)
+        payload = document.get("payload", MISSING)
         if checked.message_id is not None:
-            checked.payload_hash = payload_hash(document.get("payload"))
+            checked.payload_hash = payload_hash(None if payload is MISSING else payload)
         if checked.message_type is None:
             return
-        contract = self.catalog.get(checked.message_type)
-        if contract is None:
+        rules = self._rules.get(checked.message_type)
+        if rules is None:
             message = f"messageType {_show(checked.message_type)} is not in the catalogue"
             findings.append(Finding(Reason.UNKNOWN_TYPE, "/metadata/messageType", message))
             return
-        payload = document.get("payload")
-        if isinstance(payload, dict):
-            issues = self.validator.payload_issues(contract, payload)
-            findings.extend(Finding(Reason.PAYLOAD_INVALID, i.pointer, i.message) for i in issues)
-        findings.extend(_routing_mismatches(checked, contract))
-        pii = self._pii.get(contract.message_type)
-        if pii is not None:
-            findings.extend(pii.findings(_headers(record), document))
-        findings.extend(self._status_findings(contract))
-        if contract.ordering is not None:
-            _read_ordering(document, contract.ordering, checked)
+        if type(payload) is dict:
+            issues = rules.payload_issues(payload)
+            if issues:
+                findings.extend(Finding(Reason.PAYLOAD_INVALID, i.pointer, i.message) for i in issues)
+        if checked.exchange != rules.exchange or checked.routing_key != rules.routing_key:
+            findings.extend(_routing_mismatches(checked, rules.contract))
+        if rules.pii is not None:
+            pii = rules.pii.findings(_headers(record), document)
+            if pii:
+                findings.extend(pii)
+        if rules.status:
+            findings.extend(rules.status)
+        if rules.ordering is not None:
+            _read_ordering(document, rules.ordering, checked)
 
-    def _status_findings(self, contract: Contract) -> list[Finding]:
-        status = self.statuses.get(contract.message_type, contract.status)
-        if status is Status.RETIRED:
-            return [Finding(Reason.RETIRED_TYPE, "/metadata/messageType", f"{contract.message_type} is retired")]
-        if status is Status.DEPRECATED:
-            sunset = f", sunset {contract.sunset.isoformat()}" if contract.sunset else ""
-            message = f"{contract.message_type} is deprecated{sunset}"
-            return [Finding(Reason.DEPRECATED_TYPE, "/metadata/messageType", message)]
-        return []
+
+def _read_delivery(record: Mapping[str, Any], checked: CheckedRecord) -> None:
+    exchange, routing_key, received_at = record.get("exchange"), record.get("routingKey"), record.get("receivedAt")
+    checked.exchange = exchange if type(exchange) is str else None
+    checked.routing_key = routing_key if type(routing_key) is str else None
+    if type(received_at) is str:
+        checked.received_at = received_at
+        checked.received_us = _epoch_us(received_at)
+    redelivered = record.get("redelivered")
+    checked.redelivered = redelivered if type(redelivered) is bool else None
 
 
 def _headers(record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -355,12 +388,12 @@ def _routing_mismatches(checked: CheckedRecord, contract: Contract) -> list[Find
     return found
 
 
-def _read_ordering(document: Mapping[str, Any], ordering: Ordering, checked: CheckedRecord) -> None:
+def _read_ordering(document: Mapping[str, Any], ordering: tuple[Any, Any], checked: CheckedRecord) -> None:
     """The ordering key and sequence, when both are there and usable (a string or number; an integer)."""
-    try:
-        key = resolve_pointer(document, ordering.key)
-        sequence = resolve_pointer(document, ordering.sequence)
-    except KeyError:
+    read_key, read_sequence = ordering
+    key = read_key(document)
+    sequence = read_sequence(document)
+    if key is MISSING or sequence is MISSING:
         return
     if isinstance(key, bool) or not isinstance(key, str | int):
         return

@@ -196,13 +196,50 @@ def _fast_date_time(library: Callable[[Any], bool]) -> Callable[[Any], bool] | N
     return None  # pragma: no cover - only if the library's rule changed
 
 
+def _remembered(conforms: Callable[[Any], bool], size: int = 50_000) -> Callable[[Any], bool]:
+    """``conforms`` with its verdicts on strings remembered (dates and many other values repeat)."""
+    verdicts: dict[str, bool] = {}
+
+    def remembered(value: Any) -> bool:
+        if type(value) is not str:
+            return conforms(value)
+        verdict = verdicts.get(value)
+        if verdict is None:
+            verdict = conforms(value)
+            if len(verdicts) < size:
+                verdicts[value] = verdict
+        return verdict
+
+    return remembered
+
+
+def _field_check(path: tuple[str, ...], conforms: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """True unless the value at ``path`` (no array items on it) is there and does not conform."""
+    if len(path) == 1:
+        (name,) = path
+
+        def top(instance: Any) -> bool:
+            if type(instance) is dict:
+                value = instance.get(name, _MISSING)
+                return value is _MISSING or conforms(value)
+            return True
+
+        return top
+
+    def nested(instance: Any) -> bool:
+        value = _value_at(instance, path)
+        return value is _MISSING or conforms(value)
+
+    return nested
+
+
 class SchemaCheck:
     """One schema compiled for the fast path: ``accepts(instance)`` is True only if jsonschema agrees."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         locations = format_locations(schema)
-        functions = [(path, _format_function(schema, name)) for path, name in locations or ()]
-        self.formats = [(path, check) for path, check in functions if ANY_ITEM not in path]
+        functions = [(path, _remembered(_format_function(schema, name))) for path, name in locations or ()]
+        self.formats = [_field_check(path, check) for path, check in functions if ANY_ITEM not in path]
         self.item_formats = [(path, check) for path, check in functions if ANY_ITEM in path]
         if locations is None:
             callbacks = {name: _format_function(schema, name) for name in _RS_FORMATS}
@@ -218,9 +255,8 @@ class SchemaCheck:
                 return False
         except Exception:  # e.g. a lone surrogate cannot go to Rust: let jsonschema decide
             return False
-        for path, conforms in self.formats:
-            value = _value_at(instance, path)
-            if value is not _MISSING and not conforms(value):
+        for conforms in self.formats:
+            if not conforms(instance):
                 return False
         for path, conforms in self.item_formats:
             for value in _values_at(instance, path):
