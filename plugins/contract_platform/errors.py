@@ -45,6 +45,7 @@ __all__ = [
     "MigrationSpecError",
     "Problem",
     "PublishRefused",
+    "QualityError",
     "QueueMissing",
     "SchemaError",
     "SnapshotConflict",
@@ -210,3 +211,7 @@ class QueueMissing(BrokerError):
 
 class ArchiveError(ContractPlatformError):
     """An archive path is missing or cannot be read."""
+
+
+class QualityError(ContractPlatformError):
+    """Great Expectations could not open its folder or run a suite (its own error, mapped at the edge)."""

@@ -326,3 +326,15 @@ def test_contractctl_quality_exit_codes(
     assert contractctl(["quality", str(tmp_path / "missing"), "--catalog", str(catalog_dir)]) == 2
     assert contractctl(["quality", str(archive), "--catalog", str(tmp_path / "nowhere")]) == 2
     assert contractctl(["quality", str(archive), "--since", "last week"]) == 2
+
+
+def test_a_broken_great_expectations_folder_exits_2_naming_it(
+    spark, archive: Path, catalog_dir: Path, tmp_path: Path, capsys
+):
+    gx_root = tmp_path / "gx"
+    gx_root.mkdir()
+    (gx_root / "great_expectations.yml").write_text("config_version: [\n", encoding="utf-8")
+    assert job.main([str(archive), "--catalog", str(catalog_dir), "--gx-root", str(gx_root), "--no-data-docs"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(gx_root) in err and "great_expectations.yml" in err
+    assert "Traceback" not in err

@@ -28,7 +28,7 @@ from benchmarks.generate_archive import DEFECTS, ArchiveSpec, GeneratedArchive, 
 
 from contract_platform.catalog import Catalog  # noqa: E402
 from contract_platform.envelope import EnvelopeValidator  # noqa: E402
-from contract_platform.errors import UsageError  # noqa: E402
+from contract_platform.errors import ArchiveError, UsageError  # noqa: E402
 from contract_platform.store import Registry  # noqa: E402
 from contract_platform.validation import Keyed, Reason, ValidationReport, sequence_findings  # noqa: E402
 from contract_platform.validation.arrow import finding_of  # noqa: E402
@@ -286,3 +286,21 @@ def test_python_udfs_run_so_pyspark_and_pyspark_client_agree(spark):
     assert pyspark.__version__ == importlib.metadata.version("pyspark") == importlib.metadata.version("pyspark-client")
     plus_one = F.udf(lambda x: x + 1, "long")
     assert [row[0] for row in spark.range(3).select(plus_one("id")).collect()] == [1, 2, 3]
+
+
+def test_an_archive_file_gone_before_it_is_read_stops_the_job_with_its_name(
+    spark, archive, catalog_dir: Path, tmp_path: Path, monkeypatch
+):
+    gone = tmp_path / "billing.events" / "date=2026-07-01" / "part-9999.jsonl"
+    listed = job.list_archive(spark, str(archive.root))
+    monkeypatch.setattr(job, "list_archive", lambda spark, path: [*listed, (gone.as_uri(), 100)])
+    with pytest.raises(ArchiveError, match="part-9999.jsonl: cannot open the archive file"):
+        job.run_validation(spark, archive.root, catalog_dir)
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [("134217728", 134217728), ("128m", 128 * 2**20), ("4k", 4096), ("1g", 2**30), ("64MB", 64 * 2**20), ("", 7)],
+)
+def test_split_size_settings_are_read_as_spark_writes_them(setting: str, expected: int):
+    assert job._bytes_setting(setting, 7) == expected

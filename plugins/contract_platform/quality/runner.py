@@ -22,7 +22,7 @@ from typing import Any
 
 from contract_platform import settings
 from contract_platform.catalog.model import Catalog, Contract
-from contract_platform.errors import UsageError
+from contract_platform.errors import QualityError, UsageError
 from contract_platform.quality import columns as col
 from contract_platform.quality.report import NO_TYPE, ExpectationResult, QualityReport, TypeQuality
 from contract_platform.quality.samples import sample_message_ids
@@ -103,12 +103,19 @@ def _count_types(envelopes_df: Any, catalog: Catalog) -> tuple[dict[str, int], d
 def _open_context(root: Path) -> Any:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.exceptions import GreatExpectationsError
 
     try:
         root.mkdir(parents=True, exist_ok=True)
         context = gx.get_context(mode="file", context_root_dir=str(root))
     except OSError as exc:
         raise UsageError(f"{root}: cannot use it as the Great Expectations folder ({exc}); give another") from exc
+    except GreatExpectationsError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise QualityError(
+            f"{root}: Great Expectations cannot read its configuration there ({first}); "
+            "fix great_expectations.yml or give another --gx-root"
+        ) from exc
     if _progress_bars_shown(context.variables.progress_bars):  # logs, not terminals, read our runs
         context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
         context.variables.save()
@@ -128,6 +135,7 @@ def _validate(
 ) -> TypeQuality:
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.exceptions import GreatExpectationsError
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -163,7 +171,10 @@ def _validate(
     frame = frame.coalesce(max(1, min(frame.rdd.getNumPartitions(), math.ceil(rows / ROWS_PER_PARTITION))))
     frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        outcome = checkpoint.run(batch_parameters={"dataframe": frame})
+        try:
+            outcome = checkpoint.run(batch_parameters={"dataframe": frame})
+        except GreatExpectationsError as exc:
+            raise QualityError(f"{name}: Great Expectations could not run the suite: {exc}") from exc
         [result] = outcome.run_results.values()
         evaluated = {_platform_id(r): r for r in result.results}
         rejected = [spec for spec in judged if spec.id in evaluated and _unexpected_count(evaluated[spec.id])]
