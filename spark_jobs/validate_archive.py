@@ -87,8 +87,10 @@ __all__ = [
 
 APP_NAME = "validate-archive"
 _BROADCAST_ROWS = 1_000_000  # flagged records to broadcast, beyond which a shuffle join is safer
+_COLLECT_ROWS = 100_000  # records to read again that the driver groups itself, beyond which Spark does
 SPLIT_SCHEMA = from_arrow_schema(pa.schema(list(SPLIT_FIELDS)))
 CHECKED_SCHEMA = from_arrow_schema(pa.schema(list(CHECKED_FIELDS)))
+REREAD_SCHEMA = from_arrow_schema(pa.schema(list(REREAD_FIELDS)))
 _GZIP_WEIGHT = 8  # a gzipped byte is worth about this many plain ones to read and check
 
 
@@ -128,9 +130,7 @@ def archive_splits(
     splits = plan_splits(files, split_bytes)
     context = spark.sparkContext
     bins = _packed(splits, 2 * context.defaultParallelism)
-    rows = context.parallelize(bins, len(bins)).flatMap(
-        lambda part: [(s.index, s.uri, s.start, s.length, s.compressed) for s in part]
-    )
+    rows = context.parallelize([[_split_row(s) for s in part] for part in bins], len(bins)).flatMap(lambda part: part)
     return splits, spark.createDataFrame(rows, SPLIT_SCHEMA)
 
 
@@ -182,27 +182,59 @@ def _check_quarantine_dir(spark: SparkSession, quarantine_dir: str) -> None:
 def write_quarantine(
     records: DataFrame,
     quarantine_dir: str,
-    splits: DataFrame,
+    splits: Sequence[Split],
     reread: Any,
+    *,
+    collect_limit: int | None = None,
 ) -> None:
     """Invalid records, as the original record plus ``reasons`` (JSON Lines), replacing a previous quarantine.
 
     ``records`` keep the line of records the record-level rules found invalid; the others (invalid
-    by a cross-record rule only) are read again from ``splits`` by ``reread`` (``reread_batches``
-    with the job's catalogue and options), which checks them again for their record-level reasons.
+    by a cross-record rule only) are read again from their ``splits`` by ``reread``
+    (``reread_batches`` with the job's catalogue and options), which checks them again for their
+    record-level reasons. Up to ``collect_limit`` (default ``_COLLECT_ROWS``) such records are
+    grouped by split on the driver and the splits spread evenly over the cores; more, by Spark.
     """
-    _check_quarantine_dir(records.sparkSession, quarantine_dir)
+    limit = _COLLECT_ROWS if collect_limit is None else collect_limit
+    spark = records.sparkSession
+    _check_quarantine_dir(spark, quarantine_dir)
     invalid = records.where("invalid")
     kept = invalid.where(F.col("line").isNotNull()).select("line", "archive_file", "findings")
-    quarantined = kept.mapInArrow(quarantine_batches, "value string")
-    wanted = (
-        invalid.where(F.col("line").isNull())
-        .groupBy(F.shiftright("record_id", LINE_BITS).alias("split_index"))
-        .agg(F.collect_list(F.struct("record_id", "line_hash", "findings")).alias("wanted"))
+    missing = invalid.where(F.col("line").isNull()).select("record_id", "line_hash", "findings")
+    found = missing.limit(limit + 1).collect()
+    if len(found) <= limit:
+        again = _reread_splits(spark, splits, found)
+    else:
+        wanted = missing.groupBy(F.shiftright("record_id", LINE_BITS).alias("split_index")).agg(
+            F.collect_list(F.struct("record_id", "line_hash", "findings")).alias("wanted")
+        )
+        table = spark.createDataFrame([_split_row(s) for s in splits], SPLIT_SCHEMA)
+        again = table.join(wanted, "split_index").select(*[name for name, _ in REREAD_FIELDS])
+    quarantined = kept.mapInArrow(quarantine_batches, "value string").unionByName(
+        again.mapInArrow(reread, "value string")
     )
-    again = splits.join(wanted, "split_index").select(*[name for name, _ in REREAD_FIELDS])
-    quarantined = quarantined.unionByName(again.mapInArrow(reread, "value string"))
     quarantined.write.mode("overwrite").text(quarantine_dir)
+
+
+def _split_row(split: Split) -> tuple[Any, ...]:
+    return (split.index, split.uri, split.start, split.length, split.compressed)
+
+
+def _reread_splits(spark: SparkSession, splits: Sequence[Split], found: Sequence[Any]) -> DataFrame:
+    """``REREAD_FIELDS`` rows for the splits that hold ``found`` records, packed evenly over the cores."""
+    wanted: dict[int, list[tuple[Any, ...]]] = {}
+    for row in found:
+        findings = [tuple(f) for f in row["findings"] or []]
+        wanted.setdefault(Split.of_record(row["record_id"])[0], []).append(
+            (row["record_id"], row["line_hash"], findings)
+        )
+    by_index = {split.index: split for split in splits}
+    context = spark.sparkContext
+    bins = [
+        [(*_split_row(split), wanted[split.index]) for split in part]
+        for part in _packed([by_index[index] for index in sorted(wanted)], 2 * context.defaultParallelism)
+    ]
+    return spark.createDataFrame(context.parallelize(bins, len(bins)).flatMap(lambda part: part), REREAD_SCHEMA)
 
 
 def _job_error(exc: Exception) -> ContractPlatformError | None:
@@ -273,7 +305,7 @@ def _run_validation(
         _check_quarantine_dir(spark, str(quarantine_dir))
     bundle = CatalogBundle.read(catalog_dir)
     files = list_archive(spark, archive)
-    _, splits = archive_splits(spark, files)
+    planned, splits = archive_splits(spark, files)
     checked = check_records(
         splits, catalog_dir, bundle=bundle, oversize_bytes=oversize_bytes, statuses=statuses
     ).persist(StorageLevel.MEMORY_AND_DISK)
@@ -294,7 +326,7 @@ def _run_validation(
         if quarantine_dir is not None:
             shipped = spark.sparkContext.broadcast(bundle)
             reread = partial(reread_batches, catalog=shipped, oversize_bytes=oversize_bytes, statuses=statuses or None)
-            write_quarantine(records, str(quarantine_dir), splits, reread)
+            write_quarantine(records, str(quarantine_dir), planned, reread)
         report = ValidationReport(
             archive=archive,
             catalog=str(catalog_dir),

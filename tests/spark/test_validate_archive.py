@@ -304,3 +304,18 @@ def test_an_archive_file_gone_before_it_is_read_stops_the_job_with_its_name(
 )
 def test_split_size_settings_are_read_as_spark_writes_them(setting: str, expected: int):
     assert job._bytes_setting(setting, 7) == expected
+
+
+def test_many_records_to_read_again_are_grouped_by_spark_with_the_same_quarantine(
+    spark, archive, catalog_dir: Path, validated, tmp_path: Path, monkeypatch
+):
+    _, out = validated
+    monkeypatch.setattr(job, "_COLLECT_ROWS", 0)  # every record invalid only by a cross-record rule: Spark's way
+    job.run_validation(spark, archive.root, catalog_dir, quarantine_dir=tmp_path / "q", statuses=STATUSES)
+
+    def lines(folder: Path) -> list[str]:
+        return sorted(line for part in folder.glob("part-*") for line in part.read_text(encoding="utf-8").splitlines())
+
+    assert lines(tmp_path / "q") == lines(out / "quarantine")
+    reasons = Counter(json.loads(line)["reasons"][0]["code"] for line in lines(tmp_path / "q"))
+    assert reasons["CONFLICTING_DUPLICATE"] and reasons["OUT_OF_ORDER"]
