@@ -13,9 +13,6 @@ Daily and on demand: what actually travelled on each topic, checked against the 
    findings, not a failure of the run.
 4. **reconcile_lifecycle** — the evidence feeds the experimental → active guard (invalid rate
    under the contract's target over its window), so the lifecycle is reconciled.
-5. **report_findings** — ends the run red when invalid records were found, listing the invalid
-   count and reasons per type and where the quarantine is; evidence and lifecycle are already done
-   (the same convention as `envelope_quality`: findings never stop the evidence being recorded).
 
 Param *archive_path* validates another archive (a folder or one file) instead of the platform's.
 """
@@ -33,7 +30,6 @@ from contract_platform_airflow.runtime import (
     actor_of,
     broker,
     catalog_root,
-    fail_if,
     fail_on_bad_input,
     registry,
     run_id_of,
@@ -109,23 +105,7 @@ def topic_archive_validation() -> None:
                 load(catalog_root()), store, actor=actor_of(context), run_id=run_id_of(context)
             ).to_dict()
 
-    @task(retries=0)
-    def report_findings(paths: dict[str, str], _reconciled: dict[str, Any]) -> None:
-        import json
-        from pathlib import Path
-
-        report = json.loads(Path(paths["report"]).read_text(encoding="utf-8"))
-        found = []
-        for name, figures in sorted(report["by_type"].items()):
-            if figures["invalid"]:
-                reasons = ", ".join(f"{code} {n}" for code, n in figures["by_reason"].items() if n)
-                found.append(f"{name}: {figures['invalid']} invalid of {figures['records']} ({reasons})")
-        fail_if(found, f"invalid records in the archive (quarantine: {paths['quarantine']}; report: {paths['report']})")
-
-    paths = plan_paths(archive_topics())
-    reconciled = reconcile_lifecycle()
-    paths >> validate >> reconciled
-    report_findings(paths, reconciled)
+    plan_paths(archive_topics()) >> validate >> reconcile_lifecycle()
 
 
 topic_archive_validation()

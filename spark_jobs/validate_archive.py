@@ -47,6 +47,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
+from py4j.protocol import Py4JJavaError
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -271,7 +272,7 @@ def run_validation(
             oversize_bytes=oversize_bytes,
             statuses=dict(statuses or {}),
         )
-    except PySparkException as exc:
+    except (PySparkException, Py4JJavaError) as exc:  # a Python worker's error, as Spark hands it back
         mapped = _job_error(exc)
         if mapped is None:
             raise

@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from contract_platform.errors import ArchiveError
 
@@ -90,7 +90,7 @@ def _filesystem(uri: str) -> tuple[Any, str]:
 
     parts = urlsplit(uri)
     if parts.scheme in ("", "file"):
-        return fs.LocalFileSystem(), (parts.path if parts.scheme else uri)
+        return fs.LocalFileSystem(), (unquote(parts.path) if parts.scheme else uri)  # URIs escape "%", " "...
     location = uri.replace("s3a://", "s3://", 1).replace("s3n://", "s3://", 1)
     try:
         return fs.FileSystem.from_uri(location)

@@ -63,6 +63,17 @@ def test_garbage_after_the_last_gzip_member_ends_the_file(tmp_path: Path):
     assert lines_of(path, 2**20) == [b"a", b"b"]
 
 
+def test_file_uris_with_escaped_characters_are_read(tmp_path: Path):
+    folder = tmp_path / "odd name" / "date=2026-07-01"
+    folder.mkdir(parents=True)
+    path = folder / "part 100%.jsonl"
+    path.write_bytes(b"a\nb\n")
+    uri = path.as_uri()
+    assert "%20" in uri and "%25" in uri
+    assert lines_of(path, 1) == [b"a", b"b"]
+    assert list(read_lines(Split(0, uri, 0, 4, False))) == [b"a", b"b"]
+
+
 def test_empty_files_have_one_empty_split(tmp_path: Path):
     plain, packed = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
     plain.write_bytes(b"")
