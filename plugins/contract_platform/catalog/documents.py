@@ -142,10 +142,8 @@ def pointer_reader(pointer: str) -> Callable[[Any], Any]:
     def read(document: Any) -> Any:
         current = document
         for token in tokens:
-            if isinstance(current, dict):
-                current = current.get(token, MISSING)
-                if current is MISSING:
-                    return MISSING
+            if isinstance(current, dict) and token in current:
+                current = current[token]
             elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
                 current = current[int(token)]
             else:

@@ -2,9 +2,10 @@
 
 ``compile_steps(ops)`` returns the steps of the three passes in order (the copy and conversion ops
 in file order, then every ``default``, then every ``constant``); each step is called with the old
-payload and the new payload being built. Reading follows ``resolve_pointer``'s rules and writing
-creates intermediate objects, exactly as the engine always has; a pointer that does not start with
-'/' (never one from ``parse_spec``) goes through ``resolve_pointer`` and ``split_pointer`` themselves.
+payload and the new payload being built. Reading is ``catalog.documents.pointer_reader`` (the rules of
+``resolve_pointer``, the pointer split once) and writing creates intermediate objects, exactly as the
+engine always has; a pointer that does not start with '/' (never one from ``parse_spec``) is written
+through ``split_pointer`` itself.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
-from contract_platform.catalog.documents import resolve_pointer
+from contract_platform.catalog.documents import MISSING, pointer_from_path, pointer_reader
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.errors import MessageNotMigratable
 from contract_platform.migration.conversions import decimal_to_minor_units, number_to_text
@@ -33,7 +33,7 @@ from contract_platform.migration.spec import (
 
 __all__ = ["Step", "compile_steps", "copied"]
 
-_ABSENT: Any = object()
+_ABSENT: Any = MISSING  # what a reader returns where the pointer finds nothing
 
 
 # -- copying values -------------------------------------------------------------------------------
@@ -60,42 +60,22 @@ Reader = Callable[[Any], Any]  # document -> the value at a pointer, or _ABSENT
 Writer = Callable[[dict[str, Any], Any], None]  # (new payload, value): a copy of value set at a pointer
 
 
-def _read(payload: Any, pointer: str) -> Any:
-    try:
-        return resolve_pointer(payload, pointer)
-    except KeyError:
-        return _ABSENT
-
-
 def _write(result: dict[str, Any], pointer: str, value: Any) -> None:
     """Set ``pointer`` in ``result``, creating intermediate objects (for any pointer string)."""
     _tokens_writer(pointer, split_pointer(pointer))(result, value)
 
 
-def _resolve(tokens: tuple[str, ...], document: Any) -> Any:
-    """``resolve_pointer`` for a pointer already split into tokens; ``_ABSENT`` where it finds nothing."""
-    for token in tokens:
-        if isinstance(document, dict) and token in document:
-            document = document[token]
-        elif isinstance(document, list) and token.isdigit() and int(token) < len(document):
-            document = document[int(token)]
-        else:
-            return _ABSENT
-    return document
-
-
 def _reader(pointer: str) -> Reader:
-    if not pointer.startswith("/"):  # "", "#/...": whatever resolve_pointer makes of it
-        return partial(_read, pointer=pointer)
-    tokens = tuple(split_pointer(pointer))
-    if len(tokens) > 1:
-        return partial(_resolve, tokens)
-    field = tokens[0]
+    """``catalog.documents.pointer_reader``, with a dict lookup first for a top-level field."""
+    read = pointer_reader(pointer)
+    field = _field(pointer)
+    if field is None:
+        return read
 
     def read_field(document: Any) -> Any:
         if type(document) is dict:
             return document.get(field, _ABSENT)
-        return _resolve(tokens, document)  # a list, or a subclass of dict: resolve_pointer's own tests
+        return read(document)  # a list, or a subclass of dict: resolve_pointer's own tests
 
     return read_field
 
@@ -145,6 +125,7 @@ Step = Callable[[Any, dict[str, Any]], None]
 
 def _copy_fields(pairs: tuple[tuple[str, str], ...]) -> Step:
     """Consecutive copies from top-level fields to top-level fields, in file order."""
+    readers = [(pointer_reader(pointer_from_path([source])), target) for source, target in pairs]
 
     def step(payload: Any, result: dict[str, Any]) -> None:
         if isinstance(payload, dict):
@@ -153,8 +134,8 @@ def _copy_fields(pairs: tuple[tuple[str, str], ...]) -> Step:
                     value = payload[source]
                     result[target] = value if type(value) in _ATOMIC else copied(value)
             return
-        for source, target in pairs:  # a Mapping that is not a dict: what resolve_pointer finds in it
-            value = _resolve((source,), payload)
+        for read, target in readers:  # a Mapping that is not a dict: what resolve_pointer finds in it
+            value = read(payload)
             if value is not _ABSENT:
                 result[target] = copied(value)
 
