@@ -48,7 +48,7 @@ if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs
 
 import pyarrow as pa
 from py4j.protocol import Py4JJavaError
-from pyspark import StorageLevel
+from pyspark import Broadcast, StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -156,12 +156,17 @@ def check_records(
     *,
     oversize_bytes: int = DEFAULT_OVERSIZE_BYTES,
     statuses: Mapping[str, str] | None = None,
-    bundle: CatalogBundle | None = None,
+    bundle: CatalogBundle | Broadcast[CatalogBundle] | None = None,
     keep_lines: bool = False,
 ) -> DataFrame:
-    """The record-level rules on every line of ``splits`` (``CHECKED_SCHEMA``); ``keep_lines`` keeps every line."""
-    bundle = bundle or CatalogBundle.read(catalog_dir)
-    shipped = splits.sparkSession.sparkContext.broadcast(bundle)
+    """The record-level rules on every line of ``splits`` (``CHECKED_SCHEMA``); ``keep_lines`` keeps every line.
+
+    ``bundle`` is the catalogue's files (read from ``catalog_dir`` when not given), or a broadcast of them.
+    """
+    if isinstance(bundle, Broadcast):
+        shipped = bundle
+    else:
+        shipped = splits.sparkSession.sparkContext.broadcast(bundle or CatalogBundle.read(catalog_dir))
     body = partial(
         check_splits,
         catalog=shipped,
@@ -305,10 +310,11 @@ def _run_validation(
     if quarantine_dir is not None:
         _check_quarantine_dir(spark, str(quarantine_dir))
     bundle = CatalogBundle.read(catalog_dir)
+    shipped = spark.sparkContext.broadcast(bundle)  # once: the record rules and the second read share it
     files = list_archive(spark, archive)
     planned, splits = archive_splits(spark, files)
     checked = check_records(
-        splits, catalog_dir, bundle=bundle, oversize_bytes=oversize_bytes, statuses=statuses
+        splits, catalog_dir, bundle=shipped, oversize_bytes=oversize_bytes, statuses=statuses
     ).persist(StorageLevel.MEMORY_AND_DISK)
     flags: DataFrame | None = None
     duplicates: DataFrame | None = None
@@ -325,7 +331,6 @@ def _run_validation(
         records = all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS)
         figures = aggregate(records)
         if quarantine_dir is not None:
-            shipped = spark.sparkContext.broadcast(bundle)
             reread = partial(reread_batches, catalog=shipped, oversize_bytes=oversize_bytes, statuses=statuses or None)
             write_quarantine(records, str(quarantine_dir), planned, reread)
         report = ValidationReport(

@@ -110,10 +110,14 @@ def open_file(uri: str) -> Any:
 def file_sizes(uris: Sequence[str]) -> list[int]:
     """The size in bytes of each file, in one request per file system; ``ArchiveError`` for one that is gone."""
     sizes: dict[str, int] = {}
-    grouped: dict[str, tuple[Any, list[tuple[str, str]]]] = {}
+    grouped: dict[tuple[str, str], tuple[Any, list[tuple[str, str]]]] = {}
     for uri in uris:
-        filesystem, path = _filesystem(uri)
-        grouped.setdefault(filesystem.type_name, (filesystem, []))[1].append((uri, path))
+        place = urlsplit(uri)[:2]  # (scheme, host): one file system, asked once
+        if place in grouped:
+            grouped[place][1].append((uri, _filesystem(uri)[1]))
+        else:
+            filesystem, path = _filesystem(uri)
+            grouped[place] = (filesystem, [(uri, path)])
     for filesystem, members in grouped.values():
         try:
             infos = filesystem.get_file_info([path for _, path in members])
