@@ -319,3 +319,19 @@ def test_many_records_to_read_again_are_grouped_by_spark_with_the_same_quarantin
     assert lines(tmp_path / "q") == lines(out / "quarantine")
     reasons = Counter(json.loads(line)["reasons"][0]["code"] for line in lines(tmp_path / "q"))
     assert reasons["CONFLICTING_DUPLICATE"] and reasons["OUT_OF_ORDER"]
+
+
+def test_a_damaged_gzip_file_is_read_as_far_as_it_goes_and_the_rest_is_counted(
+    spark, catalog: Catalog, catalog_dir: Path, tmp_path: Path
+):
+    contract = catalog.get("order.order-created.v1")
+    valid = next(f.document for f in contract.fixtures if f.valid)
+    line = json.dumps(archive_record(contract, valid, "2026-07-01T10:00:00Z")).encode()
+    path = tmp_path / "order.events" / "date=2026-07-01" / "part-0000.jsonl.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(gzip.compress(line + b"\n") + b"not gzip at all")
+    report = job.run_validation(spark, tmp_path, catalog_dir, quarantine_dir=tmp_path / "q")
+    assert report.totals.records == 2 and report.totals.valid == 1
+    assert report.by_reason[Reason.MALFORMED] == 1
+    [quarantined] = [json.loads(x) for p in (tmp_path / "q").glob("part-*") for x in p.read_text().splitlines()]
+    assert quarantined["rawLine"].startswith("<archive file damaged: bytes ") and "not read" in quarantined["rawLine"]

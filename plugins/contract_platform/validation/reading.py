@@ -7,8 +7,10 @@ the JVM and back. Files are opened with Arrow's file systems (local paths and ``
 ``s3:``/``s3a:``, ``gs:`` URIs), as every executor of a cluster sees them.
 
 * A gzipped file (``.gz``) is one split, read as a stream: concatenated gzip members are read one
-  after the other; a file that ends inside a member yields what could be decompressed, and its last,
-  partial line is then a line like any other (the record rules call it MALFORMED).
+  after the other. A file that ends inside a member, or holds data that cannot be inflated, yields
+  what could be decompressed (a last, partial line is a line like any other), then one line that
+  says which bytes could not be read: the record rules call both MALFORMED, so nothing in the file
+  goes uncounted. Zero padding after the last member is not data.
 * A plain file is cut into splits of about ``split_bytes``; a line belongs to the split that holds
   its first byte, so every line is read exactly once whatever the split size.
 * Lines end at ``\\n`` (a ``\\r`` before it is dropped); a last line without one is still a line;
@@ -150,37 +152,70 @@ def line_batches(split: Split, stream: Any | None = None) -> Iterator[list[bytes
             source.close()
 
 
+class _Damaged(bytes):
+    """What stands for the part of a gzipped file that could not be inflated: one line of its own."""
+
+
 def _inflated(source: Any) -> Iterator[bytes]:
-    """The decompressed bytes of every gzip member in ``source``, up to where it stops making sense."""
+    """The decompressed bytes of every gzip member in ``source``; then, if some of it could not be
+    inflated (damaged, not gzip, or cut short inside a member), a ``_Damaged`` line that says so."""
     inflater = zlib.decompressobj(_GZIP)
+    fed = False  # has the current member been given any input?
     pending = b""
+    read = 0  # compressed bytes read from the file so far
     while True:
         if not pending:
             pending = source.read(_CHUNK)
+            read += len(pending)
             if not pending:
                 break
         try:
             data = inflater.decompress(pending, _MAX_OUT)  # bounded: a small file may inflate enormously
-        except zlib.error:
-            return  # damaged from here on: what was read stays read
+        except zlib.error as exc:
+            yield from _flushed(inflater)
+            yield _damage(source, read - len(pending), f"cannot be inflated ({exc}): not gzip data, or damaged")
+            return
+        fed = True
         if data:
             yield data
         if inflater.eof:
             pending = inflater.unused_data
             if pending and not pending.strip(b"\0"):
                 return  # zero padding after the last member
-            inflater = zlib.decompressobj(_GZIP)
+            inflater, fed = zlib.decompressobj(_GZIP), False
         else:
             pending = inflater.unconsumed_tail
-    tail = inflater.flush()  # a member cut short: whatever it still holds
+    if fed:  # the file ended inside a member
+        yield from _flushed(inflater)
+        yield _Damaged(f"<archive file damaged: it ends at byte {read} inside a gzip member (cut short)>".encode())
+
+
+def _flushed(inflater: Any) -> Iterator[bytes]:
+    try:
+        tail = inflater.flush()  # whatever a damaged or cut-short member still holds
+    except zlib.error:
+        return
     if tail:
         yield tail
+
+
+def _damage(source: Any, offset: int, what: str) -> _Damaged:
+    try:
+        size = int(source.size())
+    except (AttributeError, OSError, ValueError):
+        size = offset
+    where = f"bytes {offset} to {size}" if size > offset else f"what follows byte {offset}"
+    return _Damaged(f"<archive file damaged: {where} {what}; not read>".encode())
 
 
 def _lines(chunks: Iterable[bytes]) -> Iterator[list[bytes]]:
     """The pieces of the concatenated ``chunks`` between newlines (and after the last one, if any), in lists."""
     rest = b""
     for chunk in chunks:
+        if isinstance(chunk, _Damaged):  # a line of its own, after whatever line it cut short
+            yield [*([rest] if rest else []), bytes(chunk)]
+            rest = b""
+            continue
         pieces = (rest + chunk if rest else chunk).split(b"\n")
         rest = pieces.pop()
         if pieces:

@@ -47,20 +47,37 @@ def test_a_gzipped_file_is_one_split_and_concatenated_members_are_all_read(tmp_p
     assert list(read_lines(split)) == [b"a", b"b", b"c", b"d"]
 
 
-def test_a_gzip_file_cut_short_yields_what_it_holds_and_its_partial_last_line(tmp_path: Path):
+def test_a_gzip_file_cut_short_yields_what_it_holds_its_partial_last_line_and_says_it_was_cut(tmp_path: Path):
     path = tmp_path / "part.jsonl.gz"
     whole = gzip.compress(b"".join(b'{"n":%d}\n' % n for n in range(5000)))
     path.write_bytes(whole[: len(whole) // 2])
     lines = lines_of(path, 2**20)
     assert 0 < len(lines) < 5000
-    assert lines[:-1] == [b'{"n":%d}' % n for n in range(len(lines) - 1)]
-    assert lines[-1].startswith(b'{"n":')  # whole or cut: either way a line the record rules will judge
+    assert lines[:-2] == [b'{"n":%d}' % n for n in range(len(lines) - 2)]
+    assert lines[-2].startswith(b'{"n":')  # whole or cut: either way a line the record rules will judge
+    assert lines[-1] == b"<archive file damaged: it ends at byte %d inside a gzip member (cut short)>" % (
+        len(whole) // 2
+    )
 
 
-def test_garbage_after_the_last_gzip_member_ends_the_file(tmp_path: Path):
+def test_data_after_the_last_gzip_member_that_is_not_gzip_is_one_line_naming_its_bytes(tmp_path: Path):
     path = tmp_path / "part.jsonl.gz"
-    path.write_bytes(gzip.compress(b"a\nb\n") + b"not gzip")
-    assert lines_of(path, 2**20) == [b"a", b"b"]
+    members = gzip.compress(b"a\nb") + gzip.compress(b"\n")
+    path.write_bytes(members + b"not gzip")
+    *read, damaged = lines_of(path, 2**20)
+    assert read == [b"a", b"b"]
+    assert damaged.startswith(
+        b"<archive file damaged: bytes %d to %d cannot be inflated" % (len(members), len(members) + 8)
+    )
+    assert damaged.endswith(b"not gzip data, or damaged; not read>")
+
+
+def test_a_line_cut_by_damage_is_kept_apart_from_the_line_that_reports_it(tmp_path: Path):
+    path = tmp_path / "part.jsonl.gz"
+    path.write_bytes(gzip.compress(b"a\npartial") + b"\x1f\x8b\x08\x00damaged")
+    lines = lines_of(path, 2**20)
+    assert lines[:2] == [b"a", b"partial"] and lines[2].startswith(b"<archive file damaged: ")
+    assert len(lines) == 3
 
 
 def test_file_uris_with_escaped_characters_are_read(tmp_path: Path):
