@@ -68,6 +68,7 @@ WANTED_TYPE = pa.struct([("record_id", pa.int64()), ("line_hash", pa.int64()), (
 REREAD_FIELDS: tuple[tuple[str, pa.DataType], ...] = (*SPLIT_FIELDS, ("wanted", pa.list_(WANTED_TYPE)))
 _SCHEMA = pa.schema(list(CHECKED_FIELDS))
 BATCH_ROWS = 8192
+_CLOSED = "validate closed partitions (no file still being written), or run again"
 
 
 def line_hash(line: bytes) -> int:
@@ -197,13 +198,15 @@ def reread_batches(
                     if want is None:
                         continue
                     if line_hash(line) != want["line_hash"]:
-                        raise ArchiveError(f"{split.uri}: a line changed while the archive was validated")
+                        raise ArchiveError(f"{split.uri}: a line changed while the archive was validated; {_CLOSED}")
                     found = [*checker.check(line).findings, *(finding_of(f) for f in want["findings"] or [])]
                     values.append(quarantine_line(line, split.uri, _finding_rows(found)))
                 if not wanted:
                     break
             if wanted:
-                raise ArchiveError(f"{split.uri}: {len(wanted)} lines were gone when the archive was read again")
+                raise ArchiveError(
+                    f"{split.uri}: {len(wanted)} lines were gone when the archive was read again; {_CLOSED}"
+                )
             yield pa.RecordBatch.from_arrays([pa.array(values, type=pa.string())], names=["value"])
 
 

@@ -97,7 +97,9 @@ def _filesystem(uri: str) -> tuple[Any, str]:
     try:
         return fs.FileSystem.from_uri(location)
     except (OSError, ValueError) as exc:
-        raise ArchiveError(f"{uri}: cannot read archive files there: {exc}") from exc
+        raise ArchiveError(
+            f"{uri}: cannot read archive files there: {exc}; use a path the Spark workers can read (see README, Operating)"
+        ) from exc
 
 
 def open_file(uri: str) -> Any:
@@ -106,7 +108,10 @@ def open_file(uri: str) -> Any:
     try:
         return filesystem.open_input_file(path)
     except (OSError, ValueError) as exc:
-        raise ArchiveError(f"{uri}: cannot open the archive file: {exc}") from exc
+        raise ArchiveError(
+            f"{uri}: cannot open the archive file: {exc}; check that every Spark worker can read it, or run again "
+            "if it was moved away during the run"
+        ) from exc
 
 
 def file_sizes(uris: Sequence[str]) -> list[int]:
@@ -124,10 +129,12 @@ def file_sizes(uris: Sequence[str]) -> list[int]:
         try:
             infos = filesystem.get_file_info([path for _, path in members])
         except (OSError, ValueError) as exc:
-            raise ArchiveError(f"cannot read the sizes of the archive files: {exc}") from exc
+            raise ArchiveError(
+                f"cannot read the sizes of the archive files: {exc}; check the archive is readable"
+            ) from exc
         for (uri, _), info in zip(members, infos, strict=True):
             if info.size is None:
-                raise ArchiveError(f"{uri}: the archive file is gone (listed, then not found)")
+                raise ArchiveError(f"{uri}: the archive file is gone (listed, then not found); run again")
             sizes[uri] = int(info.size)
     return [sizes[uri] for uri in uris]
 
