@@ -135,17 +135,14 @@ def _batch(rows: Sequence[tuple[Any, ...]]) -> pa.RecordBatch:
 def _checker(catalog: Any, oversize_bytes: int, statuses: Mapping[str, str] | None) -> RecordChecker:
     bundle: CatalogBundle = catalog.value if hasattr(catalog, "value") else catalog
     checker = checker_for(bundle, oversize_bytes=oversize_bytes, statuses=statuses)
-    gc.freeze()  # the compiled catalogue lives as long as the worker: collections need not walk it again
+    gc.freeze()  # the compiled catalogue lives as long as the worker: collections need not walk it
     return checker
 
 
 @contextlib.contextmanager
 def _rare_collections() -> Iterator[None]:
-    """Fewer cyclic garbage collections while records are checked: parsed JSON holds no cycles.
-
-    With the default thresholds a collection ran every few records and cost more than a third of
-    the time spent per record; memory is still freed by reference counting as usual.
-    """
+    """Fewer cyclic garbage collections while records are checked: parsed JSON holds no cycles,
+    so memory is freed by reference counting as usual and a collection would find nothing to free."""
     thresholds = gc.get_threshold()
     gc.set_threshold(100_000, *thresholds[1:])
     try:
