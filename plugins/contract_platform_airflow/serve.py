@@ -1,0 +1,108 @@
+"""Serve the platform in a real Airflow: scheduler, dag-processor, triggerer and api-server.
+
+    bash scripts/airflow-local [--port 8080]
+
+Beside the main job (``bash scripts/main-job``) and on the same data: the same ``AIRFLOW_HOME``,
+registry, archives and working catalogue under ``./data``; the repository's ``dags/`` and the
+platform's plugin; examples off; the platform's connections exported as ``AIRFLOW_CONN_*`` for every
+component (``contract_platform_airflow.settings``, the one definition); the venv on ``PATH`` (the
+standalone command starts its components by name). It prints the URL and the admin login, then
+runs ``airflow standalone`` (LocalExecutor) until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from contract_platform_airflow.settings import airflow_environment, apply, ensure_pools
+
+ROOT = Path.cwd()
+ADMIN = "admin"
+
+
+def serve_environment(root: Path, port: int) -> dict[str, str]:
+    """The components' environment: the platform's settings plus the api port and the venv on PATH."""
+    data = Path(os.environ.get("CONTRACT_PLATFORM_HOME") or root / "data").resolve()
+    demo = data / "demo" / "contracts"  # the main job's working copy of contracts/
+    catalog = Path(os.environ.get("CONTRACT_CATALOG") or (demo if demo.is_dir() else root / "contracts"))
+    values = airflow_environment(root, data=data, catalog=catalog)
+    values["AIRFLOW__API__PORT"] = str(port)
+    # Task processes report to the api-server's execution API; it must follow the port.
+    values["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://localhost:{port}/execution/"
+    env = apply(values)
+    venv_bin = str(Path(sys.executable).parent)
+    if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
+    return env
+
+
+def admin_password(airflow_home: Path) -> str:
+    """The admin's password for SimpleAuthManager: the one generated earlier, else a new one."""
+    path = Path(
+        os.environ.get("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE")
+        or airflow_home / "simple_auth_manager_passwords.json.generated"
+    )
+    passwords: dict[str, str] = {}
+    if path.exists():
+        try:
+            passwords = json.loads(path.read_text("utf-8") or "{}")
+        except json.JSONDecodeError:
+            raise SystemExit(f"{path} is not JSON; delete it and a new admin password is generated") from None
+    if not passwords.get(ADMIN):
+        passwords[ADMIN] = secrets.token_urlsafe(12)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(passwords), "utf-8")
+        path.chmod(0o600)
+    return passwords[ADMIN]
+
+
+def migrate() -> None:
+    result = subprocess.run(["airflow", "db", "migrate"], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"airflow db migrate failed:\n{result.stderr[-3000:]}")
+    ensure_pools()
+
+
+def describe(env: dict[str, str], port: int, password: str) -> str:
+    from contract_platform.settings import redact_url
+
+    conns = {k[len("AIRFLOW_CONN_") :].lower(): json.loads(v) for k, v in env.items() if k.startswith("AIRFLOW_CONN_")}
+    spark = conns.get("spark_default", {}).get("host", "?")
+    registry = redact_url(str(conns.get("contract_registry_default", {}).get("extra", {}).get("url", "?")))
+    broker = conns.get("rabbitmq_default", {})
+    return (
+        "Contract Lifecycle Platform — Airflow (scheduler, dag-processor, triggerer, api-server; LocalExecutor)\n"
+        f"  UI:          http://localhost:{port}/  (Contracts page: http://localhost:{port}/plugin/contracts)\n"
+        f"  login:       {ADMIN} / {password}\n"
+        f"  AIRFLOW_HOME {env['AIRFLOW_HOME']}\n"
+        f"  DAGs:        {env['AIRFLOW__CORE__DAGS_FOLDER']} (examples off)\n"
+        f"  data:        {env['CONTRACT_PLATFORM_HOME']}\n"
+        f"  catalogue:   {env['CONTRACT_CATALOG']}\n"
+        f"  connections: spark_default={spark}  rabbitmq_default={broker.get('host')}:{broker.get('port')}"
+        f"/{broker.get('schema')}  contract_registry_default={registry}\n"
+        "  Ctrl-C stops every component.\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="airflow-local", description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8080, help="the api-server's port (default 8080)")
+    args = parser.parse_args(argv)
+    env = serve_environment(ROOT, args.port)
+    Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+    print("preparing Airflow's metadata DB ...", flush=True)
+    migrate()
+    password = admin_password(Path(env["AIRFLOW_HOME"]))
+    print(describe(env, args.port, password), flush=True)
+    os.execvp("airflow", ["airflow", "standalone"])
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
