@@ -17,6 +17,11 @@
   so a repair never touches a file a live archiver holds. Files rotate by size and by date.
 - **JSON-safe headers.** bytes -> UTF-8 text, or ``{"$base64": ...}`` when not UTF-8; datetime -> ISO 8601
   UTC with ``Z``; Decimal -> string; non-finite float -> string; tables and arrays recursively.
+- **No delivery stops it.** A delivery whose properties cannot be written as JSON (headers nested deeper
+  than ``limits.depth_limit()``, values JSON cannot hold, anything ``to_record`` or the encoder refuses)
+  is archived as a *fallback record* (``fallback_record``): its headers are left out of ``properties``,
+  the AMQP property bytes are kept in ``propertiesBase64``, ``archiveError`` says why, and the body is
+  kept as in any record. It is acknowledged after fsync like any other, so the deliveries behind it flow.
 
 Modes: ``drain`` stops once every queue has been empty for ``idle_timeout`` seconds; ``follow`` runs
 until SIGTERM/SIGINT (or ``stop()``) and reconnects with backoff when it opened its own connection.
@@ -55,9 +60,19 @@ from contract_platform.amqp.connection import broker_errors, close_quietly, desc
 from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.topology import archive_queue_name
 from contract_platform.errors import ArchiveError, BrokerUnavailable, ContractPlatformError, QueueMissing, UsageError
+from contract_platform.limits import depth_limit, nesting_beyond
 from contract_platform.settings import archive_dir, rabbitmq_url
 
-__all__ = ["MODES", "ArchiveRunReport", "Archiver", "ArchiverConfig", "repair_partial_files", "to_record"]
+__all__ = [
+    "MODES",
+    "ArchiveRunReport",
+    "Archiver",
+    "ArchiverConfig",
+    "encode_record",
+    "fallback_record",
+    "repair_partial_files",
+    "to_record",
+]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +85,7 @@ _PROCESS_START = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 _SEQUENCE = itertools.count(1)
 _MAX_TICK = 0.1  # seconds between checks of batch deadlines, idleness and stop requests
 _BACKOFF = (0.5, 30.0)  # follow mode: first and longest wait before reconnecting
+ORJSON_MAX_DEPTH = 254  # orjson refuses to write anything nested deeper
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -104,6 +120,83 @@ def to_record(method: Any, properties: Any, body: bytes, received_at: datetime) 
         "body": text,
         "bodyBase64": encoded,
     }
+
+
+def encode_record(method: Any, properties: Any, body: bytes, received_at: datetime) -> tuple[bytes, bool]:
+    """(the JSON line of one delivery, whether it is a fallback record): never raises for a delivery's content."""
+    try:
+        reason = _unencodable_headers(getattr(properties, "headers", None))
+        if reason is None:
+            return orjson.dumps(to_record(method, properties, body, received_at)) + b"\n", False
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:  # orjson.JSONEncodeError is a TypeError
+        reason = f"its properties cannot be written as JSON ({type(exc).__name__}: {_short(str(exc))})"
+    return orjson.dumps(fallback_record(method, properties, body, received_at, reason)) + b"\n", True
+
+
+def _unencodable_headers(headers: Any) -> str | None:
+    # the record holds headers two levels down (record -> properties -> headers); orjson writes 254 levels at most
+    limit = min(depth_limit(), ORJSON_MAX_DEPTH) - 2
+    pointer = nesting_beyond(headers, limit) if isinstance(headers, dict) else None
+    if pointer is None:
+        return None
+    return f"its headers nest deeper than {limit} levels (at {_short(pointer)})"
+
+
+def _short(text: str, most: int = 200) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def fallback_record(method: Any, properties: Any, body: bytes, received_at: datetime, reason: str) -> dict[str, Any]:
+    """The record of a delivery ``to_record`` cannot write: what can be written, the raw property bytes, and why.
+
+    ``properties`` keeps each property that can be written on its own, with empty ``headers``;
+    ``propertiesBase64`` holds the AMQP content-header property bytes (null if even those cannot be had);
+    ``archiveError`` says why. The body is kept exactly as ``to_record`` keeps it.
+    """
+    try:
+        raw: str | None = base64.b64encode(b"".join(properties.encode())).decode("ascii")
+    except Exception:  # the bytes are a courtesy; the reason below says they are missing
+        raw, reason = None, f"{reason}; the property bytes could not be re-encoded either"
+    kept: dict[str, Any] = {}
+    for field, attribute in _PROPERTY_FIELDS:
+        try:
+            value = _json_safe(getattr(properties, attribute, None))
+            orjson.dumps(value)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            value = None
+        kept[field] = value
+    kept["headers"] = {}
+    try:
+        text, encoded = body.decode("utf-8"), None
+    except UnicodeDecodeError:
+        text, encoded = None, base64.b64encode(body).decode("ascii")
+    return {
+        "exchange": _json_safe(method.exchange),
+        "routingKey": _json_safe(method.routing_key),
+        "receivedAt": format_received_at(received_at),
+        "redelivered": bool(method.redelivered),
+        "properties": kept,
+        "propertiesBase64": raw,
+        "archiveError": reason,
+        "body": text,
+        "bodyBase64": encoded,
+    }
+
+
+_PROPERTY_FIELDS = (
+    ("messageId", "message_id"),
+    ("correlationId", "correlation_id"),
+    ("type", "type"),
+    ("contentType", "content_type"),
+    ("contentEncoding", "content_encoding"),
+    ("deliveryMode", "delivery_mode"),
+    ("timestamp", "timestamp"),
+    ("appId", "app_id"),
+    ("priority", "priority"),
+    ("expiration", "expiration"),
+    ("replyTo", "reply_to"),
+    ("userId", "user_id"),
+)
 
 
 def format_received_at(moment: datetime) -> str:
@@ -333,6 +426,7 @@ class ArchiveRunReport:
     busy: float  # seconds from the first delivery to the last acknowledgement
     reconnects: int
     stopped_by: str  # "idle" (drain) or "signal" (SIGTERM, SIGINT, stop())
+    fallbacks: int = 0  # records written as fallback records (``archiveError`` says why), counted in ``records``
 
     @property
     def total(self) -> int:
@@ -359,6 +453,7 @@ class ArchiveRunReport:
             "recordsPerSecond": round(self.rate, 1),
             "reconnects": self.reconnects,
             "stoppedBy": self.stopped_by,
+            "fallbacks": self.fallbacks,
         }
 
 
@@ -377,7 +472,7 @@ class _Sink:
         self.channel: Any = None
         self.consumer_tag: str | None = None
         self.cancelled = False
-        self.records = self.redelivered = self.unacknowledged = 0
+        self.records = self.redelivered = self.unacknowledged = self.fallbacks = 0
         self.first_at: float | None = None
         self.acked_at: float | None = None
         self.last_delivery = time.monotonic()
@@ -392,7 +487,17 @@ class _Sink:
 
     def on_message(self, channel: Any, method: Any, properties: Any, body: bytes) -> None:
         received = datetime.now(UTC)
-        self.writer.write(orjson.dumps(to_record(method, properties, body, received)) + b"\n", received.date())
+        line, fallback = encode_record(method, properties, body, received)
+        if fallback:
+            self.fallbacks += 1
+            log.warning(
+                "%s: delivery %s (messageId %r) archived as a fallback record: %s",
+                self.queue,
+                method.delivery_tag,
+                _short(str(getattr(properties, "message_id", None)), 80),
+                orjson.loads(line)["archiveError"],
+            )
+        self.writer.write(line, received.date())
         now = time.monotonic()
         if not self._pending:
             self._opened_at = now
@@ -481,6 +586,7 @@ class Archiver:
             busy=max(lasts) - min(firsts) if firsts and lasts else 0.0,
             reconnects=self._reconnects,
             stopped_by=stopped_by,
+            fallbacks=sum(s.fallbacks for s in sinks),
         )
 
     def _run(self, mode: str, sinks: list[_Sink]) -> str:
