@@ -23,22 +23,13 @@ ROOT = Path.cwd()
 
 
 def configure_environment(root: Path) -> dict[str, str]:
-    """Embedded defaults; anything already set in the environment wins. Must run before Airflow is imported."""
-    data = root / "data"
-    defaults = {
-        "CONTRACT_PLATFORM_HOME": str(data),
-        "CONTRACT_CATALOG": str(root / "contracts"),
-        "AIRFLOW_HOME": str(data / "airflow"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(root / "dags"),
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW_CONN_SPARK_DEFAULT": '{"conn_type": "spark", "host": "local[*]"}',
-        "PYSPARK_PYTHON": sys.executable,
-    }
-    for key, value in defaults.items():
-        os.environ.setdefault(key, value)
-    Path(os.environ["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
-    return {k: os.environ[k] for k in defaults}
+    """The platform's Airflow settings (``settings.airflow_environment``, shared with ``scripts/airflow-local``
+    and the tests); anything already set in the environment wins. Must run before Airflow is imported."""
+    from contract_platform_airflow.settings import airflow_environment, apply
+
+    env = apply(airflow_environment(root))
+    Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+    return env
 
 
 class Progress:
@@ -304,10 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = [r.dag_id for r in runs if str(r.state) != "success"]
     print(
         "\nWhere to look:\n"
-        f"  Airflow UI:  AIRFLOW_HOME={env['AIRFLOW_HOME']} CONTRACT_PLATFORM_HOME={data} "
-        f"CONTRACT_CATALOG={env['CONTRACT_CATALOG']} .venv/bin/airflow standalone\n"
-        "               then http://localhost:8080/ -> Contracts (admin password in "
-        f"{env['AIRFLOW_HOME']}/simple_auth_manager_passwords.json.generated)\n"
+        "  Airflow UI:  bash scripts/airflow-local   (scheduler, dag-processor, triggerer and api-server on this\n"
+        "               data; it prints the admin login) then http://localhost:8080/ -> Browse -> Contracts\n"
         f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}\n"
         f"  reports:     {data / 'reports'}\n"
         f"  contract docs: {data / 'docs' / 'contracts' / 'index.md'}; retirement: {data / 'docs' / 'retirement'}\n"
