@@ -1,11 +1,17 @@
 """Reading YAML and JSON documents with problems a user can act on (file, line, pointer).
 
 PyYAML and json errors are mapped here, once, to ``Problem``; nothing else parses contract files.
+
+Reading is bounded, since contracts come from pull requests: a YAML document is measured from its event
+stream before anything is built, so nesting past ``limits.depth_limit()``, aliases that would expand to
+more than ``MAX_YAML_NODES`` nodes (an alias bomb) and integers longer than ``limits.MAX_INTEGER_DIGITS``
+are refused with the file and the pointer; JSON gets the same depth and integer bounds.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
@@ -14,8 +20,10 @@ from typing import Any
 import yaml
 
 from contract_platform.errors import Problem
+from contract_platform.limits import MAX_INTEGER_DIGITS, depth_limit, nesting_beyond, nesting_beyond_text
 
 __all__ = [
+    "MAX_YAML_NODES",
     "MISSING",
     "DocumentProblem",
     "pointer_from_path",
@@ -75,9 +83,86 @@ def _read_text(path: Path) -> str:
         raise DocumentProblem(Problem(str(path), "", f"cannot be read: {exc.strerror}")) from exc
 
 
+MAX_YAML_NODES = 100_000  # nodes a YAML document may hold once its aliases are expanded
+_YAML_INT = re.compile(r"[-+]?[0-9][0-9_]*")
+
+
+class _Open:
+    """A collection the YAML event stream has opened and not yet closed."""
+
+    __slots__ = ("anchor", "index", "key", "mapping", "nodes", "wants_key")
+
+    def __init__(self, mapping: bool, anchor: str | None) -> None:
+        self.mapping, self.anchor = mapping, anchor
+        self.key: Any = None
+        self.index = 0
+        self.wants_key = True
+        self.nodes = 0
+
+    def token(self) -> Any:
+        return self.key if self.mapping else self.index
+
+
+def _yaml_pointer(stack: list[_Open]) -> str:
+    return pointer_from_path(opened.token() for opened in stack)
+
+
+def _measure_yaml(path: Path, text: str) -> None:
+    """Refuse, before anything is built, YAML nested too deep, expanding past ``MAX_YAML_NODES`` or holding an
+    integer too long to read. The event stream is flat (PyYAML's parser keeps its own stack) and aliases
+    are counted by the size of what they name, never expanded."""
+    limit = depth_limit()
+    stack: list[_Open] = []
+    sizes: dict[str, int] = {}  # anchor -> nodes under it, aliases counted expanded
+
+    def refuse(message: str) -> DocumentProblem:
+        return DocumentProblem(Problem(str(path), _yaml_pointer(stack), message))
+
+    def completed(size: int, key: Any) -> None:
+        if size > MAX_YAML_NODES:
+            raise refuse(
+                f"expands to more than {MAX_YAML_NODES} nodes through its aliases (*name); write the values out "
+                "or use fewer aliases"
+            )
+        if not stack:
+            return
+        parent = stack[-1]
+        parent.nodes += size
+        if not parent.mapping:
+            parent.index += 1
+        elif parent.wants_key:
+            parent.key, parent.wants_key = key, False
+        else:
+            parent.wants_key = True
+
+    for event in yaml.parse(text, Loader=_UniqueKeyLoader):
+        if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            if len(stack) >= limit:
+                raise refuse(f"nested deeper than {limit} levels; flatten it")
+            stack.append(_Open(isinstance(event, yaml.MappingStartEvent), event.anchor))
+        elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            opened = stack.pop()
+            if opened.anchor is not None:
+                sizes[opened.anchor] = opened.nodes + 1
+            completed(opened.nodes + 1, "?")
+        elif isinstance(event, yaml.ScalarEvent):
+            value = event.value
+            if event.implicit[0] and len(value) > MAX_INTEGER_DIGITS and _YAML_INT.fullmatch(value):
+                if stack and stack[-1].mapping and not stack[-1].wants_key:
+                    digits = sum(c.isdigit() for c in value)
+                    raise refuse(f"an integer of {digits} digits is too long (at most {MAX_INTEGER_DIGITS})")
+                raise refuse(f"a key of {len(value)} digits is too long (at most {MAX_INTEGER_DIGITS})")
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            completed(1, value)
+        elif isinstance(event, yaml.AliasEvent):
+            completed(sizes.get(event.anchor, 1), "?")
+
+
 def read_yaml(path: Path) -> Any:
     text = _read_text(path)
     try:
+        _measure_yaml(path, text)
         return _plain(yaml.load(text, Loader=_UniqueKeyLoader))  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
@@ -87,16 +172,50 @@ def read_yaml(path: Path) -> Any:
         raise DocumentProblem(Problem(str(path), "", f"not valid YAML: {exc}")) from exc
 
 
+class _LongInteger(str):
+    """Where JSON text held an integer too long to read: found and reported by ``_long_integer``."""
+
+
+def _read_integer(text: str) -> int | _LongInteger:
+    return int(text) if len(text) <= MAX_INTEGER_DIGITS else _LongInteger(text)
+
+
+def _long_integer(document: Any) -> tuple[str, _LongInteger] | None:
+    """(pointer, text) of the first integer ``_read_integer`` could not read (iterative walk)."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, _LongInteger):
+            return pointer_from_path(path), value
+        if isinstance(value, dict):
+            stack.extend((item, (*path, key)) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+    return None
+
+
 def read_json(path: Path) -> Any:
+    """The JSON document in ``path``; nesting past ``limits.depth_limit()`` and integers longer than
+    ``limits.MAX_INTEGER_DIGITS`` are problems at their pointer."""
     text = _read_text(path)
+    limit = depth_limit()
     try:
-        return json.loads(text)
+        document = json.loads(text, parse_int=_read_integer)
     except json.JSONDecodeError as exc:
         raise DocumentProblem(
             Problem(str(path), "", f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}")
         ) from exc
     except RecursionError as exc:
-        raise DocumentProblem(Problem(str(path), "", "not usable JSON: nested too deeply")) from exc
+        pointer = nesting_beyond_text(text, limit) or ""
+        raise DocumentProblem(Problem(str(path), pointer, f"nested deeper than {limit} levels; flatten it")) from exc
+    pointer = nesting_beyond(document, limit)
+    if pointer is not None:
+        raise DocumentProblem(Problem(str(path), pointer, f"nested deeper than {limit} levels; flatten it"))
+    if len(text) > MAX_INTEGER_DIGITS and (found := _long_integer(document)) is not None:
+        pointer, digits = found
+        message = f"an integer of {len(digits.lstrip('-'))} digits is too long (at most {MAX_INTEGER_DIGITS})"
+        raise DocumentProblem(Problem(str(path), pointer, message))
+    return document
 
 
 def pointer_from_path(parts: Any) -> str:
