@@ -18,17 +18,26 @@ from pathlib import Path
 
 import pytest
 
+from contract_platform_airflow.settings import airflow_environment, ensure_pools
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SESSION_DIR = Path(tempfile.mkdtemp(prefix="contract-platform-tests-"))
 
-os.environ["AIRFLOW_HOME"] = str(SESSION_DIR / "airflow")
-os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO_ROOT / "dags")
+# The platform's Airflow settings, from their one definition (it imports no Airflow). The registry is
+# left to CONTRACT_REGISTRY_URL / CONTRACT_PLATFORM_HOME, which tests point at their own stores; a
+# spark_default from the caller's environment (a CI with a cluster) is kept.
+_AIRFLOW_ENV = airflow_environment(
+    REPO_ROOT,
+    data=SESSION_DIR / "platform",
+    catalog=REPO_ROOT / "contracts",
+    airflow_home=SESSION_DIR / "airflow",
+    spark_master="local[2]",
+    cpus=2,
+    connections=("spark_default", "rabbitmq_default"),
+)
+os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", _AIRFLOW_ENV.pop("AIRFLOW_CONN_SPARK_DEFAULT"))
+os.environ.update(_AIRFLOW_ENV)
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
-os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[2]"}')
-os.environ["CONTRACT_PLATFORM_HOME"] = str(SESSION_DIR / "platform")
-os.environ["CONTRACT_CATALOG"] = str(REPO_ROOT / "contracts")
-os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 
@@ -96,6 +105,7 @@ def airflow_db() -> Path:
     result = subprocess.run([str(airflow), "db", "migrate"], capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         raise RuntimeError(f"airflow db migrate failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+    ensure_pools(cpus=2)
     return home
 
 

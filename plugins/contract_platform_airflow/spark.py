@@ -1,8 +1,12 @@
 """How the platform's DAGs submit Spark jobs: one builder, so every job is submitted the same way.
 
-- ``spark_default`` is always named explicitly (a missing connection would otherwise fall back
-  to YARN in silence); on embedded defaults it is ``local[*]``, in production a ``spark://``,
-  YARN or Kubernetes master — nothing else changes.
+- ``spark_default`` is always named explicitly, and checked before anything is submitted: the
+  Spark provider falls back to YARN in silence when the connection is missing, and YARN without
+  ``HADOOP_CONF_DIR``/``YARN_CONF_DIR`` cannot work. Either fails the task at once, without retry,
+  with one line that says how to set the connection. On embedded defaults it is ``local[*]``, in
+  production a ``spark://``, YARN or Kubernetes master — nothing else changes.
+- Every Spark task runs in the ``contract_platform_spark`` pool, sized for the machine
+  (``settings.sizing``), so Spark jobs do not fight over the cores.
 - The ``spark-submit`` shipped inside the pinned pyspark wheel is used, so the driver's Spark
   matches the platform's pyspark exactly.
 - Driver and executors run the platform's own Python (PYSPARK_PYTHON), which has the domain
@@ -18,10 +22,24 @@ from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 import spark_jobs
+from contract_platform_airflow.settings import SPARK_POOL
 
-__all__ = ["JOBS_DIR", "SPARK_SUBMIT", "PlatformSparkSubmitOperator", "job_path", "spark_submit"]
+__all__ = [
+    "JOBS_DIR",
+    "SPARK_SUBMIT",
+    "PlatformSparkSubmitOperator",
+    "check_spark_connection",
+    "job_path",
+    "spark_master",
+    "spark_submit",
+]
+
+LOCAL_EXAMPLE = """AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'"""
+HADOOP_CONF_VARS = ("HADOOP_CONF_DIR", "YARN_CONF_DIR")
 
 JOBS_DIR = Path(spark_jobs.__file__).resolve().parent
 _PYSPARK = importlib.util.find_spec("pyspark")
@@ -41,6 +59,53 @@ def _python() -> str:
     return os.environ.get("PYSPARK_PYTHON") or sys.executable
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def spark_master(conn: Any) -> str:
+    """The ``--master`` the Spark provider derives from a connection (its ``_resolve_connection`` rule)."""
+    if conn.conn_type == "spark" and conn.host and ("://" in conn.host or not conn.port):
+        master = str(conn.host)
+    else:
+        master = f"{conn.conn_type}://{conn.host or ''}"
+    return f"{master}:{conn.port}" if conn.port else master
+
+
+def check_spark_connection(conn_id: str, env_vars: dict[str, str] | None = None) -> str:
+    """The master ``conn_id`` submits to; ``AirflowFailException`` (no retry) when it cannot work.
+
+    A missing connection or a YARN master without a Hadoop configuration on this worker would only
+    surface as a spark-submit failure after the retries, or not at all; one line says how to fix it.
+    """
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        raise AirflowFailException(
+            f"Spark connection {conn_id!r} is not defined, so the Spark provider would submit to YARN: set it for "
+            f"every Airflow component, e.g. {LOCAL_EXAMPLE} (bash scripts/airflow-local does), or add it under "
+            "Admin > Connections (a spark://, YARN or k8s:// master in production, see docs/deploy.md)"
+        ) from None
+    master = spark_master(conn)
+    env = {**os.environ, **(env_vars or {})}
+    if master.startswith("yarn") and not any(env.get(name) for name in HADOOP_CONF_VARS):
+        raise AirflowFailException(
+            f"Spark connection {conn_id!r} points at YARN (master {master!r}) but neither HADOOP_CONF_DIR nor "
+            "YARN_CONF_DIR is set on this worker: set one to the cluster's Hadoop configuration directory, or "
+            f"point {conn_id!r} at another master, e.g. {LOCAL_EXAMPLE}"
+        )
+    if master.startswith("k8s") and not _installed("airflow.providers.cncf.kubernetes"):
+        raise AirflowFailException(
+            f"Spark connection {conn_id!r} points at Kubernetes (master {master!r}) but the Spark provider needs "
+            "apache-airflow-providers-cncf-kubernetes for that: install apache-airflow-providers-apache-spark"
+            f"[cncf-kubernetes] on every Airflow worker, or point {conn_id!r} at another master, e.g. {LOCAL_EXAMPLE}"
+        )
+    return master
+
+
 class PlatformSparkSubmitOperator(SparkSubmitOperator):
     """SparkSubmitOperator that hands the job the registry URL of ``contract_registry_default``.
 
@@ -52,6 +117,8 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         from contract_platform_airflow.hooks.registry import RegistryHook
 
         # Read when the task runs (not when the DAG is parsed): the worker's settings are the truth.
+        master = check_spark_connection(self._conn_id, self.env_vars)
+        self.log.info("submitting %s to Spark master %s (connection %s)", self.name, master, self._conn_id)
         platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
         self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
         return super().execute(context)
@@ -80,5 +147,6 @@ def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwarg
         conf=conf,
         env_vars=env,
         name=f"contract-platform-{job.replace('_', '-')}",
+        pool=kwargs.pop("pool", SPARK_POOL),
         **kwargs,
     )

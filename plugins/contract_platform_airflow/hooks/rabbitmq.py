@@ -2,15 +2,18 @@
 
 The connection's fields map to the URL as ``amqp://<login>:<password>@<host>:<port>/<schema>``;
 ``schema`` is the virtual host (empty means ``/``). Extra ``{"ssl": true}`` selects ``amqps``.
-Without an Airflow connection the hook uses ``CONTRACT_RABBITMQ_URL`` or the local default, and says so.
+Without an Airflow connection the hook uses ``CONTRACT_RABBITMQ_URL`` and says so; with neither, the
+task fails at once, without retry, naming the connection and how to set it (a worker must not guess
+a broker: the local default would hide a deployment that forgot its connection).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 from contract_platform.amqp.connection import amqp_url, close_quietly, open_connection
 from contract_platform.errors import BrokerError
@@ -44,9 +47,15 @@ class RabbitMQHook(BaseHook):
         try:
             conn = self.get_connection(self.rabbitmq_conn_id)
         except AirflowNotFoundException:
+            if not os.environ.get("CONTRACT_RABBITMQ_URL"):
+                raise AirflowFailException(
+                    f"RabbitMQ connection {self.rabbitmq_conn_id!r} is not defined and CONTRACT_RABBITMQ_URL is not "
+                    f"set: set AIRFLOW_CONN_{self.rabbitmq_conn_id.upper()}='amqp://USER:PASSWORD@HOST:5672/%2F' for "
+                    "every Airflow component (bash scripts/airflow-local does), or add it under Admin > Connections"
+                ) from None
             url = rabbitmq_url()
             self.log.info(
-                "Airflow connection %r is not defined; using %s (CONTRACT_RABBITMQ_URL or the default)",
+                "Airflow connection %r is not defined; using %s (CONTRACT_RABBITMQ_URL)",
                 self.rabbitmq_conn_id,
                 redact_url(url),
             )

@@ -1,16 +1,21 @@
 """The registry store as an Airflow connection (``contract_registry_default``).
 
-The connection's URI is any SQLAlchemy URL (``postgresql+psycopg2://user:pw@host/db``); without a
-connection the platform's own default applies ($CONTRACT_REGISTRY_URL, else SQLite under the
-data folder). Credentials are read only in ``get_url``/``get_conn``.
+The connection's URI is any SQLAlchemy URL (``postgresql+psycopg2://user:pw@host/db``), or its extra
+``{"url": ...}`` holds one. Without a connection the platform's own settings apply when they are set
+($CONTRACT_REGISTRY_URL, else SQLite under $CONTRACT_PLATFORM_HOME); with neither, the task fails at
+once, without retry, naming the connection and how to set it (an Airflow worker must not create an
+empty registry under whatever its working directory is). Credentials are read only in
+``get_url``/``get_conn``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 from contract_platform import settings
 
@@ -32,7 +37,15 @@ class RegistryHook(BaseHook):
     def get_url(self) -> str:
         try:
             conn = self.get_connection(self.registry_conn_id)
-        except Exception:  # the connection is optional: not defined means the embedded default
+        except AirflowNotFoundException:
+            if not (os.environ.get("CONTRACT_REGISTRY_URL") or os.environ.get("CONTRACT_PLATFORM_HOME")):
+                raise AirflowFailException(
+                    f"registry connection {self.registry_conn_id!r} is not defined, nor CONTRACT_REGISTRY_URL or "
+                    f"CONTRACT_PLATFORM_HOME: set AIRFLOW_CONN_{self.registry_conn_id.upper()}="
+                    """'{"conn_type": "generic", "extra": {"url": "postgresql+psycopg2://USER:PASSWORD@HOST/DB"}}' """
+                    "(any SQLAlchemy URL) for every Airflow component (bash scripts/airflow-local does), "
+                    "or add it under Admin > Connections"
+                ) from None
             url = settings.registry_url()
             log.info("connection %s not defined; using %s", self.registry_conn_id, settings.redact_url(url))
             return url
