@@ -88,6 +88,9 @@ class Translate(Protocol):
     def finish(self, prepared: Any, properties: Any, body: bytes) -> Outgoing:
         """The cheap half, in the relay's process: the publish, given the delivery's properties and body."""
 
+    # Optional: ``failed(properties, body, error) -> Outgoing``, what to publish instead when ``finish`` or the
+    # publication of its result raised for this message (the bridge parks it); without it the relay stops.
+
 
 @dataclass(frozen=True)
 class RelaySettings:
@@ -290,14 +293,29 @@ class Relay:
                 self._connection.ioloop.call_later(0, self._dispatch)
         else:
             try:
-                outgoing = self.translate.finish(self.translate.prepare(body), properties, body)
+                prepared = self.translate.prepare(body)
             except Exception as exc:  # a bug, not a bad message: stop (re-raised by run); this delivery goes back
                 log.exception("translating delivery %s failed", method.delivery_tag)
                 self._fail(exc)
                 return
-            self._publish(method.delivery_tag, outgoing)
+            self._publish_one(method.delivery_tag, prepared, properties, body)
         if self.settings.max_messages is not None and stats.consumed >= self.settings.max_messages:
             self._begin_stop(StopReason.MAX_MESSAGES)
+
+    def _publish_one(self, delivery_tag: int, prepared: Any, properties: Any, body: bytes) -> None:
+        """Finish and publish one delivery. When that raises for the message itself (not the broker), the
+        translator's ``failed`` copy goes out instead, so one message never stops the relay."""
+        try:
+            self._publish(delivery_tag, self.translate.finish(prepared, properties, body))
+            return
+        except px.AMQPError:
+            raise
+        except Exception as exc:
+            failed = getattr(self.translate, "failed", None)
+            if failed is None:
+                raise
+            log.warning("delivery %s could not be published as translated (%s); parking it", delivery_tag, exc)
+            self._publish(delivery_tag, failed(properties, body, exc))
 
     def _publish(self, delivery_tag: int, outgoing: Outgoing) -> None:
         self._channel.basic_publish(outgoing.exchange, outgoing.routing_key, outgoing.body, outgoing.properties, True)
@@ -334,7 +352,7 @@ class Relay:
             return
         try:
             for (tag, properties, body), prepared in zip(batch, results, strict=True):
-                self._publish(tag, self.translate.finish(prepared, properties, body))
+                self._publish_one(tag, prepared, properties, body)
         except Exception as exc:
             log.exception("finishing a translated batch failed")
             self._fail(exc)

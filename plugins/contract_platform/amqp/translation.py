@@ -7,10 +7,12 @@
     translate.prepare(body)                       -> Migrated | Unmigratable   (pure, picklable)
     translate.finish(prepared, properties, body)  -> relay.Outgoing
 
-A message that cannot be migrated (``MessageNotMigratable``, not JSON, not a valid target envelope,
-too large) is never dropped: it becomes a copy of the original for the parking lot, with every original
-property and the ``x-park-*`` headers. No payload value ever goes into a header (the reason of a
-``MessageNotMigratable`` about a PII field is withheld; a schema issue is named by its keyword only).
+A message that cannot be migrated (``MessageNotMigratable``, not JSON, nested deeper than
+``limits.depth_limit()``, not a valid target envelope, too large) is never dropped: it becomes a copy of
+the original for the parking lot, with every original property and the ``x-park-*`` headers. So does a
+message whose translation raised anything at all (``failed``: the exception's type is the reason, never
+its text), so one message never stops the bridge. No payload value ever goes into a header (the reason of
+a ``MessageNotMigratable`` about a PII field is withheld; a schema issue is named by its keyword only).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.envelope.properties import amqp_properties
 from contract_platform.envelope.validation import EnvelopeValidator, SchemaIssue
 from contract_platform.errors import MessageNotMigratable, MigrationSpecError, Problem, UsageError
+from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyond
 from contract_platform.migration import MigrationSpec, check_spec, compile_spec, parse_spec
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
 ]
 
 PUBLISHED = "published"  # the label of a message published to the target (parked ones carry their reason)
+_LONGEST_POINTER = 200  # x-park-pointer of a message nested too deep: its first characters
 
 
 class ParkReason(StrEnum):
@@ -56,6 +60,8 @@ class ParkReason(StrEnum):
     NOT_MIGRATABLE = "not-migratable"  # MessageNotMigratable: the spec cannot migrate this message
     INVALID_TARGET = "invalid-target"  # migrated, but the result is not a valid target envelope
     OVERSIZE = "oversize"  # migrated and valid, but over the target's maxBodyBytes
+    TOO_DEEP = "too-deep"  # the body nests deeper than limits.depth_limit(): never walked
+    FAILED = "failed"  # translating or publishing it raised (x-park-detail names the exception's type)
 
 
 @dataclass(frozen=True)
@@ -136,9 +142,20 @@ class Translator:
         return self.finish(self.prepare(body), properties, body)
 
     def prepare(self, body: bytes) -> Migrated | Unmigratable:
+        """What ``body`` becomes; never raises for anything in the message (whatever raises parks it)."""
+        try:
+            return self._prepare(body)
+        except Exception as exc:  # not only the anticipated failures: one message must never stop the bridge
+            return Unmigratable(ParkReason.FAILED, "", f"translating it raised {type(exc).__name__}")
+
+    def _prepare(self, body: bytes) -> Migrated | Unmigratable:
         envelope = _parse(body)
         if envelope is None:
             return Unmigratable(ParkReason.NOT_JSON, "", "the body is not a UTF-8 JSON document")
+        limit = depth_limit()
+        if may_nest_beyond(body, limit) and (pointer := nesting_beyond(envelope, limit)) is not None:
+            shown = pointer if len(pointer) <= _LONGEST_POINTER else pointer[: _LONGEST_POINTER - 3] + "..."
+            return Unmigratable(ParkReason.TOO_DEEP, shown, f"the body nests deeper than {limit} levels")
         target = self.route.target
         try:
             migrated = self._migrate(envelope)
@@ -170,6 +187,27 @@ class Translator:
         parked.headers = park_headers(properties, prepared.reason, prepared.pointer, prepared.detail, self.route)
         message_id = getattr(properties, "message_id", None)
         return Outgoing("", self.parking_lot, body, parked, message_id, str(prepared.reason))
+
+    def failed(self, properties: Any, body: bytes, error: BaseException) -> Outgoing:
+        """The parked copy of a delivery whose ``finish`` or publication raised (e.g. headers pika cannot
+        encode again): the original body, its plain properties, and only the ``x-park-*`` headers."""
+        kept = {
+            name: getattr(properties, name, None)
+            for name in ("content_type", "content_encoding", "delivery_mode", "correlation_id", "message_id", "type")
+        }
+        kept = {name: value for name, value in kept.items() if isinstance(value, str | int)}
+        parked = pika.BasicProperties(**kept)
+        detail = f"publishing it raised {type(error).__name__}; its original headers were left out"
+        parked.headers = park_headers(None, ParkReason.FAILED, "", detail, self.route)
+        message_id = kept.get("message_id")
+        return Outgoing(
+            "",
+            self.parking_lot,
+            body,
+            parked,
+            message_id if isinstance(message_id, str) else None,
+            str(ParkReason.FAILED),
+        )
 
     def _invalid(self, issues: list[SchemaIssue]) -> Unmigratable:
         first = issues[0]
