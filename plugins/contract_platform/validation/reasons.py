@@ -11,7 +11,12 @@ code                       invalid   fires when (path)
 =========================  ========  ==============================================================
 MALFORMED                  yes       the record line is not a JSON object (truncated line; path
                                      ``""``), or its body is missing, not base64, not UTF-8, not
-                                     JSON or not a JSON object (``/body``, ``/bodyBase64``)
+                                     JSON or not a JSON object (``/body``, ``/bodyBase64``); or
+                                     either nests deeper than the depth limit (``limits``; the
+                                     message names the pointer); or the archiver kept it as a
+                                     fallback record (``/properties``, its ``archiveError``)
+UNCHECKABLE                yes       a rule raised on the record (path ``""``; the message names the
+                                     exception): reported and quarantined instead of failing the run
 ENVELOPE_INVALID           yes       the body fails the envelope schema (the failing pointer)
 UNKNOWN_TYPE               yes       ``metadata.messageType`` is not in the catalogue
                                      (``/metadata/messageType``)
@@ -55,6 +60,7 @@ class Reason(StrEnum):
     """Archive validation reason codes, in order of precedence (see the module docstring)."""
 
     MALFORMED = "MALFORMED"
+    UNCHECKABLE = "UNCHECKABLE"
     ENVELOPE_INVALID = "ENVELOPE_INVALID"
     UNKNOWN_TYPE = "UNKNOWN_TYPE"
     PAYLOAD_INVALID = "PAYLOAD_INVALID"

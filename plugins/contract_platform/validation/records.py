@@ -6,6 +6,9 @@ Plain Python values in and out, so the rules are tested without Spark; the Spark
 
 JSON is read with orjson and, when orjson refuses a text, once more with the standard library
 (which reads lone surrogate escapes and refuses NaN here), so MALFORMED means "not JSON" for both.
+A record or body nested deeper than ``limits.depth_limit()`` is MALFORMED too (no rule walks it), and
+a record that makes any rule raise is UNCHECKABLE with the exception named: ``check`` never raises for
+a record, so one record never fails a Spark task.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.envelope.properties import HEADER_FIELDS
 from contract_platform.envelope.validation import EnvelopeValidator
+from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyond
 from contract_platform.validation.model import CheckedRecord, Finding
 from contract_platform.validation.reasons import Reason
 from contract_platform.validation.schemas import FastValidator
@@ -90,9 +94,20 @@ def effective_statuses(catalog: Catalog, statuses: Mapping[str, str] | None) -> 
     return found
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, most: int = 60) -> str:
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _too_deep(text: str | bytes, value: Any, what: str) -> str | None:
+    """A MALFORMED message when ``value`` (parsed from ``text``) nests past the depth limit, else None."""
+    limit = depth_limit()
+    if not may_nest_beyond(text, limit):
+        return None
+    pointer = nesting_beyond(value, limit)
+    if pointer is None:
+        return None
+    return f"{what} nests deeper than {limit} levels (at {_show(pointer, 120)}); no rule reads it"
 
 
 def _kind(value: Any) -> str:
@@ -210,31 +225,49 @@ class RecordChecker:
         }
 
     def check(self, line: str | bytes) -> CheckedRecord:
+        """Every record-level finding of one line; never raises for what the line holds."""
         checked = CheckedRecord()
+        try:
+            self._check(line, checked)
+        except Exception as exc:  # any rule, any input: reported, never raised into the Spark task
+            message = f"a rule raised {type(exc).__name__} on this record: {_show(str(exc))}"
+            checked.findings.append(Finding(Reason.UNCHECKABLE, "", message))
+        return checked
+
+    def _check(self, line: str | bytes, checked: CheckedRecord) -> None:
         try:
             record = parse_json(line)
         except NotJson as exc:
             checked.findings.append(Finding(Reason.MALFORMED, "", f"record line is not JSON: {exc}"))
-            return checked
+            return
         if type(record) is not dict:
             message = f"record line is a JSON {_kind(record)}, not an object"
             checked.findings.append(Finding(Reason.MALFORMED, "", message))
-            return checked
+            return
+        if (found := _too_deep(line, record, "record line")) is not None:
+            checked.findings.append(Finding(Reason.MALFORMED, "", found))
+            return
         _read_delivery(record, checked)
+        archive_error = record.get("archiveError")
+        if archive_error is not None:
+            message = f"the archiver kept this delivery as a fallback record: {_show(archive_error, 200)}"
+            checked.findings.append(Finding(Reason.MALFORMED, "/properties", message))
         body = self._body(record, checked)
         if body is None:
-            return checked
+            return
         try:
             document = parse_json(body)
         except NotJson as exc:
             checked.findings.append(Finding(Reason.MALFORMED, "/body", f"body is not JSON: {exc}"))
-            return checked
+            return
         if type(document) is not dict:
             message = f"body is a JSON {_kind(document)}, not an object"
             checked.findings.append(Finding(Reason.MALFORMED, "/body", message))
-            return checked
+            return
+        if (found := _too_deep(body, document, "body")) is not None:
+            checked.findings.append(Finding(Reason.MALFORMED, "/body", found))
+            return
         self._check_document(record, document, checked)
-        return checked
 
     # -- the record ----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from contract_platform.errors import ArchiveError
-from contract_platform.validation import CatalogBundle
+from contract_platform.validation import CatalogBundle, Reason
 from contract_platform.validation.arrow import (
     CHECKED_FIELDS,
     FINDING_TYPE,
@@ -45,7 +45,7 @@ def test_a_split_comes_back_with_the_declared_columns_and_keeps_only_invalid_lin
     assert [r["line_bytes"] for r in rows] == [len(good), 40, len(deprecated), 3]
     assert rows[0]["findings"] is None and rows[0]["rank"] is None
     assert rows[1]["findings"][0]["code"] == "MALFORMED" and rows[1]["rank"] == 0
-    assert rows[2]["findings"] is None and rows[2]["rank"] == 12  # DEPRECATED_TYPE: counted, not invalid
+    assert rows[2]["findings"] is None and rows[2]["rank"] == Reason.DEPRECATED_TYPE.rank  # counted, not invalid
     assert "not UTF-8" in rows[3]["findings"][0]["message"]
     assert [r["line"] for r in rows] == [None, good[:40], None, b"\xff{}"]  # only what the quarantine needs
     assert [r["archive_file"] for r in rows] == [None, split.uri, None, split.uri]
@@ -64,7 +64,12 @@ def test_a_second_read_finds_the_wanted_lines_with_all_their_reasons(tmp_path: P
     good = json.dumps(record(envelope())).encode()
     deprecated = json.dumps(record(envelope("billing.invoice-issued.v1"))).encode()
     split = write(tmp_path / "part.jsonl", [good, deprecated, good])
-    late = {"rank": 8, "code": "OUT_OF_ORDER", "path": "/payload/aggregateVersion", "message": "late"}
+    late = {
+        "rank": Reason.OUT_OF_ORDER.rank,
+        "code": "OUT_OF_ORDER",
+        "path": "/payload/aggregateVersion",
+        "message": "late",
+    }
     wanted = [{"record_id": split.record_id(1), "line_hash": line_hash(deprecated), "findings": [late]}]
     bundle = CatalogBundle.read(catalog_dir)
     out = list(reread_batches([reread_rows(split, wanted)], catalog=bundle, oversize_bytes=2**20))
@@ -83,7 +88,9 @@ def test_a_second_read_finds_the_wanted_lines_with_all_their_reasons(tmp_path: P
 
 def test_the_quarantine_line_is_the_record_plus_its_reasons(envelope, record):
     rec = record(envelope())
-    reasons = [{"rank": 4, "code": "HEADER_MISMATCH", "path": "/properties/type", "message": "m"}]
+    reasons = [
+        {"rank": Reason.HEADER_MISMATCH.rank, "code": "HEADER_MISMATCH", "path": "/properties/type", "message": "m"}
+    ]
     line = json.loads(quarantine_line(json.dumps(rec).encode(), "file:/a/b.jsonl", reasons))
     assert line == {
         **rec,

@@ -6,6 +6,7 @@ from contract_platform.validation import Reason, reasons
 
 ORDER = [
     "MALFORMED",
+    "UNCHECKABLE",
     "ENVELOPE_INVALID",
     "UNKNOWN_TYPE",
     "PAYLOAD_INVALID",
