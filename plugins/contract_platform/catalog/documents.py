@@ -156,7 +156,7 @@ def _measure_yaml(path: Path, text: str) -> None:
                 sizes[event.anchor] = 1
             completed(1, value)
         elif isinstance(event, yaml.AliasEvent):
-            completed(sizes.get(event.anchor, 1), "?")
+            completed(sizes.get(event.anchor or "", 1), "?")
 
 
 def read_yaml(path: Path) -> Any:
@@ -206,8 +206,8 @@ def read_json(path: Path) -> Any:
             Problem(str(path), "", f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}")
         ) from exc
     except RecursionError as exc:
-        pointer = nesting_beyond_text(text, limit) or ""
-        raise DocumentProblem(Problem(str(path), pointer, f"nested deeper than {limit} levels; flatten it")) from exc
+        where = nesting_beyond_text(text, limit) or ""
+        raise DocumentProblem(Problem(str(path), where, f"nested deeper than {limit} levels; flatten it")) from exc
     pointer = nesting_beyond(document, limit)
     if pointer is not None:
         raise DocumentProblem(Problem(str(path), pointer, f"nested deeper than {limit} levels; flatten it"))
