@@ -175,6 +175,10 @@ class RuleId(StrEnum):
     annotation-removed            y y
     annotation-changed            y y
     dialect-changed               y y   $schema changed (draft differences are normalised)
+    keyword-unmodelled              *   a keyword the engine does not model changed, or a place it cannot
+                                        read (policy: strict n n, lenient y y); reported with its pointer
+    one-of-overlap                n n   a oneOf whose branches may overlap changed: an instance matching
+                                        several branches fails oneOf, so no direction is assured
     ============================= ===== ======================================================================
 
     Inside ``not`` every change's directions are swapped (narrowing a negated schema widens).
@@ -293,6 +297,8 @@ class RuleId(StrEnum):
     ANNOTATION_REMOVED = "annotation-removed"
     ANNOTATION_CHANGED = "annotation-changed"
     DIALECT_CHANGED = "dialect-changed"
+    KEYWORD_UNMODELLED = "keyword-unmodelled"
+    ONE_OF_OVERLAP = "one-of-overlap"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,11 @@ def _open_model_removal(policy: Policy) -> Directions:
     return NEUTRAL if policy is Policy.LENIENT else WIDENS
 
 
+def _unmodelled(policy: Policy) -> Directions:
+    """A change the engine cannot judge: breaking unless the policy is lenient."""
+    return NEUTRAL if policy is Policy.LENIENT else BREAKS
+
+
 R = RuleId
 RULES: Final[Mapping[RuleId, Effect]] = {
     R.TYPE_WIDENED: WIDENS,
@@ -147,6 +152,8 @@ RULES: Final[Mapping[RuleId, Effect]] = {
     R.ANNOTATION_REMOVED: NEUTRAL,
     R.ANNOTATION_CHANGED: NEUTRAL,
     R.DIALECT_CHANGED: NEUTRAL,
+    R.KEYWORD_UNMODELLED: _unmodelled,
+    R.ONE_OF_OVERLAP: BREAKS,
 }
 
 # Changes that document a schema without changing which instances it accepts (semver: patch).

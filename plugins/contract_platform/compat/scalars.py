@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .context import allowed_values, own_types
 from .model import RuleId as R
-from .schema import NUMBER_TYPES, View, describe, freeze, is_annotation, type_names
+from .schema import NUMBER_TYPES, UNMODELLED, View, describe, freeze, is_annotation, is_documentation, type_names
 
 if TYPE_CHECKING:
     from .walker import Walker
@@ -69,7 +69,10 @@ def compare_annotations(w: Walker, old: View, new: View, old_types: frozenset[st
         if before is not _MISSING and after is not _MISSING and freeze(before) == freeze(after):
             continue
         where = describe(new.ptr if after is not _MISSING else old.ptr)
-        if keyword == "$schema":
+        if keyword in UNMODELLED or not is_documentation(keyword):
+            path = new.at(keyword) if after is not _MISSING else old.at(keyword)
+            w.emit(R.KEYWORD_UNMODELLED, path, f"keyword {keyword!r} of {where} changed; the engine does not model it")
+        elif keyword == "$schema":
             w.emit(R.DIALECT_CHANGED, new.at(keyword), f"$schema of {where} changed from {before!r} to {after!r}")
         elif before is _MISSING:
             w.emit(R.ANNOTATION_ADDED, new.at(keyword), f"{keyword} added to {where}")

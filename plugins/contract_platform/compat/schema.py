@@ -31,6 +31,7 @@ __all__ = [
     "escape",
     "freeze",
     "is_annotation",
+    "is_documentation",
     "merge",
     "name_matches",
     "type_names",
@@ -64,18 +65,37 @@ CONSTRAINTS: Final = frozenset(
     }
 )  # fmt: skip
 _DATA_KEYWORDS: Final = frozenset({"enum", "const", "default", "examples"})
+# Keywords that only document a schema (JSON Schema's annotation vocabularies, identifiers, vendor x-...).
+DOCUMENTATION: Final = frozenset(
+    {
+        "$schema", "$id", "id", "$anchor", "$comment", "$vocabulary", "title", "description", "default",
+        "examples", "deprecated", "readOnly", "writeOnly", "contentSchema",
+    }
+)  # fmt: skip
+# Keywords with an effect the engine does not model: a change to them is judged conservatively.
+UNMODELLED: Final = frozenset({"$dynamicAnchor", "$recursiveAnchor"})
 
 
 _INDEX: Final = re.compile(r"0|[1-9][0-9]*")
 
 
+def _finite(value: float) -> bool:
+    """``math.isfinite`` that also takes integers too large for a float (always finite)."""
+    return isinstance(value, int) or math.isfinite(value)
+
+
 def _whole(value: float) -> bool:
-    return math.isfinite(value) and value == int(value)
+    return isinstance(value, int) or (math.isfinite(value) and value == int(value))
 
 
 def is_annotation(keyword: str) -> bool:
     """Everything that is not a constraint, a reference or a definitions container documents only."""
     return keyword not in CONSTRAINTS and keyword not in CONTAINERS and keyword not in REF_KEYWORDS
+
+
+def is_documentation(keyword: str) -> bool:
+    """An annotation that cannot change what a schema accepts; anything else unknown is unmodelled."""
+    return keyword in DOCUMENTATION or keyword.startswith("x-") or keyword in CONTAINERS
 
 
 def escape(token: str) -> str:
@@ -205,7 +225,7 @@ class View:
         value = self.schema.get(keyword)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
             raise self.error(keyword, f"{keyword} must be a finite number, not {value!r}")
         return value
 
@@ -273,7 +293,7 @@ def freeze(value: Any) -> Any:
     if value is None or isinstance(value, bool | str):
         return (type(value).__name__, value)
     if isinstance(value, int | float):
-        return ("number", Fraction(value) if math.isfinite(value) else repr(value))
+        return ("number", Fraction(value) if _finite(value) else repr(value))
     if isinstance(value, Mapping):
         return ("object", frozenset((str(k), freeze(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):

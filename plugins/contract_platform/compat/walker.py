@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from contract_platform.catalog.schemas import DEFAULT_DIALECT, schema_problems
 from contract_platform.errors import SchemaError
 
 from . import arrays, logic, objects, scalars
 from .context import as_object, effective_types, unconstrained
+from .dialects import normalise, original_path
 from .model import Change, Policy, RuleId
 from .rules import ANNOTATION_RULES, effect
 from .schema import REF_KEYWORDS, Document, View, deref, describe
@@ -81,7 +83,11 @@ class Walker:
         """Diff two subschemas (raw: ``$ref`` allowed) and emit what changed."""
         if _has_ref(old) and _has_ref(new):
             scalars.compare_annotations(self, old, new, frozenset(), frozenset())
-        old, new = deref(old), deref(new)
+        try:
+            old, new = deref(old), deref(new)
+        except SchemaError as exc:  # a reference that only leads back to itself: valid, but nothing to compare
+            self._unmodelled(new, exc)
+            return
         if old.schema is False or new.schema is False:
             self._compare_false(old, new)
             return
@@ -95,9 +101,19 @@ class Walker:
         if key in self._seen:
             return  # already compared, or being compared further up: recursion ends here
         self._seen.add(key)
-        old_types, new_types = effective_types(old), effective_types(new)
-        for family in FAMILIES:
-            family(self, old, new, old_types, new_types)
+        try:
+            old_types, new_types = effective_types(old), effective_types(new)
+            for family in FAMILIES:
+                family(self, old, new, old_types, new_types)
+        except SchemaError as exc:  # a valid schema the engine cannot read here: judged, never an error exit
+            self._unmodelled(new, exc)
+
+    def _unmodelled(self, new: View, exc: SchemaError) -> None:
+        self.emit(
+            RuleId.KEYWORD_UNMODELLED,
+            exc.problem.pointer or new.ptr,
+            f"{describe(new.ptr)} could not be compared ({exc.problem.message}); judged conservatively",
+        )
 
     def _compare_false(self, old: View, new: View) -> None:
         if old.schema is False and new.schema is False:
@@ -143,17 +159,37 @@ def _has_ref(view: View) -> bool:
 
 
 def diff_schemas(
-    old: Mapping[str, Any] | bool, new: Mapping[str, Any] | bool, *, policy: Policy = Policy.STRICT
+    old: Mapping[str, Any] | bool,
+    new: Mapping[str, Any] | bool,
+    *,
+    policy: Policy = Policy.STRICT,
+    default_dialect: str = DEFAULT_DIALECT,
 ) -> list[Change]:
     """Every difference between two JSON Schemas that matters for compatibility, plus annotation changes.
 
-    Paths are JSON pointers into the NEW schema (into the OLD one for things that were removed); a
-    change inside a ``$ref`` target is reported once, at the definition. Raises :class:`SchemaError`
-    for a schema the engine cannot interpret (malformed keyword, non-local or dangling ``$ref``).
+    Each schema is read in its own draft (``$schema``; ``default_dialect`` when absent) and rewritten
+    into one form first (``dialects``), so drafts compare by meaning. Paths are JSON pointers into the
+    NEW schema as written (into the OLD one for things that were removed); a change inside a ``$ref``
+    target is reported once, at the definition. A schema that is not valid under its draft (metaschema,
+    references outside the schema) raises :class:`SchemaError` with its pointer; in a valid one, what the
+    engine cannot interpret in a place (a circular reference, a keyword it does not model) is reported
+    there as ``keyword-unmodelled`` and judged conservatively, never an error.
     """
+    for label, schema in (("old schema", old), ("new schema", new)):
+        problems = schema_problems(label, schema, default=default_dialect)
+        if problems:
+            raise SchemaError(label, problems[0].pointer, problems[0].message)
+    before, after = normalise(old, default_dialect), normalise(new, default_dialect)
     walker = Walker(Session(Policy(policy)))
     try:
-        walker.compare(View(Document(old, "old schema"), old, ""), View(Document(new, "new schema"), new, ""))
+        walker.compare(
+            View(Document(before.schema, "old schema"), before.schema, ""),
+            View(Document(after.schema, "new schema"), after.schema, ""),
+        )
     except RecursionError as exc:
         raise SchemaError("new schema", "", "the schemas nest too deeply to compare") from exc
-    return list(dict.fromkeys(walker.changes))
+    changes = []
+    for change in dict.fromkeys(walker.changes):
+        renamed = after.renamed if original_path(change.path, after.renamed) != change.path else before.renamed
+        changes.append(replace(change, path=original_path(change.path, renamed)))
+    return changes

@@ -271,13 +271,18 @@ def _compile(schema: Mapping[str, Any], **options: Any) -> Any:
         import jsonschema_rs
     except ImportError:  # pragma: no cover - the dependency is declared; this keeps the slow path working
         return None
-    cls = getattr(jsonschema_rs, validator_class(schema).__name__, None)  # Draft202012Validator, Draft7Validator
+    cls = getattr(jsonschema_rs, validator_class(schema).__name__, None)  # Draft4Validator ... Draft202012Validator
     if cls is None:  # pragma: no cover
         return None
     try:
-        return cls(dict(schema), **options)
+        return cls(dict(schema), retriever=_refuse, **options)
     except Exception:  # any refusal just means the slow path for this schema
         return None
+
+
+def _refuse(uri: str) -> Any:
+    """jsonschema-rs's retriever: nothing outside the schema is ever fetched (network or file)."""
+    raise ValueError(f"{uri!r} is not a document of the catalogue; schemas are never fetched")
 
 
 class FastValidator:

@@ -26,6 +26,15 @@ def _arr(**keywords: Any) -> dict[str, Any]:
     return {"type": "array", **keywords}
 
 
+def _arr07(**keywords: Any) -> dict[str, Any]:
+    """A draft-07 array schema: ``items`` may be an array (tuple) with ``additionalItems``."""
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", **keywords}
+
+
+def _meaning(changes: list[Change]) -> list[Change]:
+    return [c for c in changes if c.backward != c.forward or not c.backward]
+
+
 def test_items_schema_is_compared_as_a_subschema() -> None:
     [change] = _diff(_arr(items={"type": "integer"}), _arr(items={"type": "number"}))
     assert (change.rule, change.path) == (RuleId.TYPE_WIDENED, "/items/type")
@@ -33,9 +42,21 @@ def test_items_schema_is_compared_as_a_subschema() -> None:
 
 
 def test_draft07_tuple_and_prefix_items_mean_the_same() -> None:
-    draft07 = _arr(items=[{"type": "string"}, {"type": "integer"}], additionalItems=False)
+    draft07 = _arr07(items=[{"type": "string"}, {"type": "integer"}], additionalItems=False)
     draft2020 = _arr(prefixItems=[{"type": "string"}, {"type": "integer"}], items=False)
-    assert _diff(draft07, draft2020) == []
+    assert [c.rule for c in _diff(draft07, draft2020)] == [RuleId.DIALECT_CHANGED]  # $schema itself
+    assert _diff(draft2020, draft2020) == []
+
+
+def test_each_draft_reads_its_own_array_keywords() -> None:
+    # draft-07: additionalItems without tuple items does nothing; 2020-12: additionalItems is no keyword
+    assert (
+        _meaning(_diff(_arr07(items={"type": "string"}), _arr07(items={"type": "string"}, additionalItems=False))) == []
+    )
+    assert _meaning(_diff(_arr(items={"type": "string"}), _arr(additionalItems=False, items={"type": "string"}))) == []
+    # prefixItems means nothing in draft-07: adding it changes nothing there, but narrows in 2020-12
+    assert _meaning(_diff(_arr07(), _arr07(prefixItems=[{"type": "string"}]))) == []
+    assert _rules(_arr(), _arr(prefixItems=[{"type": "string"}])) == [RuleId.TYPE_NARROWED]
 
 
 def test_tuple_position_appended_where_extra_items_were_forbidden() -> None:
@@ -47,15 +68,17 @@ def test_tuple_position_appended_where_extra_items_were_forbidden() -> None:
 
 
 def test_tuple_positions_swapped_break_both_ways() -> None:
-    old = _arr(items=[{"type": "number"}, {"type": "string"}])
-    assert _directions(old, _arr(items=[{"type": "string"}, {"type": "number"}])) == (False, False)
+    old = _arr07(items=[{"type": "number"}, {"type": "string"}])
+    assert _directions(old, _arr07(items=[{"type": "string"}, {"type": "number"}])) == (False, False)
 
 
 def test_additional_items() -> None:
-    old = _arr(items=[{"type": "string"}], additionalItems={"type": "integer"})
-    assert _directions(old, _arr(items=[{"type": "string"}], additionalItems={"type": "number"})) == (True, False)
-    assert _directions(old, _arr(items=[{"type": "string"}], additionalItems={"type": "boolean"})) == (False, False)
-    assert _directions(old, _arr(items=[{"type": "string"}], additionalItems=False)) == (False, True)
+    old = _arr07(items=[{"type": "string"}], additionalItems={"type": "integer"})
+    assert _directions(old, _arr07(items=[{"type": "string"}], additionalItems={"type": "number"})) == (True, False)
+    assert _directions(old, _arr07(items=[{"type": "string"}], additionalItems={"type": "boolean"})) == (False, False)
+    assert _directions(old, _arr07(items=[{"type": "string"}], additionalItems=False)) == (False, True)
+    [change] = _diff(old, _arr07(items=[{"type": "string"}], additionalItems=False))
+    assert change.path == "/additionalItems"  # reported where the schema as written says it
 
 
 def test_contains() -> None:

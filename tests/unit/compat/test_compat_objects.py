@@ -27,6 +27,7 @@ def _obj(props: dict[str, Any], **keywords: Any) -> dict[str, Any]:
 
 
 STRING = {"type": "string"}
+D07 = {"$schema": "http://json-schema.org/draft-07/schema#"}
 
 
 def test_required_added_breaks_backward() -> None:
@@ -130,24 +131,29 @@ def test_property_names() -> None:
 
 
 def test_dependent_required_in_both_spellings() -> None:
-    draft07 = _obj({}, dependencies={"street": ["city"]})
+    draft07 = _obj({}, dependencies={"street": ["city"]}, **D07)
     draft2020 = _obj({}, dependentRequired={"street": ["city"]})
-    assert _diff(draft07, draft2020) == []
+    assert [c.rule for c in _diff(draft07, draft2020)] == [RuleId.DIALECT_CHANGED]  # $schema only
     assert _rules(draft2020, _obj({}, dependentRequired={"street": ["city", "zip"]})) == [
         RuleId.DEPENDENT_REQUIRED_ADDED
     ]
-    assert _rules(draft07, _obj({})) == [RuleId.DEPENDENT_REQUIRED_REMOVED]
+    assert _rules(draft07, _obj({}, **D07)) == [RuleId.DEPENDENT_REQUIRED_REMOVED]
+    assert _diff(draft07, _obj({}, **D07))[0].path == "/dependencies/street"
     assert _directions(draft07, _obj({})) == (True, False)
+    # 2020-12 has no "dependencies" keyword: there it asserts nothing
+    assert _directions(_obj({}), _obj({}, dependencies={"street": ["city"]})) == (True, True)
 
 
 def test_dependent_schemas_in_both_spellings() -> None:
     dependent = {"required": ["city"]}
-    draft07 = _obj({}, dependencies={"street": dependent})
-    assert _diff(draft07, _obj({}, dependentSchemas={"street": dependent})) == []
-    assert _rules(_obj({}), draft07) == [RuleId.DEPENDENT_SCHEMA_ADDED]
+    draft07 = _obj({}, dependencies={"street": dependent}, **D07)
+    assert [c.rule for c in _diff(draft07, _obj({}, dependentSchemas={"street": dependent}))] == [
+        RuleId.DIALECT_CHANGED
+    ]
+    assert _rules(_obj({}, **D07), draft07) == [RuleId.DEPENDENT_SCHEMA_ADDED]
     assert _directions(_obj({}), draft07) == (False, True)
     relaxed = _obj({}, dependentSchemas={"street": {}})
-    assert _rules(draft07, relaxed) == [RuleId.REQUIRED_REMOVED]
+    assert _rules(draft07, relaxed) == [RuleId.DIALECT_CHANGED, RuleId.REQUIRED_REMOVED]
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from contract_platform.catalog.schemas import schema_problems
 from contract_platform.compat import Mode, check_compatibility, diff_schemas
 from contract_platform.errors import SchemaError
 
@@ -113,6 +114,9 @@ SCHEMAISH = st.recursive(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DOCUMENTS)
 def test_a_schema_is_compatible_with_itself(schema: dict[str, Any]) -> None:
+    if schema_problems("generated", schema):  # e.g. array-form items: draft-2019-09 reads it
+        schema = {**schema, "$schema": "https://json-schema.org/draft/2019-09/schema"}
+    assume(not schema_problems("generated", schema))
     same = copy.deepcopy(schema)
     changes = diff_schemas(schema, same)
     assert [c for c in changes if not (c.backward and c.forward)] == []

@@ -87,11 +87,14 @@ def test_mutual_recursion_terminates() -> None:
 
 def test_anchor_refs_in_both_drafts() -> None:
     draft07 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
         "properties": {"home": {"$ref": "#Address"}},
         "definitions": {"Address": {"$id": "#Address", **_address(1)}},
     }
     draft2020 = {"properties": {"home": {"$ref": "#addr"}}, "$defs": {"Address": {"$anchor": "addr", **_address(1)}}}
-    assert {c.rule for c in _diff(draft07, draft2020)} <= {RuleId.ANNOTATION_ADDED, RuleId.ANNOTATION_REMOVED}
+    assert {c.rule for c in _diff(draft07, draft2020)} <= {
+        RuleId.ANNOTATION_ADDED, RuleId.ANNOTATION_REMOVED, RuleId.DIALECT_CHANGED
+    }  # fmt: skip
     stricter = {**draft2020, "$defs": {"Address": {"$anchor": "addr", **_address(5)}}}
     assert RuleId.MIN_LENGTH_INCREASED in {c.rule for c in _diff(draft07, stricter)}
 
@@ -101,6 +104,19 @@ def test_ref_with_sibling_keywords_applies_both() -> None:
     new = {"$defs": {"S": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 3}}}
     [change] = _diff(old, new)
     assert (change.rule, change.path) == (RuleId.MAX_LENGTH_DECREASED, "/properties/a/maxLength")
+
+
+def test_draft07_ignores_ref_siblings_2020_applies_them() -> None:
+    d07 = {"$schema": "http://json-schema.org/draft-07/schema#"}
+    old = {**d07, "definitions": {"S": {"type": "string"}}, "properties": {"a": {"$ref": "#/definitions/S"}}}
+    new = {
+        **d07,
+        "definitions": {"S": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/definitions/S", "maxLength": 3}},
+    }
+    assert _directions(old, new) == (True, True)  # maxLength beside $ref asserts nothing in draft-07
+    new2020 = {"$defs": {"S": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 3}}}
+    assert _directions(old, new2020) == (False, True)
 
 
 def test_refs_with_the_root_id_and_escaped_pointers_resolve() -> None:
@@ -116,22 +132,19 @@ def test_refs_with_the_root_id_and_escaped_pointers_resolve() -> None:
 @pytest.mark.parametrize(
     ("schema", "pointer", "phrase"),
     [
-        ({"properties": {"a": {"$ref": "other.json#/x"}}}, "/properties/a/$ref", "outside this schema"),
+        ({"properties": {"a": {"$ref": "other.json#/x"}}}, "/properties/a/$ref", "leaves the catalogue"),
         ({"properties": {"a": {"$ref": "#/$defs/missing"}}}, "/properties/a/$ref", "does not resolve"),
-        ({"properties": {"a": {"$ref": "#nowhere"}}}, "/properties/a/$ref", "no $anchor"),
-        (
-            {"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"},
-            "/$defs/B/$ref",
-            "circular",
-        ),
-        ({"type": "string", "maxLength": "ten"}, "/maxLength", "non-negative integer"),
-        ({"type": "strin"}, "/type", "type must be"),
-        ({"properties": {"a": 5}}, "/properties/a", "object or a boolean"),
-        ({"anyOf": []}, "/anyOf", "non-empty array"),
-        ({"multipleOf": 0}, "/multipleOf", "greater than 0"),
+        ({"properties": {"a": {"$ref": "#nowhere"}}}, "/properties/a/$ref", "names no anchor"),
+        ({"type": "string", "maxLength": "ten"}, "/maxLength", "not a valid JSON Schema (2020-12)"),
+        ({"type": "strin"}, "/type", "not a valid JSON Schema (2020-12)"),
+        ({"properties": {"a": 5}}, "/properties/a", "not a valid JSON Schema (2020-12)"),
+        ({"anyOf": []}, "/anyOf", "not a valid JSON Schema (2020-12)"),
+        ({"multipleOf": 0}, "/multipleOf", "not a valid JSON Schema (2020-12)"),
+        ({"properties": {"const": {"$dynamicRef": "http://127.0.0.1:9/x"}}}, "/properties/const/$dynamicRef", "leaves"),
+        ({"items": {"$ref": "file:///etc/passwd"}}, "/items/$ref", "leaves the catalogue"),
     ],
 )
-def test_schemas_the_engine_cannot_interpret_raise_schema_error_with_the_pointer(
+def test_schemas_invalid_under_their_draft_raise_schema_error_with_the_pointer(
     schema: dict[str, Any], pointer: str, phrase: str
 ) -> None:
     with pytest.raises(SchemaError) as raised:
@@ -139,3 +152,10 @@ def test_schemas_the_engine_cannot_interpret_raise_schema_error_with_the_pointer
     assert raised.value.problem.file == "new schema"
     assert raised.value.problem.pointer == pointer
     assert phrase in raised.value.problem.message
+
+
+def test_a_circular_reference_in_a_valid_schema_gets_a_conservative_verdict_not_an_error() -> None:
+    circular = {"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}
+    changes = _diff({}, circular)
+    assert RuleId.KEYWORD_UNMODELLED in {c.rule for c in changes}
+    assert _directions({}, circular) == (False, False)

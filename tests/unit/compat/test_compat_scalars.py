@@ -160,7 +160,6 @@ def test_string_bounds_on_a_value_that_cannot_be_a_string_do_not_matter() -> Non
         ({"maximum": 10}, {"maximum": 9.5}, RuleId.MAXIMUM_DECREASED, (False, True)),
         ({"minimum": 0}, {"exclusiveMinimum": 0}, RuleId.MINIMUM_MADE_EXCLUSIVE, (False, True)),
         ({"exclusiveMaximum": 10}, {"maximum": 10}, RuleId.MAXIMUM_MADE_INCLUSIVE, (True, False)),
-        ({"minimum": 10, "exclusiveMinimum": True}, {"minimum": 10}, RuleId.MINIMUM_MADE_INCLUSIVE, (True, False)),
         ({"multipleOf": 10}, {"multipleOf": 5}, RuleId.MULTIPLE_OF_RELAXED, (True, False)),
         ({"multipleOf": 0.1}, {"multipleOf": 0.3}, RuleId.MULTIPLE_OF_TIGHTENED, (False, True)),
         ({"multipleOf": 7}, {"multipleOf": 13}, RuleId.MULTIPLE_OF_CHANGED, (False, False)),
@@ -173,9 +172,16 @@ def test_number_keywords(old: Any, new: Any, rule: RuleId, directions: tuple[boo
     assert _directions(old, new) == directions
 
 
+D04 = {"$schema": "http://json-schema.org/draft-04/schema#"}
+
+
 def test_draft04_and_draft2020_exclusive_bounds_are_the_same_bound() -> None:
-    draft04 = {"type": "number", "maximum": 10, "exclusiveMaximum": True}
-    assert _diff(draft04, {"type": "number", "exclusiveMaximum": 10}) == []
+    draft04 = {"type": "number", "maximum": 10, "exclusiveMaximum": True, **D04}
+    assert [c.rule for c in _diff(draft04, {"type": "number", "exclusiveMaximum": 10})] == [RuleId.DIALECT_CHANGED]
+    old, new = {"minimum": 10, "exclusiveMinimum": True, **D04}, {"minimum": 10, **D04}
+    assert _rules(old, new) == [RuleId.MINIMUM_MADE_INCLUSIVE]
+    assert _directions(old, new) == (True, False)
+    assert _diff(old, new)[0].path == "/minimum"  # the draft-04 spelling, as written
 
 
 def test_tighter_of_minimum_and_exclusive_minimum_counts() -> None:
@@ -186,16 +192,35 @@ def test_tighter_of_minimum_and_exclusive_minimum_counts() -> None:
 
 
 @pytest.mark.parametrize(
-    "keyword", ["title", "description", "default", "examples", "$comment", "x-unknownValuePolicy", "deprecated"]
+    ("keyword", "before", "after"),
+    [
+        ("title", "before", "after"),
+        ("description", "before", "after"),
+        ("default", "before", ["after"]),
+        ("examples", ["before"], ["after"]),
+        ("$comment", "before", "after"),
+        ("x-unknownValuePolicy", "before", ["after"]),
+        ("deprecated", False, True),
+    ],
 )
-def test_annotations_are_compatible_both_ways(keyword: str) -> None:
-    changed = _diff({"type": "string", keyword: "before"}, {"type": "string", keyword: ["after"]})
-    added = _diff({"type": "string"}, {"type": "string", keyword: 1})
-    removed = _diff({"type": "string", keyword: 1}, {"type": "string"})
+def test_annotations_are_compatible_both_ways(keyword: str, before: Any, after: Any) -> None:
+    changed = _diff({"type": "string", keyword: before}, {"type": "string", keyword: after})
+    added = _diff({"type": "string"}, {"type": "string", keyword: after})
+    removed = _diff({"type": "string", keyword: before}, {"type": "string"})
     assert [c.rule for c in changed + added + removed] == [
         RuleId.ANNOTATION_CHANGED, RuleId.ANNOTATION_ADDED, RuleId.ANNOTATION_REMOVED,
     ]  # fmt: skip
     assert all(c.backward and c.forward for c in changed + added + removed)
+
+
+def test_an_unknown_keyword_is_reported_with_its_pointer_and_judged_conservatively() -> None:
+    old = {"properties": {"kind": {"type": "string", "discriminator": {"propertyName": "a"}}}}
+    new = {"properties": {"kind": {"type": "string", "discriminator": {"propertyName": "b"}}}}
+    [change] = _diff(old, new)
+    assert (change.rule, change.path) == (RuleId.KEYWORD_UNMODELLED, "/properties/kind/discriminator")
+    assert (change.backward, change.forward) == (False, False)
+    [lenient] = diff_schemas(old, new, policy=Policy.LENIENT)
+    assert (lenient.backward, lenient.forward) == (True, True)
 
 
 def test_dialect_change_alone_is_neutral() -> None:
