@@ -40,13 +40,6 @@ def _planned(key: str) -> str:
     return "{{ ti.xcom_pull(task_ids='" + PLAN + "')['" + key + "'] }}"
 
 
-def registry_url() -> str:
-    """The registry the DAG's tasks use (``contract_registry_default`` or the platform default), for the job."""
-    from contract_platform_airflow.hooks.registry import RegistryHook
-
-    return RegistryHook().get_url()
-
-
 @dag(
     schedule="@daily",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
@@ -55,7 +48,6 @@ def registry_url() -> str:
     default_args=DEFAULT_ARGS,
     tags=["contracts", "quality", "spark"],
     doc_md=__doc__,
-    user_defined_macros={"registry_url": registry_url},
     params={
         "archive": Param(
             "",
@@ -125,7 +117,8 @@ def envelope_quality() -> None:
             "{{ run_id }}",
             "--no-fail-on-findings",
         ],
-        env_vars={"CONTRACT_REGISTRY_URL": "{{ registry_url() }}"},  # the tasks' registry, read at run time
+        # No registry URL here: a templated field is rendered into the UI. The operator sets the tasks' registry
+        # (contract_registry_default) in the job's environment when it runs, like every other Spark task.
         retries=1,
     )
 

@@ -120,8 +120,25 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         master = check_spark_connection(self._conn_id, self.env_vars)
         self.log.info("submitting %s to Spark master %s (connection %s)", self.name, master, self._conn_id)
         platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
-        self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
+        url = RegistryHook().get_url()
+        _mask_credentials(url)  # on YARN and Kubernetes the provider puts env_vars on the logged command line
+        self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": url}
         return super().execute(context)
+
+
+def _mask_credentials(url: str) -> None:
+    """Have Airflow's log masker hide ``url`` and its password wherever they would be logged."""
+    from urllib.parse import urlsplit
+
+    from airflow.sdk.log import mask_secret
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if password:
+        mask_secret(password)
+        mask_secret(url)
 
 
 def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwargs: Any) -> SparkSubmitOperator:
