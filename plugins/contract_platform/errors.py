@@ -21,7 +21,8 @@ jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise .
     │   ├── BrokerUnavailable       transient: the broker cannot be reached; retry
     │   ├── TopologyConflict        an existing declaration differs from the contract's
     │   ├── PublishRefused          unroutable or nacked: the message was not accepted
-    │   └── QueueMissing            a queue the platform expected does not exist
+    │   ├── QueueMissing            a queue the platform expected does not exist
+    │   └── ManagementUnavailable   the management HTTP API does not answer (the message says how to enable it)
     └── ArchiveError                an archive path is missing or unreadable
 
 ``exit_code`` tells the CLI what to return: 2 for bad input, 1 for findings, 3 for an
@@ -41,6 +42,7 @@ __all__ = [
     "ContractPlatformError",
     "EnvelopeError",
     "LifecycleError",
+    "ManagementUnavailable",
     "MessageNotMigratable",
     "MigrationSpecError",
     "Problem",
@@ -207,6 +209,10 @@ class QueueMissing(BrokerError):
     """A queue the platform expected is not on the broker."""
 
     exit_code = 1
+
+
+class ManagementUnavailable(BrokerError):
+    """The RabbitMQ management HTTP API, which the retirement audit requires, does not answer or refuses us."""
 
 
 class ArchiveError(ContractPlatformError):

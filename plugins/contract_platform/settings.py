@@ -15,9 +15,11 @@ __all__ = [
     "catalog_dir",
     "data_dir",
     "docs_dir",
+    "rabbitmq_management_url",
     "rabbitmq_url",
     "redact_url",
     "registry_url",
+    "watched_vhosts",
 ]
 
 DEFAULT_RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
@@ -50,9 +52,31 @@ def rabbitmq_url() -> str:
     return os.environ.get("CONTRACT_RABBITMQ_URL") or DEFAULT_RABBITMQ_URL
 
 
+def rabbitmq_management_url() -> str | None:
+    """``$CONTRACT_RABBITMQ_MANAGEMENT_URL`` (``http://host:15672``); unset: the AMQP host on port 15672."""
+    return os.environ.get("CONTRACT_RABBITMQ_MANAGEMENT_URL") or None
+
+
+def watched_vhosts() -> tuple[str, ...]:
+    """``$CONTRACT_RABBITMQ_VHOSTS`` (comma-separated) the retirement audit searches; unset: the connection's own."""
+    raw = os.environ.get("CONTRACT_RABBITMQ_VHOSTS") or ""
+    return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+
+
 _PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@]*):(?P<pw>[^@]*)@", re.IGNORECASE)
 
 
+# A query or fragment parameter whose name holds one of these words carries a credential:
+# ?password=, &sslpassword=, ?pwd=, ?pass=, ?secret=, ?client_secret=, ?token=, ?access_token=, ?api_key=...
+_SECRET_PARAMETER = re.compile(
+    r"(?P<name>[?&;#](?:[^=&;#]*?)(?:passw(?:or)?d|pass|pwd|secret|token|api[-_]?key|credential|auth)[^=&;#]*=)"
+    r"(?P<value>[^&;#]*)",
+    re.IGNORECASE,
+)
+
+
 def redact_url(url: str) -> str:
-    """``amqp://guest:secret@host/`` -> ``amqp://guest:***@host/``: the only way a URL reaches a log."""
-    return _PASSWORD.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", url)
+    """``amqp://guest:secret@host/?token=abc`` -> ``amqp://guest:***@host/?token=***``: the only way a URL reaches
+    a log. The password of the user part and the value of every parameter named like a credential go."""
+    url = _PASSWORD.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", url)
+    return _SECRET_PARAMETER.sub(lambda m: f"{m.group('name')}***", url)

@@ -59,6 +59,11 @@ class ManagementClient:
         self._password = password
         self._unavailable = False
 
+    @property
+    def auth(self) -> tuple[str, str]:
+        """(user, password) for HTTP basic auth: pass it on, never log it."""
+        return self.user, self._password
+
     def __repr__(self) -> str:
         return f"ManagementClient({self.base_url!r}, user={self.user!r}, vhost={self.vhost!r})"
 

@@ -4,7 +4,11 @@ The retention check needs the last archived message of the type: by default the 
 here, with the Spark job's own transform in a local session; ``--last-seen FILE`` uses a file the
 ``archive_last_seen`` job wrote instead. Nothing is recorded unless ``--record`` is given (then the
 queue observations, the evidence bundle and the ``retirement_audit`` evidence, as the DAG records).
-Exit 0: every check passed; 1: blockers; 2: bad input; 3: broker or registry store unreachable.
+The audit needs the broker's management API (it lists the queues, bindings, policies and consumers
+that services declared themselves): it is checked first, and when it does not answer the command stops
+with exit 3 and the one command that enables it. ``--vhost`` adds virtual hosts to search (default
+``$CONTRACT_RABBITMQ_VHOSTS``); ``--dead-letter-suffix`` replaces the DLQ naming conventions.
+Exit 0: every check passed; 1: blockers; 2: bad input; 3: broker, its management API or registry store unreachable.
 """
 
 from __future__ import annotations
@@ -49,12 +53,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PREFIX",
         help="scan only DLQs and parking lots whose names start with PREFIX (default: every one on the broker)",
     )
+    parser.add_argument(
+        "--vhost",
+        action="append",
+        default=None,
+        metavar="VHOST",
+        help="also search this virtual host (repeatable; default $CONTRACT_RABBITMQ_VHOSTS, else only the broker URL's)",
+    )
+    parser.add_argument(
+        "--dead-letter-suffix",
+        action="append",
+        default=None,
+        metavar="SUFFIX",
+        help="a queue whose name ends in SUFFIX is a DLQ (repeatable; replaces the defaults .dlq, .dead, _error, ...)",
+    )
     parser.add_argument("--record", action="store_true", help="record observations and evidence, as the DAG does")
     add_format_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from contract_platform.amqp.connection import close_quietly, open_connection
+    from contract_platform.amqp.management import management_client, require_management
     from contract_platform.retirement import LastSeen, audit_version, record_audit, write_audit_bundle
     from contract_platform.store import Registry
 
@@ -62,10 +81,15 @@ def run(args: argparse.Namespace) -> int:
     contract = catalog.get(args.type)
     if contract is None:
         raise UsageError(f"{args.type!r} is not a messageType of the catalogue {catalog.root}")
+    connection = open_connection()
+    try:
+        management = require_management(management_client(connection))  # before anything slow runs
+    except BaseException:
+        close_quietly(connection)
+        raise
     registry = Registry.open(args.registry)
     try:
         last_seen = LastSeen.read(args.last_seen) if args.last_seen else _scan(args.archive or settings.archive_dir())
-        connection = open_connection()
         try:
             result = audit_version(
                 contract,
@@ -75,8 +99,11 @@ def run(args: argparse.Namespace) -> int:
                 last_seen,
                 now=datetime.now(UTC),
                 run_id=None,
+                management=management,
                 dead_letter_scope=args.dead_letter_prefix,
                 record=args.record,
+                vhosts=args.vhost,
+                dead_letter_suffixes=args.dead_letter_suffix,
             )
         finally:
             close_quietly(connection)
@@ -87,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             report = paths.markdown
     finally:
         registry.close()
+        close_quietly(connection)
     if args.format == "json":
         emit_json(result.to_dict() | {"report": str(report) if report else None})
     else:
@@ -123,6 +151,11 @@ def _print(result: AuditResult, report: Path | None) -> None:
         ["CHECK", "VERDICT", "MIGHT CLEAR AT"],
         [[c.name, c.verdict, iso(c.clears_at) or ""] for c in result.checks],
     )
+    considered = _considered(result)
+    if considered:
+        out("")
+        out("Queues considered (how each was found, what it held):")
+        table(["QUEUE", "VHOST", "FOUND BY", "CHECK", "MESSAGES", "OF THE TYPE", "CONSUMERS", "READ BY"], considered)
     if result.blocking:
         out("")
         out("Blockers:")
@@ -131,3 +164,37 @@ def _print(result: AuditResult, report: Path | None) -> None:
     if report is not None:
         out("")
         out(f"report: {report}")
+
+
+def _considered(result: AuditResult) -> list[list[object]]:
+    """One row per queue the audit looked at: receivers (queues check) and dead-letter queues."""
+    rows: list[list[object]] = []
+    for look in result.check("queues").figures.get("queues", []):
+        readers = "; ".join(r.get("clientName") or r.get("connection") or "?" for r in look.get("readers", []))
+        held = look["ready"] + (look["unacked"] or 0) if look["exists"] else "(absent)"
+        rows.append(
+            [
+                look["queue"],
+                look.get("vhost") or "",
+                ", ".join(look.get("foundBy", [])),
+                "queues",
+                held,
+                "",
+                look["consumers"],
+                readers,
+            ]
+        )
+    for scan in result.check("dead_letters").figures.get("queues", []):
+        rows.append(
+            [
+                scan["queue"],
+                scan.get("vhost") or "",
+                ", ".join(scan.get("foundBy", [])),
+                "dead_letters",
+                scan["depth"],
+                scan.get("matching", 0),
+                "",
+                scan.get("skipped") or "",
+            ]
+        )
+    return rows

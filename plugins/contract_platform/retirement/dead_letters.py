@@ -1,8 +1,10 @@
 """The ``dead_letters`` check: no message of the type left in any DLQ or parking lot on the broker.
 
-Which queues: every queue whose name ends in ``.dlq`` or ``.parking-lot`` (listed by the management
-API; a bridge or another service may have parked a message of this type in its own). Without the
-API only the version's own DLQs and parking lots can be found, and the check says so (unknown).
+Which queues: every queue the broker dead-letters into, found by topology (bound to an exchange named
+by a queue's ``x-dead-letter-exchange`` or a policy's ``dead-letter-exchange``), every queue named by a
+dead-letter convention (``.dlq``, ``.dead``, ``_error``, ``.parking-lot``...; configurable), and the
+version's own DLQs and parking lots, in every watched virtual host (``retirement.discovery``). Without
+the management API only the version's own can be found, and the check says so (unknown).
 
 How a message is read without losing or reordering anything: on a dedicated channel, ``basic.get``
 without auto-ack, at most as many times as the queue's depth when we looked, then every fetched
@@ -20,23 +22,29 @@ A quorum queue on RabbitMQ 3.x without a limit is read; its messages' ``x-delive
 one, which the figures record.
 
 A message's type is its AMQP ``type`` property, else a type header, else the body's
-``metadata.messageType``. Messages of this type block; other versions of the family are counted.
+``metadata.messageType``; its id is its AMQP ``message_id``, else the body's ``metadata.messageId``.
+Messages of this type block; other versions of the family are counted.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pika
 import pika.exceptions as px
 
-from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
+from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
 from contract_platform.amqp.inspection import NOT_FOUND, ManagementClient, passive_queue
+from contract_platform.amqp.management import BrokerTopology
 from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.catalog.model import Contract
 from contract_platform.evidence import Verdict
+from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery
 from contract_platform.retirement.model import TYPE_HEADERS, CheckName, CheckResult
 
 __all__ = [
@@ -46,12 +54,13 @@ __all__ = [
     "DeadLetterScan",
     "QueueScan",
     "check_dead_letters",
+    "message_id_of",
     "message_type_of",
     "requeue_risk",
     "scan_dead_letters",
 ]
 
-DEAD_LETTER_SUFFIXES = (".dlq", ".parking-lot")
+DEAD_LETTER_SUFFIXES = DEFAULT_DEAD_LETTER_SUFFIXES
 DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and reported as incomplete
 _SHOWN_IDS = 10
 _DEFAULT_DELIVERY_LIMIT_FROM = (4,)
@@ -69,13 +78,27 @@ def message_type_of(properties: Any, body: bytes | None) -> tuple[str | None, st
             value = value.decode("utf-8", "replace")
         if isinstance(value, str) and value:
             return value, f"header:{name}"
+    found = _body_metadata(body).get("messageType")
+    return (found, "body") if isinstance(found, str) and found else (None, None)
+
+
+def _body_metadata(body: bytes | None) -> dict[str, Any]:
+    """The envelope's ``metadata`` object of a JSON body, or ``{}``."""
     try:
         document = json.loads(body or b"")
     except (ValueError, UnicodeDecodeError):
-        return None, None
+        return {}
     metadata = document.get("metadata") if isinstance(document, dict) else None
-    found = metadata.get("messageType") if isinstance(metadata, dict) else None
-    return (found, "body") if isinstance(found, str) and found else (None, None)
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def message_id_of(properties: Any, body: bytes | None) -> str | None:
+    """The AMQP ``message_id``, else the body's ``metadata.messageId`` (producers outside the platform omit the first)."""
+    declared = getattr(properties, "message_id", None)
+    if declared:
+        return str(declared)
+    found = _body_metadata(body).get("messageId")
+    return str(found) if isinstance(found, str | int) and found != "" else None
 
 
 def requeue_risk(
@@ -116,6 +139,9 @@ class QueueScan:
 
     queue: str
     depth: int = 0
+    vhost: str | None = None
+    found: tuple[str, ...] = ()  # how the queue was found (platform topology, DLX topology, policy, name convention)
+    why: tuple[str, ...] = ()
     inspected: int = 0
     matching: int = 0
     matching_ids: list[str] = field(default_factory=list)
@@ -136,7 +162,14 @@ class QueueScan:
         return self.skipped is None and read_all and not self.unacked
 
     def to_dict(self) -> dict[str, Any]:
-        shown: dict[str, Any] = {"queue": self.queue, "depth": self.depth, "inspected": self.inspected}
+        shown: dict[str, Any] = {
+            "queue": self.queue,
+            "vhost": self.vhost,
+            "foundBy": list(self.found),
+            "why": list(self.why),
+            "depth": self.depth,
+            "inspected": self.inspected,
+        }
         optional = {
             "matching": self.matching,
             "matchingIds": self.matching_ids,
@@ -166,7 +199,7 @@ def _dead_letter_queues(
     """(coverage, queue names, known info by name) from the API, else the version's own."""
     listed = management.queue_names(prefix=scope) if management is not None else None
     if listed is not None:
-        return "broker", [name for name in listed if name.endswith(DEAD_LETTER_SUFFIXES)], {}
+        return "broker", [name for name in listed if name.lower().endswith(DEAD_LETTER_SUFFIXES)], {}
     own = plan.queues_of(Role.DLQ, Role.PARKING_LOT)
     known = {q.name: {"type": q.queue_type, "arguments": dict(q.arguments)} for q in own}
     return "version", [q.name for q in own if q.name.startswith(scope)], known
@@ -180,9 +213,18 @@ def scan_dead_letters(
     management: ManagementClient | None,
     scope: str = "",
     max_messages: int = DEFAULT_MAX_MESSAGES,
+    discovery: Discovery | None = None,
+    topology: BrokerTopology | None = None,
+    home_vhost: str = "/",
 ) -> DeadLetterScan:
-    """Read every dead-letter queue in ``scope`` (a name prefix; empty: all) for messages of ``contract``."""
+    """Read every dead-letter queue in ``scope`` (a name prefix; empty: all) for messages of ``contract``.
+
+    With ``discovery`` (and the ``topology`` it came from) the queues are the ones it found, in every
+    watched virtual host; a queue in another virtual host is read over a connection of its own.
+    """
     version = broker_version(connection)
+    if discovery is not None:
+        return _scan_discovered(connection, contract, discovery, topology, home_vhost, version, max_messages, scope)
     coverage, names, known = _dead_letter_queues(plan, management, scope)
     scans = []
     with broker_errors(describe_broker(connection)):
@@ -190,6 +232,59 @@ def scan_dead_letters(
             info = (management.queue(name) if management is not None else None) or known.get(name, {})
             scans.append(_scan_queue(connection, contract, name, info, version, max_messages))
     return DeadLetterScan(coverage, tuple(scans), scope, ".".join(map(str, version)) if version else None)
+
+
+def _scan_discovered(
+    connection: Any,
+    contract: Contract,
+    discovery: Discovery,
+    topology: BrokerTopology | None,
+    home_vhost: str,
+    version: Any,
+    max_messages: int,
+    scope: str,
+) -> DeadLetterScan:
+    scans = []
+    with _connections(connection, home_vhost) as connect, broker_errors(describe_broker(connection)):
+        for entry in discovery.dead_letter_queues:
+            hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
+            queue = hosted.queues.get(entry.queue) if hosted is not None else None
+            info: dict[str, Any] = {}
+            if queue is not None:
+                policy = dict(queue.policy)
+                info = {
+                    "type": queue.type,
+                    "arguments": dict(queue.arguments),
+                    "effective_policy_definition": policy,
+                    "messages_unacknowledged": queue.unacked,
+                }
+            scan = _scan_queue(connect(entry.vhost), contract, entry.queue, info, version, max_messages)
+            scan.vhost = entry.vhost
+            scan.found = tuple(str(f) for f in entry.found)
+            scan.why = tuple(entry.why)
+            scans.append(scan)
+    return DeadLetterScan("broker", tuple(scans), scope, ".".join(map(str, version)) if version else None)
+
+
+@contextmanager
+def _connections(connection: Any, home_vhost: str) -> Iterator[Callable[[str], Any]]:
+    """``connect(vhost)``: the audit's connection for its own virtual host, a sibling for any other (closed after)."""
+    opened: dict[str, Any] = {}
+
+    def connect(vhost: str) -> Any:
+        if vhost == home_vhost:
+            return connection
+        if vhost not in opened:
+            params = copy.copy(connection._impl.params)
+            params.virtual_host = vhost
+            opened[vhost] = pika.BlockingConnection(params)
+        return opened[vhost]
+
+    try:
+        yield connect
+    finally:
+        for sibling in opened.values():
+            close_quietly(sibling)
 
 
 def _scan_queue(
@@ -246,9 +341,9 @@ def _tally(scan: QueueScan, contract: Contract, properties: Any, body: bytes | N
     found, _where = message_type_of(properties, body)
     if found == contract.message_type:
         scan.matching += 1
-        message_id = getattr(properties, "message_id", None)
-        if message_id and len(scan.matching_ids) < _SHOWN_IDS:
-            scan.matching_ids.append(str(message_id))
+        message_id = message_id_of(properties, body)
+        if len(scan.matching_ids) < _SHOWN_IDS:
+            scan.matching_ids.append(message_id or "(no messageId)")
     elif found is None:
         scan.untyped += 1
     elif found.rsplit(".", 1)[0] == contract.family:
@@ -257,7 +352,6 @@ def _tally(scan: QueueScan, contract: Contract, properties: Any, body: bytes | N
 
 def check_dead_letters(contract: Contract, scan: DeadLetterScan) -> CheckResult:
     """Fail on any message of the type; unknown when some queue could not be read fully or was not listed."""
-    looked_at = [q for q in scan.queues if q.depth or q.skipped or q.vanished or q.unacked]
     figures: dict[str, Any] = {
         "coverage": scan.coverage,
         "scope": scan.scope or None,
@@ -266,14 +360,14 @@ def check_dead_letters(contract: Contract, scan: DeadLetterScan) -> CheckResult:
         "empty": sum(1 for q in scan.queues if not q.depth and not q.vanished),
         "matching": sum(q.matching for q in scan.queues),
         "inspected": sum(q.inspected for q in scan.queues),
-        "queues": [q.to_dict() for q in looked_at],
+        "queues": [q.to_dict() for q in scan.queues],  # every queue considered, how it was found, what it held
     }
     if any(q.delivery_count_raised for q in scan.queues):
         figures["note"] = "quorum queues read on RabbitMQ 3.x: x-delivery-count of their messages went up by one"
     holding = [q for q in scan.queues if q.matching]
     if holding:
         it = "it" if figures["matching"] == 1 else "them"
-        where = "; ".join(f"{q.matching} in {q.queue} (messageIds {', '.join(q.matching_ids)})" for q in holding)
+        where = "; ".join(f"{q.matching} in {_named(q)} (messageIds {', '.join(q.matching_ids)})" for q in holding)
         return CheckResult(
             CheckName.DEAD_LETTERS,
             Verdict.FAIL,
@@ -283,7 +377,7 @@ def check_dead_letters(contract: Contract, scan: DeadLetterScan) -> CheckResult:
         )
     unread = [q for q in scan.queues if not q.complete]
     if unread:
-        reasons = "; ".join(f"{q.queue}: {_why_unread(q)}" for q in unread)
+        reasons = "; ".join(f"{_named(q)}: {_why_unread(q)}" for q in unread)
         return CheckResult(
             CheckName.DEAD_LETTERS,
             Verdict.UNKNOWN,
@@ -301,6 +395,13 @@ def check_dead_letters(contract: Contract, scan: DeadLetterScan) -> CheckResult:
             "other DLQs and parking lots on the broker cannot be listed; enable it and audit again",
         )
     return CheckResult(CheckName.DEAD_LETTERS, Verdict.PASS, figures)
+
+
+def _named(scan: QueueScan) -> str:
+    """``svc.dead`` [found by DLX topology] (vhost v): the queue, how it was found, and where."""
+    found = f" [found by {', '.join(scan.found)}]" if scan.found else ""
+    vhost = f" (vhost {scan.vhost})" if scan.vhost and scan.vhost != "/" else ""
+    return f"{scan.queue}{found}{vhost}"
 
 
 def _why_unread(scan: QueueScan) -> str:

@@ -1,22 +1,27 @@
 """The ``queues`` check: consumers, ready and unacknowledged messages on every queue of the version.
 
-The queues are the version's own, from ``plan_topology``: consumer queues, retry queues, DLQs and
-parking lots (not the archive queue, which the exchange's other contracts share). Ready messages and
-consumers come from passive declares (exact, now); unacknowledged counts only from the management
-API, so without it (or before it has collected statistics) the check cannot pass: it says unknown.
+The queues are the version's own, from ``plan_topology`` (consumer queues, retry queues, DLQs and
+parking lots), and, from the broker's whole topology (``retirement.discovery``), every queue a message
+of the version reaches through the bindings of its exchange, whoever declared it; not the archive
+queue, which the exchange's other contracts share and the archiver drains. A blocker names the queue,
+how it was found and who reads it (connection name, peer host, user). In the connection's own virtual
+host ready messages and consumers come from passive declares (exact, now), elsewhere from the API;
+unacknowledged counts only from the management API, so without it (or before it has collected statistics) the check cannot pass: it says unknown.
 A queue that does not exist holds nothing and has no consumer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
+from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, QueueInfo
 from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.evidence import Verdict
+from contract_platform.retirement.discovery import Considered, Discovery
 from contract_platform.retirement.model import CheckName, CheckResult
 from contract_platform.store.records import ObservationSource
 
@@ -24,11 +29,12 @@ __all__ = ["AUDITED_ROLES", "QueueLook", "check_queues", "observe_queues", "reco
 
 AUDITED_ROLES = (Role.CONSUMER, Role.RETRY, Role.DLQ, Role.PARKING_LOT)
 
-_READY_ADVICE = {
+_READY_ADVICE: dict[Role | None, str] = {
     Role.CONSUMER: "let its consumers finish them, or move them to the successor",
     Role.RETRY: "they go back to the consumer queue when their delay ends; let them be consumed",
     Role.DLQ: "replay them to the successor or discard them",
     Role.PARKING_LOT: "replay them to the successor or discard them",
+    None: "the version's exchange routes there: ask whoever reads it to finish them and move to the successor",
 }
 
 
@@ -37,29 +43,88 @@ class QueueLook:
     """One queue of the version, as the broker reported it during this audit."""
 
     name: str
-    role: Role
+    role: Role | None  # None: a queue the platform did not declare (found on the broker)
     state: QueueState
+    found: tuple[str, ...] = ("platform topology",)
+    why: tuple[str, ...] = ()
+    vhost: str | None = None
+    readers: tuple[ConsumerInfo, ...] = field(default=(), hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         state = self.state
         return {
             "queue": self.name,
-            "role": str(self.role),
+            "role": str(self.role) if self.role else "foreign",
+            "vhost": self.vhost,
+            "foundBy": list(self.found),
+            "why": list(self.why),
             "exists": state.exists,
             "ready": state.ready,
             "consumers": state.consumers,
             "unacked": state.unacked if state.exists else 0,
+            "readers": [reader.to_dict() for reader in self.readers],
         }
 
 
 def observe_queues(
-    connection: Any, plan: TopologyPlan, *, management: ManagementClient | None | Literal["auto"] = "auto"
+    connection: Any,
+    plan: TopologyPlan,
+    *,
+    management: ManagementClient | None | Literal["auto"] = "auto",
+    discovery: Discovery | None = None,
+    topology: BrokerTopology | None = None,
+    home_vhost: str = "/",
 ) -> list[QueueLook]:
-    """Inspect each audited queue of ``plan`` (``BrokerError`` / ``BrokerUnavailable`` propagate)."""
-    return [
-        QueueLook(queue.name, queue.role, inspect_queue(connection, queue.name, management=management))
-        for queue in plan.queues_of(*AUDITED_ROLES)
-    ]
+    """Inspect each queue of the version (``BrokerError`` / ``BrokerUnavailable`` propagate).
+
+    Without ``discovery``: the audited queues of ``plan`` only (what AMQP alone can find).
+    """
+    if discovery is None:
+        return [
+            QueueLook(queue.name, queue.role, inspect_queue(connection, queue.name, management=management))
+            for queue in plan.queues_of(*AUDITED_ROLES)
+        ]
+    looks = []
+    for entry in discovery.receivers:
+        if entry.vhost == home_vhost:
+            state = inspect_queue(connection, entry.queue, management=management)
+        else:
+            hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
+            state = _state_of(entry.queue, hosted.queues.get(entry.queue) if hosted is not None else None)
+        looks.append(_look(entry, state, home_vhost))
+    return looks
+
+
+def queue_label(vhost: str, queue: str, home_vhost: str) -> str:
+    """The queue's name in the connection's own virtual host, else ``name (vhost V)``: one key per queue."""
+    return queue if vhost == home_vhost else f"{queue} (vhost {vhost})"
+
+
+def _look(entry: Considered, state: QueueState, home_vhost: str) -> QueueLook:
+    return QueueLook(
+        queue_label(entry.vhost, entry.queue, home_vhost),
+        entry.role,
+        state,
+        tuple(str(f) for f in entry.found),
+        tuple(entry.why),
+        entry.vhost,
+        entry.readers,
+    )
+
+
+def _state_of(name: str, info: QueueInfo | None) -> QueueState:
+    """A queue in another virtual host, as the management API last reported it."""
+    if info is None:
+        return QueueState(name, exists=False)
+    return QueueState(
+        name,
+        exists=True,
+        ready=info.ready or 0,
+        consumers=info.consumers or 0,
+        unacked=info.unacked,
+        type=info.type,
+        arguments=dict(info.arguments),
+    )
 
 
 def record_observations(
@@ -83,21 +148,31 @@ def record_observations(
 def _problems(look: QueueLook) -> list[str]:
     state, name = look.state, look.name
     problems = []
+    found = "" if look.role else f" [found by {', '.join(look.found)}: a queue the platform did not declare]"
     if state.consumers:
+        readers = "; ".join(reader.describe() for reader in look.readers)
+        who = f" (read by {readers})" if readers else ""
         problems.append(
-            f"{name} has {_count(state.consumers, 'consumer')} connected: stop it or move it to the successor"
+            f"{name} has {_count(state.consumers, 'consumer')} connected{who}{found}: stop it or move it to the "
+            "successor"
         )
     if state.ready:
         what = "messages waiting to be retried" if look.role is Role.RETRY else "ready messages"
-        problems.append(f"{name} ({look.role}) holds {state.ready} {what}: {_READY_ADVICE[look.role]}")
+        role = look.role or "foreign"
+        problems.append(f"{name} ({role}) holds {state.ready} {what}{found}: {_READY_ADVICE[look.role]}")
     if state.unacked:
         problems.append(f"{name} has {state.unacked} unacknowledged messages still being processed")
     return problems
 
 
-def check_queues(looks: Sequence[QueueLook]) -> CheckResult:
+def check_queues(looks: Sequence[QueueLook], discovery: Discovery | None = None) -> CheckResult:
     """Fail on any consumer, ready or unacked message; unknown when an unacked count is unknown."""
     figures: dict[str, Any] = {
+        "searched": (
+            {"vhosts": list(discovery.vhosts), "notJudged": list(discovery.excluded)}
+            if discovery is not None
+            else {"vhosts": [], "note": "the version's own queues only: the management API was not used"}
+        ),
         "queues": [look.to_dict() for look in looks],
         "consumers": sum(look.state.consumers for look in looks),
         "ready": sum(look.state.ready for look in looks),

@@ -1,0 +1,305 @@
+"""The broker's whole topology from the management HTTP API: what the retirement audit searches.
+
+::
+
+    management_client(connection)         -> ManagementClient (settings: CONTRACT_RABBITMQ_MANAGEMENT_URL)
+    require_management(client)            -> None, or ManagementUnavailable saying how to enable the API
+    read_topology(client, vhosts)         -> BrokerTopology: per vhost exchanges (with alternate exchanges),
+                                             bindings (queue and exchange-to-exchange), queues with arguments
+                                             and effective policy, policies and operator policies, consumers
+                                             with their connection's name and peer host
+
+The management API is a requirement of the retirement audit: services declare their own queues,
+bindings and policies, and only the API lists them. ``require_management`` is the one place that
+says so, with the command that enables the plugin; the CLI, the DAG and the main job all call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import httpx
+
+from contract_platform import settings
+from contract_platform.amqp.inspection import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient
+from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
+from contract_platform.errors import ManagementUnavailable
+
+__all__ = [
+    "ENABLE_COMMAND",
+    "BrokerTopology",
+    "ConsumerInfo",
+    "PolicyInfo",
+    "QueueInfo",
+    "VhostTopology",
+    "management_client",
+    "probe_management",
+    "read_topology",
+    "require_management",
+]
+
+ENABLE_COMMAND = "rabbitmq-plugins enable rabbitmq_management"
+
+
+@dataclass(frozen=True)
+class ConsumerInfo:
+    """Who reads a queue: the consumer tag and its connection (client-provided name, peer host, user)."""
+
+    tag: str
+    connection: str | None = None
+    client_name: str | None = None
+    peer_host: str | None = None
+    user: str | None = None
+
+    def describe(self) -> str:
+        who = self.client_name or self.connection or "an unnamed connection"
+        where = f" from {self.peer_host}" if self.peer_host else ""
+        user = f" as {self.user}" if self.user else ""
+        return f"{who}{where}{user}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "connection": self.connection,
+            "clientName": self.client_name,
+            "peerHost": self.peer_host,
+            "user": self.user,
+        }
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    vhost: str
+    name: str
+    type: str | None = None
+    arguments: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    policy: Mapping[str, Any] = field(default_factory=dict, hash=False)  # effective policy definition
+    messages: int | None = None
+    ready: int | None = None
+    unacked: int | None = None
+    consumers: int | None = None
+
+    def setting(self, argument: str, policy_key: str) -> Any:
+        """A queue argument, else the same setting from its effective policy (arguments win, as on the broker)."""
+        value = self.arguments.get(argument)
+        return self.policy.get(policy_key) if value is None else value
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    pattern: str
+    apply_to: str
+    definition: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    priority: int = 0
+    operator: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "operator policy" if self.operator else "policy"
+
+
+@dataclass(frozen=True)
+class VhostTopology:
+    vhost: str
+    exchanges: Mapping[str, ExchangeInfo]
+    bindings: tuple[BindingInfo, ...]
+    queues: Mapping[str, QueueInfo]
+    policies: tuple[PolicyInfo, ...]
+    consumers: Mapping[str, tuple[ConsumerInfo, ...]]  # by queue name
+
+
+@dataclass(frozen=True)
+class BrokerTopology:
+    vhosts: Mapping[str, VhostTopology]
+    management_url: str
+
+
+def management_client(connection: Any) -> ManagementClient | None:
+    """A client for the broker and credentials of ``connection``; ``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves it."""
+    client = ManagementClient.for_connection(connection)
+    override = settings.rabbitmq_management_url()
+    if client is None or not override:
+        return client
+    parts = urlsplit(override)
+    port = parts.port or DEFAULT_MANAGEMENT_PORT
+    return ManagementClient(
+        f"{parts.scheme or 'http'}://{parts.hostname or '127.0.0.1'}:{port}",
+        unquote(parts.username) if parts.username else client.user,
+        unquote(parts.password) if parts.password else client.auth[1],
+        vhost=client.vhost,
+        timeout=client.timeout,
+    )
+
+
+def probe_management(client: ManagementClient) -> str | None:
+    """None when the API answers ``/api/overview`` for this user; otherwise what is wrong and how to fix it."""
+    url = f"{client.base_url}/api/overview"
+    try:
+        response = httpx.get(url, auth=client.auth, timeout=client.timeout)
+    except httpx.HTTPError as exc:
+        return (
+            f"the RabbitMQ management API at {client.base_url} does not answer ({type(exc).__name__}); the retirement "
+            f"audit needs it to see every queue, binding, policy and consumer on the broker. Enable it with: "
+            f"{ENABLE_COMMAND} (on the broker host; the rabbitmq:*-management images have it), or point "
+            "CONTRACT_RABBITMQ_MANAGEMENT_URL at it"
+        )
+    if response.status_code in (httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN):
+        return (
+            f"the RabbitMQ management API at {client.base_url} refused user {client.user!r} ({response.status_code}); "
+            f"the retirement audit needs to read the whole topology: give the user the monitoring tag "
+            f"(rabbitmqctl set_user_tags {client.user} monitoring) and read permission on the watched virtual hosts"
+        )
+    if response.status_code != httpx.codes.OK:
+        return (
+            f"the RabbitMQ management API at {client.base_url} answered {response.status_code} on /api/overview "
+            f"(is something else listening on that port?); enable the plugin with: {ENABLE_COMMAND}"
+        )
+    return None
+
+
+def require_management(client: ManagementClient | None) -> ManagementClient:
+    """The client, or ``ManagementUnavailable`` with the fix; the one check the CLI, DAG and main job share."""
+    if client is None:
+        raise ManagementUnavailable(
+            "the connection does not say which broker it is on, so its management API cannot be found; "
+            "set CONTRACT_RABBITMQ_MANAGEMENT_URL"
+        )
+    problem = probe_management(client)
+    if problem is not None:
+        raise ManagementUnavailable(problem)
+    return client
+
+
+def _get(client: ManagementClient, path: str) -> list[dict[str, Any]]:
+    """A list the API must answer; anything else is ``ManagementUnavailable`` (an audit cannot guess)."""
+    url = f"{client.base_url}/api/{path}"
+    try:
+        response = httpx.get(url, auth=client.auth, timeout=client.timeout)
+    except httpx.HTTPError as exc:
+        raise ManagementUnavailable(
+            f"the RabbitMQ management API at {client.base_url} stopped answering ({type(exc).__name__}) while the "
+            "audit read the topology: run it again"
+        ) from exc
+    if response.status_code == NOT_FOUND:
+        vhost = unquote(path.split("/")[1]) if "/" in path else "?"
+        raise ManagementUnavailable(
+            f"virtual host {vhost!r} is not on the broker at {client.base_url}: correct CONTRACT_RABBITMQ_VHOSTS"
+        )
+    if response.status_code != httpx.codes.OK:
+        raise ManagementUnavailable(
+            f"the RabbitMQ management API at {client.base_url} answered {response.status_code} for /api/{path}: "
+            f"user {client.user!r} needs the monitoring tag and read permission there"
+        )
+    try:
+        answer = response.json()
+    except ValueError as exc:
+        raise ManagementUnavailable(f"the management API at {client.base_url} did not answer JSON") from exc
+    return [item for item in answer if isinstance(item, dict)] if isinstance(answer, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _connections(client: ManagementClient) -> dict[str, dict[str, Any]]:
+    return {str(c.get("name")): c for c in _get(client, "connections?columns=name,client_properties,peer_host,user")}
+
+
+def _consumers(
+    client: ManagementClient, vhost: str, connections: Mapping[str, Any]
+) -> dict[str, tuple[ConsumerInfo, ...]]:
+    found: dict[str, list[ConsumerInfo]] = {}
+    for item in _get(client, f"consumers/{quote(vhost, safe='')}"):
+        queue = _dict(item.get("queue")).get("name")
+        if not isinstance(queue, str):
+            continue
+        channel = _dict(item.get("channel_details"))
+        name = channel.get("connection_name")
+        details = _dict(connections.get(str(name)))
+        client_name = _dict(details.get("client_properties")).get("connection_name")
+        found.setdefault(queue, []).append(
+            ConsumerInfo(
+                str(item.get("consumer_tag", "")),
+                str(name) if name else None,
+                str(client_name) if client_name else None,
+                str(channel.get("peer_host") or details.get("peer_host") or "") or None,
+                str(channel.get("user") or details.get("user") or "") or None,
+            )
+        )
+    return {queue: tuple(consumers) for queue, consumers in found.items()}
+
+
+def _policies(client: ManagementClient, vhost: str) -> tuple[PolicyInfo, ...]:
+    policies = []
+    for path, operator in (("policies", False), ("operator-policies", True)):
+        for item in _get(client, f"{path}/{quote(vhost, safe='')}"):
+            policies.append(
+                PolicyInfo(
+                    str(item.get("name", "")),
+                    str(item.get("pattern", "")),
+                    str(item.get("apply-to", "all")),
+                    _dict(item.get("definition")),
+                    _int(item.get("priority")) or 0,
+                    operator,
+                )
+            )
+    return tuple(policies)
+
+
+def _read_vhost(client: ManagementClient, vhost: str, connections: Mapping[str, Any]) -> VhostTopology:
+    v = quote(vhost, safe="")
+    policies = _policies(client, vhost)
+    by_name = {p.name: p for p in policies if not p.operator}
+    exchanges = {}
+    for item in _get(client, f"exchanges/{v}?columns=name,type,arguments,policy"):
+        arguments = _dict(item.get("arguments"))
+        policy = by_name.get(str(item.get("policy") or ""))
+        alternate = arguments.get("alternate-exchange") or (
+            policy.definition.get("alternate-exchange") if policy else None
+        )
+        name = str(item.get("name", ""))
+        exchanges[name] = ExchangeInfo(name, str(item.get("type", "")), str(alternate) if alternate else None)
+    bindings = tuple(
+        BindingInfo(
+            str(item.get("source", "")),
+            str(item.get("destination", "")),
+            str(item.get("destination_type", "queue")),
+            str(item.get("routing_key", "")),
+            _dict(item.get("arguments")),
+        )
+        for item in _get(client, f"bindings/{v}")
+    )
+    columns = (
+        "name,type,arguments,effective_policy_definition,messages,messages_ready,messages_unacknowledged,consumers"
+    )
+    queues = {}
+    for item in _get(client, f"queues/{v}?columns={columns}"):
+        name = str(item.get("name", ""))
+        queues[name] = QueueInfo(
+            vhost,
+            name,
+            item.get("type") if isinstance(item.get("type"), str) else None,
+            _dict(item.get("arguments")),
+            _dict(item.get("effective_policy_definition")),
+            _int(item.get("messages")),
+            _int(item.get("messages_ready")),
+            _int(item.get("messages_unacknowledged")),
+            _int(item.get("consumers")),
+        )
+    return VhostTopology(vhost, exchanges, bindings, queues, policies, _consumers(client, vhost, connections))
+
+
+def read_topology(client: ManagementClient, vhosts: Iterable[str]) -> BrokerTopology:
+    """Everything the audit searches, in each of ``vhosts`` (``ManagementUnavailable`` when it cannot be read)."""
+    connections = _connections(client)
+    return BrokerTopology(
+        {vhost: _read_vhost(client, vhost, connections) for vhost in dict.fromkeys(vhosts)}, client.base_url
+    )

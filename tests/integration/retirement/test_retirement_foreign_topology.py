@@ -1,0 +1,314 @@
+"""What services declared themselves blocks a retirement: queues, DLXs, policies and consumers the platform never chose.
+
+Each test gets a private virtual host (created through the management API, deleted afterwards), the
+real v1/v2 topology provisioned in it, and a *separate* connection standing for another service,
+which declares its own arrangement under a random service name. The audit must block, naming the
+queue (and who reads it), and must leave every queue's depth and order as it found them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pika
+import pytest
+from retirement_broker import V1, V2, provision_family, seed_quiet_history
+
+from contract_platform.amqp import ManagementClient, open_connection
+from contract_platform.amqp.connection import close_quietly
+from contract_platform.amqp.inspection import passive_queue
+from contract_platform.catalog import load_catalog
+from contract_platform.catalog.model import Catalog
+from contract_platform.evidence import Verdict
+from contract_platform.retirement import AuditResult, LastSeen, TypeLastSeen, audit_version
+from contract_platform.store import Registry
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+API = "http://127.0.0.1:15672/api"
+AUTH = ("guest", "guest")
+STATS_DEADLINE = 30.0  # the management API lists new queues and consumers after its statistics interval
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout: float = STATS_DEADLINE) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Catalog:
+    """The billing.invoice-issued family alone (the audit needs nothing else from the catalogue)."""
+    target = tmp_path_factory.mktemp("catalog") / "contracts"
+    shutil.copytree(catalog_dir / "envelope", target / "envelope")
+    shutil.copytree(catalog_dir / "billing" / "invoice-issued", target / "billing" / "invoice-issued")
+    return load_catalog(target)
+
+
+@pytest.fixture
+def vhost(rabbitmq_url: str) -> Iterator[str]:
+    try:
+        httpx.get(f"{API}/overview", auth=AUTH, timeout=5).raise_for_status()
+    except httpx.HTTPError:
+        pytest.skip("the RabbitMQ management API is not answering on 15672")
+    name = f"t-retire-{uuid.uuid4().hex[:8]}"
+    httpx.put(f"{API}/vhosts/{quote(name, safe='')}", auth=AUTH, timeout=10).raise_for_status()
+    httpx.put(
+        f"{API}/permissions/{quote(name, safe='')}/guest",
+        auth=AUTH,
+        json={"configure": ".*", "write": ".*", "read": ".*"},
+        timeout=10,
+    ).raise_for_status()
+    yield name
+    httpx.delete(f"{API}/vhosts/{quote(name, safe='')}", auth=AUTH, timeout=30)
+
+
+def url_of(vhost: str) -> str:
+    return f"amqp://guest:guest@127.0.0.1:5672/{quote(vhost, safe='')}"
+
+
+@pytest.fixture
+def platform(vhost: str, family: Catalog, tmp_path: Path) -> Iterator[tuple[Any, Registry]]:
+    """The platform's connection in the private vhost, v1 and v2 provisioned, three quiet audits of v1 recorded."""
+    connection = open_connection(url_of(vhost))
+    provision_family(connection, family)
+    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
+        seed_quiet_history(registry, family.contracts[V1], datetime.now(UTC))
+        yield connection, registry
+    close_quietly(connection)
+
+
+@pytest.fixture
+def service() -> str:
+    """A service name the platform never chose."""
+    return f"svc{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def foreign(vhost: str, service: str) -> Iterator[Any]:
+    """Another service's own connection (with a client-provided name, as most client libraries set)."""
+    params = pika.URLParameters(url_of(vhost))
+    params.client_properties = {"connection_name": f"{service}-reader"}
+    connection = pika.BlockingConnection(params)
+    yield connection
+    close_quietly(connection)
+
+
+def v1_body(message_id: str) -> bytes:
+    envelope = {"metadata": {"messageId": message_id, "messageType": V1, "schemaVersion": 1}, "payload": {}}
+    return json.dumps(envelope).encode()
+
+
+def publish(channel: Any, exchange: str, key: str, message_id: str, *, with_id: bool = True, kind: str = V1) -> None:
+    properties = pika.BasicProperties(type=kind, message_id=message_id if with_id else None, delivery_mode=2)
+    channel.basic_publish(exchange, key, v1_body(message_id), properties)
+
+
+def listed(vhost: str, queue: str) -> bool:
+    response = httpx.get(f"{API}/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}", auth=AUTH, timeout=5)
+    return response.status_code == httpx.codes.OK
+
+
+def consumers_listed(vhost: str, queue: str) -> bool:
+    answer = httpx.get(f"{API}/consumers/{quote(vhost, safe='')}", auth=AUTH, timeout=5).json()
+    return any(item["queue"]["name"] == queue for item in answer)
+
+
+def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str) -> AuditResult:
+    connection, registry = platform
+    last_seen = LastSeen({V1: TypeLastSeen(datetime.now(UTC) - timedelta(days=30), 12)}, scanned=True, source="test")
+    return audit_version(
+        family.contracts[V1],
+        family,
+        registry,
+        connection,
+        last_seen,
+        now=datetime.now(UTC),
+        run_id="test",
+        management=ManagementClient.from_amqp_url(url_of(vhost)),
+    )
+
+
+def contents(connection: Any, queue: str) -> list[str]:
+    """Drain a queue (end of test) and return its messages' ids in order."""
+    channel = connection.channel()
+    ids = []
+    while True:
+        method, properties, body = channel.basic_get(queue, auto_ack=True)
+        if method is None:
+            return ids
+        ids.append(json.loads(body)["metadata"]["messageId"])
+
+
+def considered(result: AuditResult, check: str, queue: str) -> dict[str, Any]:
+    entries = [q for q in result.check(check).figures["queues"] if q["queue"] == queue]
+    assert entries, f"{queue} is not among the queues the {check} check considered"
+    return entries[0]
+
+
+def reject_into_dead_letters(foreign: Any, queue: str, count: int) -> None:
+    channel = foreign.channel()
+    for _ in range(count):
+        method, _properties, _body = channel.basic_get(queue, auto_ack=False)
+        assert method is not None
+        channel.basic_reject(method.delivery_tag, requeue=False)
+
+
+@pytest.mark.parametrize("suffix", [".dead", ".graveyard"])  # a conventional name, and one only topology reveals
+def test_a_message_the_broker_dead_lettered_from_a_service_queue_blocks(
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str, suffix: str
+) -> None:
+    channel = foreign.channel()
+    channel.exchange_declare(f"{service}.dlx", "fanout", durable=True)
+    channel.queue_declare(f"{service}{suffix}", durable=True)
+    channel.queue_bind(f"{service}{suffix}", f"{service}.dlx")
+    channel.queue_declare(f"{service}.in", durable=True, arguments={"x-dead-letter-exchange": f"{service}.dlx"})
+    channel.queue_bind(f"{service}.in", "billing.events", routing_key="billing.invoice.issued.v1")
+    ids = [f"{service}-1", f"{service}-2"]
+    for message_id in ids:
+        publish(channel, "", f"{service}.in", message_id)
+    wait_until(lambda: passive_queue(foreign, f"{service}.in") == (2, 0), "both messages in the service queue")
+    reject_into_dead_letters(foreign, f"{service}.in", 2)
+    wait_until(lambda: passive_queue(foreign, f"{service}{suffix}") == (2, 0), "the broker dead-lettered both")
+    wait_until(lambda: listed(vhost, f"{service}{suffix}"), "the DLQ listed by the management API")
+
+    result = run_audit(platform, family, vhost)
+
+    dead = result.check("dead_letters")
+    assert dead.verdict is Verdict.FAIL
+    assert f"{service}{suffix}" in (dead.blocker or "") and ids[0] in (dead.blocker or "")
+    assert "DLX topology" in considered(result, "dead_letters", f"{service}{suffix}")["foundBy"]
+    assert "binding" in considered(result, "queues", f"{service}.in")["foundBy"]
+    assert passive_queue(foreign, f"{service}{suffix}") == (2, 0)
+    assert contents(foreign, f"{service}{suffix}") == ids
+
+
+def test_an_error_queue_by_naming_convention_blocks_and_keeps_its_order(
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+) -> None:
+    queue = f"{service}_error"  # the convention of several .NET and Java frameworks
+    channel = foreign.channel()
+    channel.queue_declare(queue, durable=True)
+    ids = [f"{service}-a", f"{service}-b", f"{service}-c"]
+    publish(channel, "", queue, ids[0])
+    publish(channel, "", queue, ids[1], kind=V2)
+    publish(channel, "", queue, ids[2])
+    wait_until(lambda: listed(vhost, queue), "the error queue listed")
+
+    result = run_audit(platform, family, vhost)
+
+    dead = result.check("dead_letters")
+    assert dead.verdict is Verdict.FAIL and queue in (dead.blocker or "")
+    entry = considered(result, "dead_letters", queue)
+    assert entry["foundBy"] == ["name convention"] and entry["matching"] == 2 and entry["family"] == {V2: 1}
+    assert passive_queue(foreign, queue) == (3, 0)
+    assert contents(foreign, queue) == ids
+
+
+def test_a_dead_letter_without_amqp_message_id_is_named_by_its_body(
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+) -> None:
+    queue = f"{service}.dlq"
+    channel = foreign.channel()
+    channel.queue_declare(queue, durable=True)
+    publish(channel, "", queue, f"{service}-bodyonly", with_id=False)
+    wait_until(lambda: listed(vhost, queue), "the DLQ listed")
+
+    result = run_audit(platform, family, vhost)
+
+    dead = result.check("dead_letters")
+    assert dead.verdict is Verdict.FAIL
+    assert f"{service}-bodyonly" in (dead.blocker or "")
+    assert considered(result, "dead_letters", queue)["matchingIds"] == [f"{service}-bodyonly"]
+
+
+def test_a_policy_defined_dead_letter_exchange_makes_its_queues_dlqs(
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+) -> None:
+    policy = f"{service}-dlx"
+    httpx.put(
+        f"{API}/policies/{quote(vhost, safe='')}/{policy}",
+        auth=AUTH,
+        json={"pattern": f"^{service}\\.work$", "definition": {"dead-letter-exchange": f"{service}.pdlx"}},
+        timeout=10,
+    ).raise_for_status()
+    channel = foreign.channel()
+    channel.exchange_declare(f"{service}.pdlx", "fanout", durable=True)
+    channel.queue_declare(f"{service}.kept", durable=True)  # no argument, no conventional name: only the policy
+    channel.queue_bind(f"{service}.kept", f"{service}.pdlx")
+    channel.queue_declare(f"{service}.work", durable=True)
+    wait_until(
+        lambda: (
+            httpx.get(f"{API}/queues/{quote(vhost, safe='')}/{service}.work", auth=AUTH, timeout=5).json().get("policy")
+            == policy
+        ),
+        "the policy applied to the work queue",
+    )
+    publish(channel, "", f"{service}.work", f"{service}-p")
+    wait_until(lambda: passive_queue(foreign, f"{service}.work") == (1, 0), "the message in the work queue")
+    reject_into_dead_letters(foreign, f"{service}.work", 1)
+    wait_until(lambda: passive_queue(foreign, f"{service}.kept") == (1, 0), "dead-lettered through the policy")
+    wait_until(lambda: listed(vhost, f"{service}.kept"), "the kept queue listed")
+
+    result = run_audit(platform, family, vhost)
+
+    dead = result.check("dead_letters")
+    assert dead.verdict is Verdict.FAIL and f"{service}.kept" in (dead.blocker or "")
+    assert considered(result, "dead_letters", f"{service}.kept")["foundBy"] == ["policy"]
+    assert contents(foreign, f"{service}.kept") == [f"{service}-p"]
+
+
+def test_a_foreign_consumer_on_its_own_bound_queue_blocks_and_is_named(
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+) -> None:
+    queue = f"{service}.invoices"
+    channel = foreign.channel()
+    channel.queue_declare(queue, durable=True)
+    channel.queue_bind(queue, "billing.events", routing_key="billing.invoice.issued.v1")
+    channel.basic_consume(queue, lambda *args: None)
+    wait_until(lambda: consumers_listed(vhost, queue), "the consumer listed by the management API")
+
+    result = run_audit(platform, family, vhost)
+
+    queues = result.check("queues")
+    assert queues.verdict is Verdict.FAIL
+    assert queue in (queues.blocker or "") and f"{service}-reader" in (queues.blocker or "")
+    entry = considered(result, "queues", queue)
+    assert entry["foundBy"] == ["binding"] and entry["role"] == "foreign"
+    assert entry["readers"][0]["clientName"] == f"{service}-reader" and entry["readers"][0]["peerHost"]
+    assert "consumers_over_time" in result.failed_checks  # observed like the platform's own queues
+
+
+def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_version(
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+) -> None:
+    channel = foreign.channel()
+    channel.exchange_declare(f"{service}.by-type", "headers", durable=True)
+    channel.exchange_bind(f"{service}.by-type", "billing.events", routing_key="billing.invoice.#")
+    for version, queue in ((V1, f"{service}.typed-v1"), (V2, f"{service}.typed-v2")):
+        channel.queue_declare(queue, durable=True)
+        channel.queue_bind(queue, f"{service}.by-type", arguments={"x-match": "all", "message-type": version})
+        channel.basic_consume(queue, lambda *args: None)
+    wait_until(lambda: consumers_listed(vhost, f"{service}.typed-v2"), "the consumers listed")
+
+    result = run_audit(platform, family, vhost)
+
+    queues = result.check("queues")
+    assert queues.verdict is Verdict.FAIL
+    assert f"{service}.typed-v1" in (queues.blocker or "")
+    assert f"{service}.typed-v2" not in (queues.blocker or "")
+    why = considered(result, "queues", f"{service}.typed-v1")["why"][0]
+    assert f"billing.events -> {service}.by-type -> {service}.typed-v1" in why
