@@ -2,7 +2,8 @@
 
 Used by the main job's producer, by tests and by benchmarks, so all of them publish the same kind
 of traffic: fresh messageIds, occurredAt <= publishedAt <= now, several messages per partition
-key with increasing sequence numbers, and the contract's metadata (type, versions, producer).
+key with increasing sequence numbers, and the contract's metadata (type, versions, producer: the owner
+service of an event, the callers of a command in turn).
 """
 
 from __future__ import annotations
@@ -61,12 +62,13 @@ def sample_envelopes(
             messageType=contract.message_type,
             schemaVersion=contract.major,
             messageVersion=contract.version,
-            producer=contract.owner.service,
             occurredAt=_iso(occurred),
             publishedAt=_iso(occurred + timedelta(milliseconds=rng.randint(5, 300))),
             correlationId=str(uuid.uuid4()),
             traceId=uuid.uuid4().hex,
         )
+        if contract.producers:  # a command without callers keeps its fixture's producer
+            metadata["producer"] = contract.producers[index % len(contract.producers)]
         if contract.kind == "event" and not metadata.get("causationId"):
             metadata["causationId"] = str(uuid.uuid4())
         if contract.ordering is not None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
+from contract_platform.catalog.model import Kind
 from contract_platform.envelope import EnvelopeValidator
 from contract_platform.envelope.properties import parse_timestamp
 from contract_platform.traffic import sample_envelopes
@@ -18,7 +20,18 @@ def test_every_sample_envelope_is_valid_and_unique(catalog):
         for e in envelopes:
             m = e["metadata"]
             assert parse_timestamp(m["occurredAt"]) <= parse_timestamp(m["publishedAt"])
-            assert m["producer"] == contract.owner.service and m["messageVersion"] == contract.version
+            assert m["producer"] in (contract.producers or ()) and m["messageVersion"] == contract.version
+        if contract.kind is Kind.EVENT:
+            assert {e["metadata"]["producer"] for e in envelopes} == {contract.owner.service}
+
+
+def test_a_command_is_sent_by_its_callers_never_by_its_owner(catalog):
+    command = catalog.get("order.create-order.v1")
+    two = replace(command, callers=("quote-service", "sales-portal"))
+    assert {e["metadata"]["producer"] for e in sample_envelopes(two, 8, seed=3)} == {"quote-service", "sales-portal"}
+    silent = replace(command, callers=())  # no callers declared: the fixtures' producer stays
+    fixture_producers = {f.document["metadata"]["producer"] for f in command.fixtures if f.valid}
+    assert {e["metadata"]["producer"] for e in sample_envelopes(silent, 8, seed=3)} == fixture_producers
 
 
 def test_ordered_contracts_get_increasing_sequences_per_key(catalog):

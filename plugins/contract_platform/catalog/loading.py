@@ -123,6 +123,7 @@ def _load_contract(root: Path, folder: Path, problems: list[Problem]) -> tuple[s
         return (declared if isinstance(declared, str) else None), None
     before = len(problems)
     _check_identity(root, folder, raw, problems)
+    _check_callers(str(contract_file), raw, problems)
     payload_schema = _load_payload_schema(folder, problems)
     fixtures = _load_fixtures(folder, problems)
     migration = _load_migration(folder, problems)
@@ -166,6 +167,19 @@ def _check_identity(root: Path, folder: Path, raw: dict[str, Any], problems: lis
         )
     if not _SEMVER.match(raw["version"]):
         problems.append(Problem(file, "/version", f"{raw['version']!r} is not MAJOR.MINOR.PATCH (e.g. 1.0.0)"))
+
+
+def _check_callers(file: str, raw: dict[str, Any], problems: list[Problem]) -> None:
+    """``callers`` name who may send a command; an event's only producer is its owner service."""
+    if "callers" in raw and raw["kind"] == Kind.EVENT:
+        problems.append(
+            Problem(
+                file,
+                "/callers",
+                f"an event is sent by its owner service {raw['owner']['service']!r}, not by callers; "
+                "remove callers (they name who may send a command)",
+            )
+        )
 
 
 def _load_payload_schema(folder: Path, problems: list[Problem]) -> dict[str, Any]:
@@ -263,6 +277,7 @@ def _build(
         payload_schema=payload_schema,
         ordering=Ordering(**raw["ordering"]) if "ordering" in raw else None,
         consumers=tuple(Consumer(**c) for c in raw.get("consumers", [])),
+        callers=tuple(raw.get("callers", [])),
         superseded_by=raw.get("supersededBy"),
         sunset=_date(file, "/sunset", raw["sunset"], problems) if "sunset" in raw else None,
         holds=holds,

@@ -154,6 +154,7 @@ class Contract:
     payload_schema: Mapping[str, Any]
     ordering: Ordering | None = None
     consumers: tuple[Consumer, ...] = ()
+    callers: tuple[str, ...] = ()  # commands only: the services allowed to send it
     superseded_by: str | None = None
     sunset: date | None = None
     holds: tuple[Hold, ...] = ()
@@ -195,6 +196,19 @@ class Contract:
     @property
     def migration_file(self) -> Path:
         return self.directory / "migration.yaml"
+
+    @property
+    def producers(self) -> tuple[str, ...] | None:
+        """The services allowed to send this message, or None when the contract does not say.
+
+        The one rule every check of ``metadata.producer`` uses (fixtures, envelope quality, sample
+        traffic). An event is produced by its owner service. A command is owned by the service that
+        carries it out and sent by others: its declared ``callers``; a command without ``callers``
+        names no producer, so nothing can be checked (the owner is never required to send it).
+        """
+        if self.kind is Kind.EVENT:
+            return (self.owner.service,)
+        return self.callers or None
 
     def holds_in_force(self, today: date) -> list[Hold]:
         return [hold for hold in self.holds if hold.in_force(today)]

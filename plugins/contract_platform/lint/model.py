@@ -38,6 +38,7 @@ class RuleId(StrEnum):
     SUNSET = "sunset"
     MIGRATION_PRESENT = "migration-present"
     CONSUMER_QUEUE_NAMING = "consumer-queue-naming"
+    COMMAND_CALLERS = "command-callers"
 
 
 SEVERITY: dict[RuleId, Severity] = {
@@ -60,6 +61,7 @@ SEVERITY: dict[RuleId, Severity] = {
     RuleId.SUNSET: Severity.ERROR,
     RuleId.MIGRATION_PRESENT: Severity.WARNING,
     RuleId.CONSUMER_QUEUE_NAMING: Severity.WARNING,
+    RuleId.COMMAND_CALLERS: Severity.WARNING,
 }
 
 

@@ -374,11 +374,7 @@ def check_fixture_metadata(contract: Contract, catalog: Catalog, validator: Enve
         metadata = fixture.document.get("metadata")
         if not isinstance(metadata, Mapping):
             continue
-        expected = {
-            "messageType": contract.message_type,
-            "schemaVersion": contract.major,
-            "producer": contract.owner.service,
-        }
+        expected = {"messageType": contract.message_type, "schemaVersion": contract.major}
         for field, value in expected.items():
             if metadata.get(field) != value:
                 yield Finding(
@@ -387,6 +383,15 @@ def check_fixture_metadata(contract: Contract, catalog: Catalog, validator: Enve
                     RuleId.FIXTURE_METADATA,
                     f"{field} is {metadata.get(field)!r}, the contract says {value!r}",
                 )
+        producers = contract.producers
+        if producers is not None and metadata.get("producer") not in producers:
+            says = repr(producers[0]) if contract.kind is Kind.EVENT else f"one of its callers {list(producers)}"
+            yield Finding(
+                str(fixture.path),
+                "/metadata/producer",
+                RuleId.FIXTURE_METADATA,
+                f"producer is {metadata.get('producer')!r}, the contract says {says}",
+            )
         version = str(metadata.get("messageVersion", ""))
         if version.split(".")[0] != str(contract.major):
             yield Finding(
@@ -456,6 +461,18 @@ def check_migration_present(contract: Contract, catalog: Catalog, validator: Env
             )
 
 
+def check_command_callers(contract: Contract, catalog: Catalog, validator: EnvelopeValidator) -> Iterator[Finding]:
+    if contract.kind is Kind.COMMAND and not contract.callers:
+        yield _finding(
+            contract,
+            RuleId.COMMAND_CALLERS,
+            "/callers",
+            "command without callers: the envelope quality check of metadata.producer "
+            "(producer-is-owner-service) is off for it; declare callers: [<service>, ...], "
+            "the services allowed to send it",
+        )
+
+
 def check_consumer_queues(contract: Contract, catalog: Catalog, validator: EnvelopeValidator) -> Iterator[Finding]:
     for index, consumer in enumerate(contract.consumers):
         expected = f"{consumer.service}.{contract.message_type}"
@@ -487,4 +504,5 @@ RULES: tuple[Rule, ...] = (
     check_sunset,
     check_migration_present,
     check_consumer_queues,
+    check_command_callers,
 )

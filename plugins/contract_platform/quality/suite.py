@@ -28,7 +28,11 @@ correlation-id-present          correlationId present       always
 causation-id-present            causationId present         events only
 trace-id-lowercase-hex          32 lowercase hex digits     when present
 tenant-id-present               tenantId present            ``tenancy: {required: true}``
-producer-is-owner-service       producer = owner.service    always
+producer-is-owner-service       producer is one of the      events: owner.service; commands: the
+                                contract's producers        declared ``callers`` (the owner handles a
+                                                            command, it need not send it); skipped,
+                                                            and the report says so, for a command
+                                                            that declares no callers
 content-type-json               AMQP content type           always
                                 application/json
 delivery-mode-persistent        AMQP delivery mode 2        always
@@ -108,6 +112,7 @@ class ExpectationSpec:
     mostly: float
     description: str
     min_rows: int = 0  # judged only when the type has at least this many envelopes in the window
+    skip: str | None = None  # why the contract leaves it unjudged (the report lists it as skipped)
 
     def configuration(self) -> dict[str, Any]:
         """What ``ExpectationConfiguration(**...)`` takes: the platform id travels in ``meta``."""
@@ -142,6 +147,8 @@ class _Rule:
     applies: Callable[[Contract], bool] = lambda contract: True
     default_mostly: float = 1.0
     min_rows: int = 0
+    # why the rule applies but cannot be judged for this contract (None: it can)
+    skip: Callable[[Contract], str | None] = lambda contract: None
 
 
 def _skew(contract: Contract) -> str:
@@ -150,6 +157,21 @@ def _skew(contract: Contract) -> str:
 
 def _orders_by_partition_key(contract: Contract) -> bool:
     return contract.ordering is not None and contract.ordering.key == PARTITION_KEY_POINTER
+
+
+def _describe_producers(contract: Contract) -> str:
+    if contract.kind is Kind.EVENT:
+        return f"producer is the owner's service {contract.owner.service}"
+    return f"producer is a declared caller of the command: {', '.join(contract.producers or ('(none declared)',))}"
+
+
+def _no_callers(contract: Contract) -> str | None:
+    if contract.producers is not None:
+        return None
+    return (
+        f"{contract.message_type} is a command without callers in contract.yaml: nobody to check the producer "
+        "against; declare callers: [<service>, ...] to turn the check on"
+    )
 
 
 def _not_null(column: str) -> Callable[[Contract], dict[str, Any]]:
@@ -220,8 +242,9 @@ RULES: Mapping[ExpectationId, _Rule] = {
     ),
     ExpectationId.PRODUCER_IS_OWNER_SERVICE: _Rule(
         IN_SET,
-        lambda c: {"column": "producer", "value_set": [c.owner.service]},
-        lambda c: f"producer is the owner's service {c.owner.service}",
+        lambda c: {"column": "producer", "value_set": list(c.producers or ())},
+        _describe_producers,
+        skip=_no_callers,
     ),
     ExpectationId.CONTENT_TYPE_JSON: _Rule(
         IN_SET,
@@ -297,6 +320,7 @@ def suite_for(contract: Contract) -> list[ExpectationSpec]:
             mostly=_mostly(contract, expectation, rule.default_mostly),
             description=rule.describe(contract),
             min_rows=rule.min_rows,
+            skip=rule.skip(contract),
         )
         for expectation, rule in RULES.items()
         if rule.applies(contract)

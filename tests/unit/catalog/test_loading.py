@@ -107,3 +107,24 @@ def test_every_problem_is_reported_not_just_the_first(catalog_copy):
 def test_missing_catalogue_folder(tmp_path):
     [problem] = problems_of(tmp_path / "nowhere")
     assert "catalogue folder does not exist" in problem
+
+
+def test_a_command_declares_its_callers_and_an_event_may_not(catalog, catalog_copy):
+    create = catalog.get("order.create-order.v1")
+    assert create.kind is Kind.COMMAND and create.callers == ("quote-service",)
+    assert create.producers == ("quote-service",) and create.owner.service not in create.producers
+    invoice = catalog.get("billing.invoice-issued.v2")
+    assert invoice.callers == () and invoice.producers == ("billing-service",)  # an event: its owner
+
+    contract = catalog_copy / QA / "contract.yaml"
+    contract.write_text(contract.read_text() + "callers: [order-service]\n")
+    [problem] = problems_of(catalog_copy)
+    assert f"{QA}/contract.yaml#/callers" in problem and "remove callers" in problem
+
+
+def test_callers_are_a_non_empty_list_of_distinct_services(catalog_copy):
+    contract = catalog_copy / "order" / "create-order" / "v1" / "contract.yaml"
+    edit(contract, "callers: [quote-service]", "callers: []")
+    assert any("#/callers" in p for p in problems_of(catalog_copy))
+    edit(contract, "callers: []", "callers: [quote-service, quote-service]")
+    assert any("#/callers" in p and "non-unique" in p for p in problems_of(catalog_copy))

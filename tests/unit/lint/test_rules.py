@@ -136,3 +136,39 @@ def test_superseded_by_and_sunset(catalog_copy, old, new, rule):
     yaml_edit(catalog_copy, INV, old, new)
     [finding] = findings(catalog_copy, rule)
     assert "not in the catalogue" in finding.message
+
+
+GI = "billing/generate-invoice/v1"
+
+
+def test_a_command_without_callers_is_told_the_producer_check_is_off(catalog_copy):
+    yaml_edit(catalog_copy, CO, "callers: [quote-service]\n", "")
+    [finding] = findings(catalog_copy, RuleId.COMMAND_CALLERS)
+    assert (finding.pointer, str(finding.severity)) == ("/callers", "warning")
+    assert finding.file.endswith(f"{CO}/contract.yaml")
+    assert "producer-is-owner-service" in finding.message and "is off" in finding.message
+    # Without callers there is nobody to check the fixtures' producer against: no fixture finding.
+    assert findings(catalog_copy, RuleId.FIXTURE_METADATA) == []
+
+
+def test_a_command_fixture_must_be_sent_by_a_declared_caller_not_by_the_owner(catalog_copy):
+    fixture = catalog_copy / GI / "fixtures" / "valid" / "eur-net30-invoice-for-ord-10001.json"
+    document = json.loads(fixture.read_text())
+    document["metadata"]["producer"] = "billing-service"  # the owner: it handles the command, it does not send it
+    fixture.write_text(json.dumps(document))
+    [finding] = findings(catalog_copy, RuleId.FIXTURE_METADATA)
+    assert (finding.file, finding.pointer) == (str(fixture), "/metadata/producer")
+    assert "'billing-service'" in finding.message and "['order-service']" in finding.message
+
+    yaml_edit(catalog_copy, GI, "callers: [order-service]", "callers: [order-service, billing-service]")
+    assert findings(catalog_copy, RuleId.FIXTURE_METADATA) == []  # declared: it may send it after all
+
+
+def test_an_event_fixture_is_sent_by_the_owner_service(catalog_copy):
+    fixture = catalog_copy / QA / "fixtures" / "valid" / "eur-manager-approved-two-lines.json"
+    document = json.loads(fixture.read_text())
+    document["metadata"]["producer"] = "order-service"
+    fixture.write_text(json.dumps(document))
+    [finding] = findings(catalog_copy, RuleId.FIXTURE_METADATA)
+    assert finding.pointer == "/metadata/producer" and "'quote-service'" in finding.message
+    assert findings(catalog_copy, RuleId.COMMAND_CALLERS) == []  # events have no callers to declare

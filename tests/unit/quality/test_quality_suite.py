@@ -142,6 +142,24 @@ def test_an_unknown_id_in_quality_mostly_is_a_catalogue_error_with_file_and_poin
     assert "producer-is-owner-service" in problem.message  # says what the ids are
 
 
+def test_the_producer_rule_holds_an_event_to_its_owner_and_a_command_to_its_callers(catalog: Catalog):
+    event = spec(catalog.contracts[QUOTE], E.PRODUCER_IS_OWNER_SERVICE)
+    assert (event.kwargs["value_set"], event.skip) == (["quote-service"], None)
+    command = catalog.contracts[GENERATE]  # owned (and handled) by billing-service, sent by order-service
+    sent_by = spec(replace(command, callers=("order-service", "checkout-service")), E.PRODUCER_IS_OWNER_SERVICE)
+    assert sent_by.kwargs["value_set"] == ["order-service", "checkout-service"] and sent_by.skip is None
+    assert command.owner.service not in sent_by.kwargs["value_set"]
+    assert "order-service, checkout-service" in sent_by.description
+
+
+def test_the_producer_rule_of_a_command_without_callers_is_skipped_with_its_reason(catalog: Catalog):
+    silent = replace(catalog.contracts[GENERATE], callers=())
+    producer = spec(silent, E.PRODUCER_IS_OWNER_SERVICE)
+    assert producer.kwargs["value_set"] == [] and producer.skip is not None
+    assert "billing.generate-invoice.v1" in producer.skip and "callers" in producer.skip
+    assert [s.id for s in suite_for(silent) if s.skip is not None] == [E.PRODUCER_IS_OWNER_SERVICE]
+
+
 def test_every_gx_type_has_an_unexpected_rows_condition():
     assert {rule.gx_type for rule in RULES.values()} <= set(UNEXPECTED)
 
