@@ -3,6 +3,8 @@
 Errors become answers a person can act on, never a 500 page: no token -> 401 on ``/api`` or a
 redirect to the Airflow login for pages; a catalogue that does not load or a store that is down
 -> 503 naming the problem; an unknown messageType -> 404; bad query parameters -> 422.
+``/openapi.json`` and ``/docs`` need the same login as the pages (``require_reader``): the API's
+description is no one else's business either.
 """
 
 from __future__ import annotations
@@ -10,16 +12,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from contract_platform.errors import CatalogError, ContractPlatformError
 from contract_platform_airflow.ui import api, pages
-from contract_platform_airflow.ui.auth import LoginRequired, login_url
+from contract_platform_airflow.ui.auth import LoginRequired, login_url, require_reader
 from contract_platform_airflow.ui.deps import Urls
 
 __all__ = ["create_app"]
@@ -78,9 +81,11 @@ def create_app() -> FastAPI:
         title="Contract Lifecycle Platform",
         summary="Message contracts: declared vs effective status, evidence, history (Airflow plugin).",
         version="1",
-        docs_url="/docs",
+        openapi_url=None,  # served below, behind the login
+        docs_url=None,
         redoc_url=None,
     )
+    _add_docs(app)
     app.include_router(pages.router)
     app.include_router(api.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
@@ -89,3 +94,16 @@ def create_app() -> FastAPI:
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(ContractPlatformError, _platform_error)
     return app
+
+
+def _add_docs(app: FastAPI) -> None:
+    """``/openapi.json`` and ``/docs`` (Swagger UI), for logged-in readers only."""
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_reader)])
+    async def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=[Depends(require_reader)])
+    async def docs(request: Request) -> HTMLResponse:
+        root = str(request.scope.get("root_path", "")).rstrip("/")
+        return get_swagger_ui_html(openapi_url=f"{root}/openapi.json", title=f"{app.title} - API")
