@@ -31,6 +31,7 @@ def render_contract_page(contract: Contract, catalog: Catalog) -> str:
         f"| Owner | {contract.owner.team} / {contract.owner.service}"
         + (f" — {contract.owner.contact}" if contract.owner.contact else "")
         + " |",
+        *([f"| Callers | {', '.join(contract.callers)} |"] if contract.callers else []),
         f"| Exchange | `{t.exchange}` (topic) |",
         f"| Routing key | `{t.routing_key}` |",
         f"| Compatibility | {contract.compatibility} ({contract.compatibility_policy} content model) |",

@@ -7,7 +7,8 @@ catalogue maps (names from ``amqp.topology.plan_topology``, so the document and 
     servers.rabbitmq           host and protocol of CONTRACT_RABBITMQ_URL, never its user or password
     channels.<routing key>     address = routing key; amqp binding is=routingKey on the contract's topic exchange
     channels.<queue>           address = consumer queue; amqp binding is=queue; x-rabbitmq: arguments, DLQ, retries
-    operations.send.<type>     the producer side: publish to the exchange with the routing key (persistent, mandatory)
+    operations.send.<type>     the producer side: publish to the exchange with the routing key (persistent, mandatory);
+                               x-producer (an event's owner) or x-callers (a command's declared callers)
     operations.receive.<queue> each consumer queue, acknowledged by its consumer
     components.messages.<type> one per contract version (``export.messages``)
     components.schemas         the envelope and every payload schema, $defs hoisted (``export.schemas``)
@@ -275,9 +276,12 @@ class _Wiring:
 def _send(channel_id: str, contract: Contract) -> dict[str, Any]:
     owner = contract.owner
     transport = contract.transport
+    extra: dict[str, Any]
     if contract.kind is Kind.EVENT:
         who, extra = f"{owner.service} ({owner.team})", {"x-producer": {"service": owner.service, "team": owner.team}}
-    else:  # a command is owned by the service that carries it out; senders are whoever may ask
+    elif contract.callers:  # a command is owned by the service that carries it out, sent by its callers
+        who, extra = ", ".join(contract.callers), {"x-callers": list(contract.callers)}
+    else:  # a command without callers: whoever may ask
         who, extra = f"A client of {owner.service}", {}
     return {
         "action": "send",

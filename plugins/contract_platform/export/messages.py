@@ -184,6 +184,8 @@ def contract_record(contract: Contract) -> dict[str, Any]:
         "retention": _retention(contract),
         "consumers": [{"service": c.service, "queue": c.queue} for c in contract.consumers],
     }
+    if contract.callers:
+        record["callers"] = list(contract.callers)
     if contract.ordering is not None:
         record["ordering"] = {"key": contract.ordering.key, "sequence": contract.ordering.sequence}
     if contract.superseded_by:
