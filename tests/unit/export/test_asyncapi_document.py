@@ -220,6 +220,16 @@ def test_operations_send_per_contract_and_receive_per_consumer_queue(catalog, do
             assert message["$ref"].startswith(channel_ref + "/messages/"), operation_id  # AsyncAPI 3 rule
 
 
+def test_an_event_is_sent_by_its_owner_and_a_command_by_its_callers(catalog, document):
+    event = document["operations"]["send.quote.quote-approved.v1"]
+    assert event["x-producer"] == {"service": "quote-service", "team": "cpq-platform"} and "x-callers" not in event
+    command = document["operations"]["send.order.create-order.v1"]
+    assert command["x-callers"] == ["quote-service"] and "x-producer" not in command
+    assert command["summary"].startswith("quote-service publishes order.create-order.v1")
+    record = document["components"]["messages"]["order.create-order.v1"]["x-contract"]
+    assert (record["owner"]["service"], record["callers"]) == ("order-service", ["quote-service"])
+
+
 def test_x_contract_carries_lifecycle_and_policies(catalog, document):
     contract = catalog.get("billing.invoice-issued.v2")
     record = document["components"]["messages"][contract.message_type]["x-contract"]
