@@ -120,18 +120,20 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         master = check_spark_connection(self._conn_id, self.env_vars)
         self.log.info("submitting %s to Spark master %s (connection %s)", self.name, master, self._conn_id)
         platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
-        url = RegistryHook().get_url()
-        _mask_credentials(url)  # on YARN and Kubernetes the provider puts env_vars on the logged command line
-        self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": url}
+        self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
+        for value in self.env_vars.values():  # on YARN and Kubernetes env_vars go on the logged command line
+            _mask_credentials(str(value))
         return super().execute(context)
 
 
 def _mask_credentials(url: str) -> None:
-    """Have Airflow's log masker hide ``url`` and its password wherever they would be logged."""
+    """Have Airflow's log masker hide ``url`` and its password wherever they would be logged (when it has one)."""
     from urllib.parse import urlsplit
 
     from airflow.sdk.log import mask_secret
 
+    if "://" not in url:
+        return
     try:
         password = urlsplit(url).password
     except ValueError:
