@@ -36,7 +36,7 @@ USER airflow
 # The platform, installed like any distribution. Pinning apache-airflow keeps pip from moving the image's Airflow;
 # the check fails the build if pyspark and pyspark-client disagree, a data file of the package was not installed,
 # or the FAB auth manager (the compose file selects it) is missing.
-COPY --chown=airflow:0 pyproject.toml README.md /opt/contract-platform/src/
+COPY --chown=airflow:0 pyproject.toml README.md LICENSE /opt/contract-platform/src/
 COPY --chown=airflow:0 plugins /opt/contract-platform/src/plugins
 # spark_jobs/ is part of the distribution: spark-submit runs the installed copy (contract_platform_airflow.spark).
 COPY --chown=airflow:0 spark_jobs /opt/contract-platform/src/spark_jobs
