@@ -4,17 +4,22 @@
 Daily evidence for every deprecated contract version, and retirement where it is declared and proven
 (DESIGN sections 3 and 6).
 
-1. **locate_inputs** — the catalogue must load (no retry otherwise: fix the files and push again);
+1. **check_management_api** — the broker's management API must answer: the audit reads every queue,
+   binding, policy and consumer services declared through it. Fails at once, without retry, with the
+   command that enables it (`rabbitmq-plugins enable rabbitmq_management`), as `contractctl audit` says.
+2. **locate_inputs** — the catalogue must load (no retry otherwise: fix the files and push again);
    says where the topic archive and the last-seen file are.
-2. **find_last_seen** (Spark, `spark_jobs/archive_last_seen.py` on `spark_default`) — when each
+3. **find_last_seen** (Spark, `spark_jobs/archive_last_seen.py` on `spark_default`) — when each
    messageType was last archived, into `<data>/retirement/last-seen.json`.
-3. **list_deprecated** — every catalogue version whose effective status is *deprecated* (whether it
+4. **list_deprecated** — every catalogue version whose effective status is *deprecated* (whether it
    declares `deprecated` or already `retired`).
-4. **audit_version** (one mapped task per version) — queues, consumers over time, dead letters (every
-   DLQ and parking lot, read and requeued in order), retention, holds, successor consumers. Writes
+5. **audit_version** (one mapped task per version) — queues (the version's own and every queue its
+   exchange routes to, whoever declared it), consumers over time, dead letters (every DLQ found by
+   dead-letter topology, policies or naming convention, read and requeued in order), retention,
+   holds, successor consumers. Writes
    `<docs>/retirement/<messageType>/latest.md` (and `.json`) and records `retirement_audit` evidence.
    Blockers are recorded with when each might clear; they do not fail the task.
-5. **retire_where_proven** (mapped) — a version declared `retired` whose audit passed and is fresh
+6. **retire_where_proven** (mapped) — a version declared `retired` whose audit passed and is fresh
    moves to *retired* through the lifecycle guards (a refusal is recorded with its reasons); its
    retirement bundle is kept under `<data>/retirement-bundles/<messageType>/` and, with
    `topology.removeOnRetire`, its queues are removed (exchanges other contracts use stay).
@@ -74,6 +79,19 @@ def _contract(catalog: Any, message_type: str) -> Any:
     },
 )
 def retirement_audit() -> None:
+    @task(retries=0)
+    def check_management_api() -> str:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from contract_platform.amqp.management import management_client_for_url, require_management
+        from contract_platform.errors import ManagementUnavailable
+        from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
+
+        try:
+            return require_management(management_client_for_url(RabbitMQHook().get_url())).base_url
+        except ManagementUnavailable as exc:
+            raise AirflowFailException(str(exc)) from exc
+
     @task(retries=0)
     @fail_on_bad_input
     def locate_inputs() -> dict[str, str]:
@@ -168,7 +186,7 @@ def retirement_audit() -> None:
 
     inputs = locate_inputs()
     versions = list_deprecated()
-    inputs >> find_last_seen >> versions
+    check_management_api() >> inputs >> find_last_seen >> versions
     audits = audit_version.partial(inputs=inputs).expand(message_type=versions)
     retire_where_proven.expand(audited=audits)
 

@@ -242,6 +242,25 @@ def print_states(title: str, rows: list[dict[str, Any]]) -> None:
 OLD, NEW = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 
 
+def management_api_problem() -> str | None:
+    """What stops the retirement audit before anything runs: the broker's management API (None: it answers)."""
+    from contract_platform.amqp.management import management_client_for_url, probe_management
+    from contract_platform.settings import rabbitmq_url
+
+    return probe_management(management_client_for_url(rabbitmq_url()))
+
+
+def lifecycle_verdict(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """(complete, one line): the lifecycle this job demonstrates ends with the old major retired."""
+    old = next((r for r in rows if r["messageType"] == OLD), None)
+    new = next((r for r in rows if r["messageType"] == NEW), None)
+    if old is not None and old["effective"] == "retired":
+        return True, f"VERDICT: lifecycle complete: {OLD} retired, {NEW} {new['effective'] if new else '?'}"
+    state = old["effective"] if old else "not in the catalogue"
+    why = (old or {}).get("lastRefusal") or "no refusal recorded; see the retirement_audit report"
+    return False, f"VERDICT: lifecycle NOT complete: {OLD} is {state}, not retired ({why[:300]})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="main-job", description=__doc__.splitlines()[1])
     parser.add_argument("--messages", type=int, default=200, help="sample messages per contract version (default 200)")
@@ -256,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         f"  data: {data}\n  catalogue: {env['CONTRACT_CATALOG']} (a working copy of contracts/)\n"
         f"  registry: {redact_url(registry_url())}"
     )
+    problem = management_api_problem()  # the retirement audit cannot pass without it: say so before anything runs
+    if problem is not None:
+        print(f"\nVERDICT: not started: {problem}", file=sys.stderr)
+        return 3
     progress = Progress(total=18)
     progress.step("prepare Airflow's metadata DB (SQLite)", migrate_airflow_db)
     progress.step("prepare the working catalogue", lambda: prepare_demo_catalog(ROOT, Path(env["CONTRACT_CATALOG"])))
@@ -304,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if failed:
         print(f"\nDAG runs that failed: {', '.join(failed)} (see the run logs under {env['AIRFLOW_HOME']}/logs)")
-    return 1 if failed else 0
+    complete, verdict = lifecycle_verdict(after)
+    print(f"\n{verdict}{'; but DAG runs failed: ' + ', '.join(failed) if complete and failed else ''}")
+    return 0 if complete and not failed else 1
 
 
 if __name__ == "__main__":

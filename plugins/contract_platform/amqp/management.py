@@ -3,7 +3,8 @@
 ::
 
     management_client(connection)         -> ManagementClient (settings: CONTRACT_RABBITMQ_MANAGEMENT_URL)
-    require_management(client)            -> None, or ManagementUnavailable saying how to enable the API
+    management_client_for_url(amqp_url)   -> the same, before any AMQP connection is open
+    require_management(client)            -> the client, or ManagementUnavailable saying how to enable the API
     read_topology(client, vhosts)         -> BrokerTopology: per vhost exchanges (with alternate exchanges),
                                              bindings (queue and exchange-to-exchange), queues with arguments
                                              and effective policy, policies and operator policies, consumers
@@ -36,6 +37,7 @@ __all__ = [
     "QueueInfo",
     "VhostTopology",
     "management_client",
+    "management_client_for_url",
     "probe_management",
     "read_topology",
     "require_management",
@@ -121,8 +123,17 @@ class BrokerTopology:
 def management_client(connection: Any) -> ManagementClient | None:
     """A client for the broker and credentials of ``connection``; ``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves it."""
     client = ManagementClient.for_connection(connection)
+    return None if client is None else _moved(client)
+
+
+def management_client_for_url(amqp_url: str) -> ManagementClient:
+    """A client for the broker, credentials and vhost of an AMQP URL (``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves it)."""
+    return _moved(ManagementClient.from_amqp_url(amqp_url))
+
+
+def _moved(client: ManagementClient) -> ManagementClient:
     override = settings.rabbitmq_management_url()
-    if client is None or not override:
+    if not override:
         return client
     parts = urlsplit(override)
     port = parts.port or DEFAULT_MANAGEMENT_PORT

@@ -1,0 +1,69 @@
+"""Without the broker's management API the audit cannot pass, so the CLI and the main job stop first and say the fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contract_platform.amqp.management import ENABLE_COMMAND
+from contract_platform.cli.main import main
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+V1 = "billing.invoice-issued.v1"
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_audit_verb_stops_with_exit_3_and_the_command_that_enables_the_plugin(
+    rabbitmq_url: str,
+    catalog_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", rabbitmq_url)
+    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{closed_port()}")
+    registry = tmp_path / "registry.db"
+    family = tmp_path / "contracts"  # the one family the audit needs, whatever else the catalogue holds today
+    shutil.copytree(catalog_dir / "envelope", family / "envelope")
+    shutil.copytree(catalog_dir / "billing" / "invoice-issued", family / "billing" / "invoice-issued")
+
+    code = main(["audit", V1, "--catalog", str(family), "--registry", f"sqlite:///{registry}"])
+
+    assert code == 3
+    assert ENABLE_COMMAND in capsys.readouterr().err
+    assert not registry.exists()  # stopped before anything else ran
+
+
+def test_the_main_job_stops_before_it_starts_and_says_the_fix(rabbitmq_url: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "CONTRACT_RABBITMQ_URL": rabbitmq_url,
+        "CONTRACT_RABBITMQ_MANAGEMENT_URL": f"http://127.0.0.1:{closed_port()}",
+        "CONTRACT_PLATFORM_HOME": str(tmp_path / "data"),
+        "CONTRACT_CATALOG": str(tmp_path / "contracts"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "contract_platform_airflow.main_job"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "VERDICT: not started" in done.stderr and ENABLE_COMMAND in done.stderr
+    assert not (tmp_path / "contracts").exists()  # nothing prepared, no DAG run
