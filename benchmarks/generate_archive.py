@@ -1,4 +1,4 @@
-"""Generate a topic archive (DESIGN section 5) from the catalogue's valid fixtures, with known defects.
+"""Generate a topic archive (docs/design.md#archive-record) from the catalogue's valid fixtures, with known defects.
 
 Every message is a valid fixture of its contract with fresh ids (messageId, correlationId, ordering
 key and sequence), archived with the AMQP properties the publisher would set. Defects are injected
@@ -104,7 +104,7 @@ def _set_pointer(document: Any, pointer: str, value: Any) -> None:
 
 
 def archive_record(contract: Contract, envelope: Mapping[str, Any], received_at: str) -> dict[str, Any]:
-    """The archive record (DESIGN section 5) of ``envelope`` as the publisher and archiver would write it."""
+    """The archive record (docs/design.md#archive-record) of ``envelope`` as the publisher and archiver would write it."""
     props = amqp_properties(envelope)
     return {
         "exchange": contract.transport.exchange,

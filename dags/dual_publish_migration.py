@@ -1,7 +1,7 @@
 """
 ### Dual-publish migration
 
-Moves the traffic of one message from v<N-1> to v<N> (DESIGN sections 3 and 6): every v1 message must
+Moves the traffic of one message from v<N-1> to v<N> (docs/design.md#lifecycle-and-guards, docs/design.md#migration-parity): every v1 message must
 also exist as v2, migrated as `migration.yaml` says, before v1 is superseded and deprecated.
 
 1. **resolve_migration** — the catalogue loads and the migration spec is checked against every v1

@@ -2,7 +2,7 @@
 ### Retirement audit
 
 Daily evidence for every deprecated contract version, and retirement where it is declared and proven
-(DESIGN sections 3 and 6).
+(docs/design.md#lifecycle-and-guards, docs/design.md#retirement-audit).
 
 1. **check_management_api** — the broker's management API must answer: the audit reads every queue,
    binding, policy and consumer services declared through it. Fails at once, without retry, with the

@@ -7,7 +7,7 @@ Daily and on demand: what actually travelled on each topic, checked against the 
    (`<archive>/<exchange>/date=YYYY-MM-DD/*.jsonl`), acknowledging only what is fsynced.
 2. **plan_paths** — where this run's report and quarantine go.
 3. **validate_archive** — the Spark job (`spark_jobs/validate_archive.py`, submitted on
-   `spark_default`): every record checked for the reason codes of DESIGN section 6; invalid
+   `spark_default`): every record checked for the reason codes of docs/design.md#reason-codes; invalid
    records go to the quarantine with all their reasons and JSON pointers. The job records one
    `archive_validation` evidence per message type in the registry store. Invalid records are
    findings, not a failure of the run.

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 DEFAULT_MASTER = "local[*]"
-ARCHIVE_FILES = "*.{jsonl,jsonl.gz}"  # what an archive folder holds (DESIGN section 5)
+ARCHIVE_FILES = "*.{jsonl,jsonl.gz}"  # what an archive folder holds (docs/design.md#archive-record)
 
 
 def print_error(exc: Exception) -> None:

@@ -1,8 +1,8 @@
-"""When each message type was last archived: the retention evidence of the retirement audit (DESIGN section 6).
+"""When each message type was last archived: the retention evidence of the retirement audit (docs/design.md#retirement-audit).
 
     spark-submit spark_jobs/archive_last_seen.py ARCHIVE_ROOT --out FILE [--master URL]
 
-Reads every ``*.jsonl[.gz]`` under ARCHIVE_ROOT (DESIGN section 5, with ``validate_archive``'s reader)
+Reads every ``*.jsonl[.gz]`` under ARCHIVE_ROOT (docs/design.md#archive-record, with ``validate_archive``'s reader)
 and writes FILE, one entry per messageType::
 
     {"billing.invoice-issued.v1": {"lastReceivedAt": "2026-07-01T10:15:32.120Z", "records": 4200}}

@@ -1,4 +1,4 @@
-"""Migration parity (DESIGN section 6): the v1 archive against the v2 archive over a window.
+"""Migration parity (docs/design.md#migration-parity): the v1 archive against the v2 archive over a window.
 
     spark-submit spark_jobs/dual_publish_parity.py V1_TYPE [--archive DIR] [--catalog DIR] [--since ISO]
         [--until ISO] [--mode bridge|dual-publish] [--report FILE] [--registry-url URL] [--run-id ID]

@@ -1,4 +1,4 @@
-"""Envelope quality (DESIGN section 6): Great Expectations over archived envelopes, one suite per message type.
+"""Envelope quality (docs/design.md#envelope-quality): Great Expectations over archived envelopes, one suite per message type.
 
     spark-submit spark_jobs/envelope_quality.py ARCHIVE [--catalog DIR] [--report FILE] [--registry-url URL]
         [--gx-root DIR] [--since DATE] [--master URL] [--run-id ID] [--no-fail-on-findings] [--no-data-docs]

@@ -1,4 +1,4 @@
-"""Archive validation (DESIGN sections 5 and 6): every archived message checked against the catalogue.
+"""Archive validation (docs/design.md#reason-codes): every archived message checked against the catalogue.
 
     spark-submit spark_jobs/validate_archive.py PATH [--catalog DIR] [--report FILE] [--quarantine DIR]
         [--master URL] [--oversize-bytes N] [--status TYPE=STATUS ...] [--registry-url URL]

@@ -46,7 +46,7 @@ __all__ = [
     "status_values",
 ]
 
-# Which platform DAG records which kind of evidence (DESIGN section 8). Evidence rows carry a run_id
+# Which platform DAG records which kind of evidence (docs/design.md#dags). Evidence rows carry a run_id
 # but no dag_id, and scheduled run ids repeat across daily DAGs, so a run claims only its own kinds.
 EVIDENCE_DAGS: Mapping[EvidenceKind, str] = {
     EvidenceKind.LINT: "contract_change",

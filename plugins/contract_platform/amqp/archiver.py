@@ -1,4 +1,4 @@
-"""Topic archiver: drains ``archive.<exchange>`` queues into JSON Lines files (DESIGN section 5).
+"""Topic archiver: drains ``archive.<exchange>`` queues into JSON Lines files (docs/design.md#archive-record).
 
 ::
 

@@ -13,7 +13,7 @@
   topology is missing: its v1 delivery is requeued and the bridge stops with ``PublishRefused``.
 - **At least once, idempotent.** After a crash the unacknowledged v1 messages are delivered again and
   published again with the same messageId: the only duplicates a v2 consumer can see, and harmless to one
-  that deduplicates by messageId (DESIGN section 2).
+  that deduplicates by messageId (docs/design.md#migrations).
 - **Modes.** ``drain`` stops once the tap queue has been idle ``idle_timeout`` seconds, or after
   ``max_messages`` / ``max_seconds`` (a bounded, checkpointing DAG task: every acked message is done).
   ``follow`` runs until SIGTERM/SIGINT and reconnects with backoff when the broker goes away.

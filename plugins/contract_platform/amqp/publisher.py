@@ -53,7 +53,7 @@ class _Outgoing:
 
 
 def basic_properties(envelope: Mapping[str, Any]) -> Any:
-    """``pika.BasicProperties`` mirrored from a valid envelope (DESIGN section 4)."""
+    """``pika.BasicProperties`` mirrored from a valid envelope (docs/design.md#amqp-properties)."""
     return pika.BasicProperties(**amqp_properties(envelope))
 
 

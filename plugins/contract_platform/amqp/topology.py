@@ -1,4 +1,4 @@
-"""RabbitMQ topology of a contract (DESIGN section 4): planned as data, provisioned idempotently.
+"""RabbitMQ topology of a contract (docs/design.md#topology-names): planned as data, provisioned idempotently.
 
 ``plan_topology`` is pure. For an exchange ``E``, a consumer queue ``Q`` and routing key ``K``::
 

@@ -27,7 +27,7 @@ __all__ = [
 
 
 class Status(StrEnum):
-    """Lifecycle states, in lifecycle order (DESIGN section 3)."""
+    """Lifecycle states, in lifecycle order (docs/design.md#lifecycle-and-guards)."""
 
     PROPOSED = "proposed"
     EXPERIMENTAL = "experimental"

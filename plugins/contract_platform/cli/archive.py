@@ -1,4 +1,4 @@
-"""``contractctl archive``: drain ``archive.<exchange>`` queues into the topic archive (DESIGN section 5)."""
+"""``contractctl archive``: drain ``archive.<exchange>`` queues into the topic archive (docs/design.md#archive-record)."""
 
 from __future__ import annotations
 

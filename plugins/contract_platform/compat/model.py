@@ -347,5 +347,5 @@ class Verdict:
         return [change for change in self.changes if not change.compatible]
 
     def to_dict(self) -> dict[str, Any]:
-        """The CLI's JSON shape (DESIGN §7); ``against`` appears only on history checks."""
+        """The CLI's JSON shape (docs/design.md#cli); ``against`` appears only on history checks."""
         return {"compatible": self.compatible, "changes": [change.to_dict() for change in self.changes]}

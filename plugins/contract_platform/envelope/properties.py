@@ -1,4 +1,4 @@
-"""AMQP properties and headers mirrored from the envelope (DESIGN section 4).
+"""AMQP properties and headers mirrored from the envelope (docs/design.md#amqp-properties).
 
 Plain dicts here; ``contract_platform.amqp`` turns them into pika objects. PII never goes into a
 header: only the fixed list below is copied, and the linter checks no PII pointer feeds it.

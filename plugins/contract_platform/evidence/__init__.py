@@ -6,7 +6,7 @@ __all__ = ["EvidenceKind", "Verdict"]
 
 
 class EvidenceKind(StrEnum):
-    """What a piece of evidence is about; the lifecycle guards ask for these by name (DESIGN sections 3 and 6)."""
+    """What a piece of evidence is about; the lifecycle guards ask for these by name (docs/design.md#evidence)."""
 
     LINT = "lint"
     FIXTURES = "fixtures"

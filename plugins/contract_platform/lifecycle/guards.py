@@ -1,4 +1,4 @@
-"""One small function per lifecycle guard (DESIGN section 3): ``guard(ctx) -> reasons``; no reasons = pass.
+"""One small function per lifecycle guard (docs/design.md#lifecycle-and-guards): ``guard(ctx) -> reasons``; no reasons = pass.
 
 Guards read evidence only through ``GuardContext``, which remembers which evidence they consulted
 so the applied transition can say what it rested on. Each reason is a sentence that says what is

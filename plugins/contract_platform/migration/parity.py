@@ -1,4 +1,4 @@
-"""Migration parity (DESIGN section 6): is every v<N-1> message also there as v<N>, migrated as migration.yaml says?
+"""Migration parity (docs/design.md#migration-parity): is every v<N-1> message also there as v<N>, migrated as migration.yaml says?
 
 ::
 
@@ -7,7 +7,7 @@
     report = ParityReport(...)             # the Spark job (spark_jobs/dual_publish_parity.py) fills it
     record_parity(report, registry, run_id)  -> migration_parity evidence on the v1 (source) type
 
-**Twins** share a messageId (DESIGN section 2: the migrated message is the same business fact). A v1
+**Twins** share a messageId (docs/design.md#migrations: the migrated message is the same business fact). A v1
 message is *matched* when its twin's payload and kept metadata equal what the one migration engine
 (``migrate_envelope``) makes of it; *missing* without a twin (a message the spec cannot migrate is
 parked by the bridge, so it is missing too); a *mismatch* otherwise. A v2 message without a v1 twin is

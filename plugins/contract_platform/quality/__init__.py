@@ -1,4 +1,4 @@
-"""Envelope quality (DESIGN section 6): Great Expectations suites derived from the catalogue.
+"""Envelope quality (docs/design.md#envelope-quality): Great Expectations suites derived from the catalogue.
 
     suite_for(contract)          -> [ExpectationSpec]   the table in ``quality.suite`` (ids documented there)
     run_suite(envelopes, catalog) -> QualityReport      GX on Spark, file context, Data Docs

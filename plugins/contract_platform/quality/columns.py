@@ -1,7 +1,7 @@
 """The columns of the envelopes frame: what ``spark_jobs/envelope_quality.py`` produces and the suites read.
 
-One row per archived delivery (redeliveries left out), read from the archive record (DESIGN
-section 5) and its body's ``metadata``. A body that is not a JSON envelope gives nulls, never an
+One row per archived delivery (redeliveries left out), read from the archive record
+(docs/design.md#archive-record) and its body's ``metadata``. A body that is not a JSON envelope gives nulls, never an
 error: whether it is valid is the archive validation's business. Empty strings read as absent
 (null) in the identifier columns, so "present" means present and non-empty.
 

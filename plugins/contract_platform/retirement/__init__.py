@@ -1,4 +1,4 @@
-"""The retirement audit (DESIGN section 6): evidence that nothing still needs a deprecated version.
+"""The retirement audit (docs/design.md#retirement-audit): evidence that nothing still needs a deprecated version.
 
 ::
 

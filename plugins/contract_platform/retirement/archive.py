@@ -1,6 +1,6 @@
 """A small reader of the topic archive: the last few archived messages of one type, PII masked.
 
-Reads ``<archive root>/<exchange>/date=YYYY-MM-DD/*.jsonl[.gz]`` (DESIGN section 5) newest partition
+Reads ``<archive root>/<exchange>/date=YYYY-MM-DD/*.jsonl[.gz]`` (docs/design.md#archive-record) newest partition
 first and stops as soon as it holds ``limit`` records of the type from whole partitions: a sample for
 the retirement bundle, not an analysis (that is Spark's job). Fields named by ``pii.fields`` (JSON
 pointers into the envelope) are replaced by ``MASK``; a body that is not a JSON envelope cannot be

@@ -1,6 +1,6 @@
 """The ``retention`` check: the retention windows have elapsed since the last archived message of the type.
 
-The archive (DESIGN section 5) is the evidence of what was published: the Spark job
+The archive (docs/design.md#archive-record) is the evidence of what was published: the Spark job
 ``spark_jobs/archive_last_seen.py`` scans it and writes, per messageType, when the last record was
 received and how many there are::
 

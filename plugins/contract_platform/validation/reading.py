@@ -1,4 +1,4 @@
-"""Reading archive files (DESIGN section 5) as lines, in splits, in bounded memory.
+"""Reading archive files (docs/design.md#archive-record) as lines, in splits, in bounded memory.
 
 The Spark job lists the archive's files on the driver (Hadoop's listing: the same globs and
 recursion as ``spark.read.text``) and cuts them into ``Split``s; each Python worker then reads its

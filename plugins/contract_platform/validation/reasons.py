@@ -4,7 +4,7 @@ A record can have several reasons; the quarantine lists them all. The report cou
 once, under its *first* reason in this order (``Reason.rank``). Two reasons are *counted, not
 invalid* (``Reason.invalid`` is False): a record whose first reason is one of them is counted but
 not quarantined. Paths are JSON pointers: those starting ``/metadata`` or ``/payload`` point into
-the message envelope, every other one into the archive record (DESIGN section 5).
+the message envelope, every other one into the archive record (docs/design.md#archive-record).
 
 =========================  ========  ==============================================================
 code                       invalid   fires when (path)

@@ -1,4 +1,4 @@
-"""Record-level rules: one archive record (a JSON Lines line, DESIGN section 5) -> ``CheckedRecord``.
+"""Record-level rules: one archive record (a JSON Lines line, docs/design.md#archive-record) -> ``CheckedRecord``.
 
 Plain Python values in and out, so the rules are tested without Spark; the Spark job runs
 ``RecordChecker.check`` over Arrow batches. One function per rule; the cross-record rules

@@ -123,7 +123,7 @@ def wait_ready(url: str, queue: str, expected: int, timeout: float = 15.0) -> No
 
 
 def publish_raw(topic: Topic, count: int) -> list[str]:
-    """``count`` valid envelopes with the DESIGN section 4 properties, without per-message confirms (fast);
+    """``count`` valid envelopes with the AMQP properties of docs/design.md#amqp-properties, without per-message confirms (fast);
     returns their messageIds in publishing order once the archive queue holds them all.
 
     The publishing connection stays open until then: without confirms, messages still in flight when a

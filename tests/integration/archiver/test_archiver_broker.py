@@ -1,4 +1,4 @@
-"""The archiver against the real broker: records as DESIGN section 5, rotation, crashes, stops, broker loss."""
+"""The archiver against the real broker: records as docs/design.md#archive-record, rotation, crashes, stops, broker loss."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""plan_topology: the names of DESIGN section 4 and the arguments that make the routing work."""
+"""plan_topology: the names of docs/design.md#topology-names and the arguments that make the routing work."""
 
 from __future__ import annotations
 

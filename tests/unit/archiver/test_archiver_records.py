@@ -1,4 +1,4 @@
-"""``to_record``: one delivery -> one archive record (DESIGN section 5), JSON-safe whatever the headers hold."""
+"""``to_record``: one delivery -> one archive record (docs/design.md#archive-record), JSON-safe whatever the headers hold."""
 
 from __future__ import annotations
 

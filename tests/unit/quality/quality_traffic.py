@@ -1,6 +1,6 @@
 """Archive traffic for the envelope quality tests: clean deliveries built from the catalogue's valid
 fixtures (fresh ids, consistent times, several messages per partition key), defects applied one
-delivery at a time, and an archive writer (DESIGN section 5 records and folders).
+delivery at a time, and an archive writer (docs/design.md#archive-record: records and folders).
 
 Imported by the quality tests under tests/spark and tests/airflow as ``tests.unit.quality.quality_traffic``.
 """

@@ -1,4 +1,4 @@
-"""Hand-built archive records (DESIGN section 5) from the catalogue's valid fixtures."""
+"""Hand-built archive records (docs/design.md#archive-record) from the catalogue's valid fixtures."""
 
 from __future__ import annotations
 
