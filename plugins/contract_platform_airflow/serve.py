@@ -1,6 +1,6 @@
 """Serve the platform in a real Airflow: scheduler, dag-processor, triggerer and api-server.
 
-    bash scripts/airflow-local [--port 8080]
+    bash scripts/airflow-local [--port 8080] [--host 127.0.0.1]
 
 Beside the main job (``bash scripts/main-job``) and on the same data: the same ``AIRFLOW_HOME``,
 registry, archives and working catalogue under ``./data``; the repository's ``dags/`` and the
@@ -26,16 +26,26 @@ ROOT = Path.cwd()
 ADMIN = "admin"
 
 
-def serve_environment(root: Path, port: int) -> dict[str, str]:
+def local_address(host: str) -> str:
+    """Where this machine reaches an api-server listening on ``host``."""
+    return "127.0.0.1" if host in ("0.0.0.0", "127.0.0.1", "localhost", "") else host
+
+
+def serve_environment(root: Path, port: int, host: str = "127.0.0.1") -> dict[str, str]:
     """The components' environment: the platform's settings plus the api port and the venv on PATH."""
     data = Path(os.environ.get("CONTRACT_PLATFORM_HOME") or root / "data").resolve()
     demo = data / "demo" / "contracts"  # the main job's working copy of contracts/
     catalog = Path(os.environ.get("CONTRACT_CATALOG") or (demo if demo.is_dir() else root / "contracts"))
-    values = airflow_environment(root, data=data, catalog=catalog)
-    values["AIRFLOW__API__PORT"] = str(port)
-    # Task processes report to the api-server's execution API; it must follow the port.
-    values["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://localhost:{port}/execution/"
-    env = apply(values)
+    env = apply(airflow_environment(root, data=data, catalog=catalog))
+    # The command line wins here. Task processes report to the api-server's execution API, so its URL
+    # must follow the port (else tasks die with "Connection refused").
+    listen = {
+        "AIRFLOW__API__HOST": host,
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{local_address(host)}:{port}/execution/",
+    }
+    os.environ.update(listen)
+    env.update(listen)
     venv_bin = str(Path(sys.executable).parent)
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
@@ -69,7 +79,7 @@ def migrate() -> None:
     ensure_pools()
 
 
-def describe(env: dict[str, str], port: int, password: str) -> str:
+def describe(env: dict[str, str], address: str, password: str) -> str:
     from contract_platform.settings import redact_url
 
     conns = {k[len("AIRFLOW_CONN_") :].lower(): json.loads(v) for k, v in env.items() if k.startswith("AIRFLOW_CONN_")}
@@ -78,7 +88,7 @@ def describe(env: dict[str, str], port: int, password: str) -> str:
     broker = conns.get("rabbitmq_default", {})
     return (
         "Contract Lifecycle Platform — Airflow (scheduler, dag-processor, triggerer, api-server; LocalExecutor)\n"
-        f"  UI:          http://localhost:{port}/  (Contracts page: http://localhost:{port}/plugin/contracts)\n"
+        f"  UI:          {address}/  (Contracts page: {address}/plugin/contracts)\n"
         f"  login:       {ADMIN} / {password}\n"
         f"  AIRFLOW_HOME {env['AIRFLOW_HOME']}\n"
         f"  DAGs:        {env['AIRFLOW__CORE__DAGS_FOLDER']} (examples off)\n"
@@ -93,13 +103,18 @@ def describe(env: dict[str, str], port: int, password: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="airflow-local", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8080, help="the api-server's port (default 8080)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address the api-server listens on (default 127.0.0.1: this machine only)",
+    )
     args = parser.parse_args(argv)
-    env = serve_environment(ROOT, args.port)
+    env = serve_environment(ROOT, args.port, args.host)
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
     print("preparing Airflow's metadata DB ...", flush=True)
     migrate()
     password = admin_password(Path(env["AIRFLOW_HOME"]))
-    print(describe(env, args.port, password), flush=True)
+    print(describe(env, f"http://{local_address(args.host)}:{args.port}", password), flush=True)
     os.execvp("airflow", ["airflow", "standalone"])
     return 0  # not reached
 
