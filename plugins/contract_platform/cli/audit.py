@@ -168,33 +168,18 @@ def _print(result: AuditResult, report: Path | None) -> None:
 
 def _considered(result: AuditResult) -> list[list[object]]:
     """One row per queue the audit looked at: receivers (queues check) and dead-letter queues."""
-    rows: list[list[object]] = []
-    for look in result.check("queues").figures.get("queues", []):
-        readers = "; ".join(r.get("clientName") or r.get("connection") or "?" for r in look.get("readers", []))
-        held = look["ready"] + (look["unacked"] or 0) if look["exists"] else "(absent)"
-        rows.append(
-            [
-                look["queue"],
-                look.get("vhost") or "",
-                ", ".join(look.get("foundBy", [])),
-                "queues",
-                held,
-                "",
-                look["consumers"],
-                readers,
-            ]
-        )
-    for scan in result.check("dead_letters").figures.get("queues", []):
-        rows.append(
-            [
-                scan["queue"],
-                scan.get("vhost") or "",
-                ", ".join(scan.get("foundBy", [])),
-                "dead_letters",
-                scan["depth"],
-                scan.get("matching", 0),
-                "",
-                scan.get("skipped") or "",
-            ]
-        )
-    return rows
+    from contract_platform.retirement.report import considered_queues
+
+    return [
+        [
+            row["queue"],
+            row["vhost"] or "",
+            row["foundBy"],
+            row["check"],
+            "(absent)" if row["held"] is None else row["held"],
+            "" if row["ofType"] is None else row["ofType"],
+            "" if row["consumers"] is None else row["consumers"],
+            row["readBy"],
+        ]
+        for row in considered_queues(result.figures())
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ from typing import Any
 from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, iso
 
-__all__ = ["AuditPaths", "audit_folder", "record_audit", "render_audit_page", "write_audit_bundle"]
+__all__ = [
+    "AuditPaths",
+    "audit_folder",
+    "considered_queues",
+    "record_audit",
+    "render_audit_page",
+    "write_audit_bundle",
+]
 
 _VERDICT_WORD = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.UNKNOWN: "UNKNOWN (not a pass)"}
 
@@ -114,27 +122,108 @@ def render_audit_page(result: AuditResult) -> str:
 def _details(check: CheckResult) -> list[str]:
     figures = check.figures
     if check.name is CheckName.QUEUES:
+        searched = figures.get("searched") or {}
+        head = []
+        if searched.get("vhosts"):
+            head = [f"Every queue the version reaches, searched in virtual hosts {', '.join(searched['vhosts'])}.", ""]
+        if searched.get("notJudged"):
+            head += [
+                f"Not judged (the platform's archive, shared by the exchange): {', '.join(searched['notJudged'])}.",
+                "",
+            ]
         rows = [
-            f"| `{q['queue']}` | {q['role']} | {'yes' if q['exists'] else 'no'} | {q['ready']} | "
-            f"{'?' if q['unacked'] is None else q['unacked']} | {q['consumers']} |"
+            f"| `{q['queue']}` | {_cell(q.get('vhost') or '')} | {_cell(', '.join(q.get('foundBy', [])))} | "
+            f"{q['role']} | {'yes' if q['exists'] else 'no'} | {q['ready']} | "
+            f"{'?' if q['unacked'] is None else q['unacked']} | {q['consumers']} | {_cell(_readers(q))} |"
             for q in figures.get("queues", [])
         ]
-        return ["| Queue | Role | Exists | Ready | Unacked | Consumers |", "|---|---|---|---|---|---|", *rows]
+        return [
+            *head,
+            "| Queue | Vhost | Found by | Role | Exists | Ready | Unacked | Consumers | Read by |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *rows,
+            *_reasons(figures.get("queues", [])),
+        ]
     if check.name is CheckName.DEAD_LETTERS:
         head = [
-            f"Scanned {figures.get('scanned', 0)} DLQs and parking lots ({figures.get('coverage')}); "
+            f"Scanned {figures.get('scanned', 0)} dead-letter queues ({figures.get('coverage')}); "
             f"{figures.get('matching', 0)} messages of the type found.",
             "",
         ]
         rows = [
-            f"| `{q['queue']}` | {q['depth']} | {q['inspected']} | {q.get('matching', 0)} | "
+            f"| `{q['queue']}` | {_cell(q.get('vhost') or '')} | {_cell(', '.join(q.get('foundBy', [])))} | "
+            f"{q['depth']} | {q['inspected']} | {q.get('matching', 0)} | {_cell(', '.join(q.get('matchingIds', [])))} | "
             f"{_cell(q.get('skipped') or ('vanished' if q.get('vanished') else ''))} |"
             for q in figures.get("queues", [])
         ]
-        return head + (
-            ["| Queue | Depth | Inspected | Of the type | Note |", "|---|---|---|---|---|", *rows] if rows else []
-        )
+        table = [
+            "| Queue | Vhost | Found by | Depth | Inspected | Of the type | messageIds | Note |",
+            "|---|---|---|---|---|---|---|---|",
+            *rows,
+        ]
+        return head + (table + _reasons(figures.get("queues", [])) if rows else [])
     return [f"- {key}: {_cell(_plain(value))}" for key, value in figures.items()]
+
+
+def considered_queues(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every queue an audit considered, from its evidence figures: one row each for the CLI and the UI.
+
+    ``check`` is ``queues`` (the version reaches it) or ``dead_letters``; ``held`` its messages (ready and
+    unacked, or its depth); ``ofType`` the messages of the version found in a dead-letter queue.
+    """
+    checks = figures.get("checks") or {}
+    rows = []
+    for look in (checks.get("queues") or {}).get("figures", {}).get("queues", []):
+        held = look["ready"] + (look.get("unacked") or 0) if look.get("exists") else None
+        rows.append(
+            {
+                "queue": look["queue"],
+                "vhost": look.get("vhost"),
+                "foundBy": ", ".join(look.get("foundBy", [])),
+                "check": "queues",
+                "held": held,
+                "ofType": None,
+                "consumers": look.get("consumers"),
+                "readBy": _readers(look),
+                "why": "; ".join(look.get("why", [])),
+            }
+        )
+    for scan in (checks.get("dead_letters") or {}).get("figures", {}).get("queues", []):
+        rows.append(
+            {
+                "queue": scan["queue"],
+                "vhost": scan.get("vhost"),
+                "foundBy": ", ".join(scan.get("foundBy", [])),
+                "check": "dead_letters",
+                "held": scan.get("depth"),
+                "ofType": scan.get("matching", 0),
+                "consumers": None,
+                "readBy": scan.get("skipped") or "",
+                "why": "; ".join(scan.get("why", [])),
+            }
+        )
+    return rows
+
+
+def _readers(queue: Mapping[str, Any]) -> str:
+    """``billing-reader from 10.0.0.7 (guest)``: whom to call about a consumer."""
+    shown = []
+    for reader in queue.get("readers", []):
+        name = reader.get("clientName") or reader.get("connection") or "unnamed connection"
+        where = f" from {reader['peerHost']}" if reader.get("peerHost") else ""
+        user = f" ({reader['user']})" if reader.get("user") else ""
+        shown.append(f"{name}{where}{user}")
+    return "; ".join(shown)
+
+
+def _reasons(queues: list[dict[str, Any]]) -> list[str]:
+    """How each queue not declared by the platform was found, one line each."""
+    lines = [
+        f"- `{q['queue']}`: {_cell('; '.join(q['why']))}"
+        for q in queues
+        if q.get("why") and q.get("foundBy") != ["platform topology"]
+    ]
+    return ["", "How they were found:", "", *lines] if lines else []
 
 
 def _plain(value: Any) -> str:

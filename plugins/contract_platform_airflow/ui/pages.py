@@ -14,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 
 from contract_platform import views
 from contract_platform.catalog.model import Catalog
+from contract_platform.retirement.report import considered_queues
 from contract_platform_airflow.ui import charts
 from contract_platform_airflow.ui.api import CatalogueQuery, Order
 from contract_platform_airflow.ui.auth import can_read_dag_runs, require_reader
@@ -27,6 +28,7 @@ templates = Jinja2Templates(directory=str(TEMPLATES))
 templates.env.filters["percent"] = lambda v: "—" if v is None else charts.percent(float(v))
 templates.env.filters["when"] = lambda v: _when(v)
 templates.env.filters["pretty_json"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
+templates.env.filters["considered_queues"] = considered_queues  # a retirement audit's queues, how found, what held
 
 
 def _when(value: object) -> str:

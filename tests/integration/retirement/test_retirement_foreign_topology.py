@@ -29,7 +29,7 @@ from contract_platform.amqp.inspection import passive_queue
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.evidence import Verdict
-from contract_platform.retirement import AuditResult, LastSeen, TypeLastSeen, audit_version
+from contract_platform.retirement import AuditResult, LastSeen, TypeLastSeen, audit_version, write_audit_bundle
 from contract_platform.store import Registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -169,7 +169,13 @@ def reject_into_dead_letters(foreign: Any, queue: str, count: int) -> None:
 
 @pytest.mark.parametrize("suffix", [".dead", ".graveyard"])  # a conventional name, and one only topology reveals
 def test_a_message_the_broker_dead_lettered_from_a_service_queue_blocks(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str, suffix: str
+    platform: tuple[Any, Registry],
+    family: Catalog,
+    vhost: str,
+    foreign: Any,
+    service: str,
+    suffix: str,
+    tmp_path: Path,
 ) -> None:
     channel = foreign.channel()
     channel.exchange_declare(f"{service}.dlx", "fanout", durable=True)
@@ -194,6 +200,9 @@ def test_a_message_the_broker_dead_lettered_from_a_service_queue_blocks(
     assert "binding" in considered(result, "queues", f"{service}.in")["foundBy"]
     assert passive_queue(foreign, f"{service}{suffix}") == (2, 0)
     assert contents(foreign, f"{service}{suffix}") == ids
+    page = write_audit_bundle(result, tmp_path).markdown.read_text()  # the report a person reads
+    row = next(line for line in page.splitlines() if line.startswith(f"| `{service}{suffix}`"))
+    assert "DLX topology" in row and f"| 2 | 2 | 2 | {ids[0]}, {ids[1]} |" in row
 
 
 def test_an_error_queue_by_naming_convention_blocks_and_keeps_its_order(
@@ -272,7 +281,7 @@ def test_a_policy_defined_dead_letter_exchange_makes_its_queues_dlqs(
 
 
 def test_a_foreign_consumer_on_its_own_bound_queue_blocks_and_is_named(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str, tmp_path: Path
 ) -> None:
     queue = f"{service}.invoices"
     channel = foreign.channel()
@@ -290,6 +299,9 @@ def test_a_foreign_consumer_on_its_own_bound_queue_blocks_and_is_named(
     assert entry["foundBy"] == ["binding"] and entry["role"] == "foreign"
     assert entry["readers"][0]["clientName"] == f"{service}-reader" and entry["readers"][0]["peerHost"]
     assert "consumers_over_time" in result.failed_checks  # observed like the platform's own queues
+    document = json.loads(write_audit_bundle(result, tmp_path).json.read_text())
+    looks = {q["queue"]: q for q in document["checks"]["queues"]["figures"]["queues"]}
+    assert looks[queue]["readers"][0]["clientName"] == f"{service}-reader"
 
 
 def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_version(

@@ -1,0 +1,91 @@
+"""The contract page lists the queues the latest retirement audit considered: how each was found, what it held."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.airflow
+
+REPO = Path(__file__).resolve().parents[2]
+V1 = "billing.invoice-issued.v1"
+
+FIGURES = {
+    "verdict": "fail",
+    "failed_checks": ["queues", "dead_letters"],
+    "checks": {
+        "queues": {
+            "figures": {
+                "queues": [
+                    {
+                        "queue": "ledger-svc.invoices",
+                        "vhost": "/",
+                        "role": "foreign",
+                        "foundBy": ["binding"],
+                        "why": ["routed billing.events -> ledger-svc.invoices with key billing.invoice.issued.v1"],
+                        "exists": True,
+                        "ready": 0,
+                        "unacked": 0,
+                        "consumers": 1,
+                        "readers": [{"clientName": "ledger-reader", "peerHost": "10.1.2.3", "user": "ledger"}],
+                    }
+                ]
+            }
+        },
+        "dead_letters": {
+            "figures": {
+                "queues": [
+                    {
+                        "queue": "ledger-svc.graveyard",
+                        "vhost": "/",
+                        "foundBy": ["DLX topology"],
+                        "why": ["dead letters of ledger-svc.in go ledger-svc.dlx -> ledger-svc.graveyard"],
+                        "depth": 2,
+                        "inspected": 2,
+                        "matching": 2,
+                    }
+                ]
+            }
+        },
+    },
+}
+
+
+@pytest.fixture
+def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, dict[str, str]]]:
+    from airflow.api_fastapi.app import create_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from contract_platform.store import Registry
+    from contract_platform_airflow.ui import create_app
+
+    catalog = tmp_path / "contracts"
+    shutil.copytree(REPO / "contracts" / "envelope", catalog / "envelope")
+    shutil.copytree(REPO / "contracts" / "billing" / "invoice-issued", catalog / "billing" / "invoice-issued")
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
+    monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
+    with Registry.open(url) as registry:
+        registry.register(V1, "1.2.0", actor="test")
+        registry.add_evidence(V1, contract_version="1.2.0", kind="retirement_audit", verdict="fail", figures=FIGURES)
+    root = FastAPI()
+    root.mount("/contracts", create_app())
+    token = create_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
+    with TestClient(root) as test_client:
+        yield test_client, {"Authorization": f"Bearer {token}"}
+
+
+def test_the_contract_page_shows_each_considered_queue_how_it_was_found_and_what_it_held(client) -> None:
+    test_client, auth = client
+    page = test_client.get(f"/contracts/c/{V1}", headers=auth)
+    assert page.status_code == 200, page.text
+    section = page.text.split('id="audit-queues"', 1)[1]
+    assert "<code>ledger-svc.invoices</code>" in section and "ledger-reader from 10.1.2.3 (ledger)" in section
+    assert "<code>ledger-svc.graveyard</code>" in section and "DLX topology" in section
+    assert "routed billing.events -&gt; ledger-svc.invoices" in section
