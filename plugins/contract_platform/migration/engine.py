@@ -98,7 +98,7 @@ class CompiledMigration:
             raise MessageNotMigratable(
                 f"messageType is {shown}; this migration reads {self.spec.source}", "/metadata/messageType"
             )
-        new_metadata: dict[str, Any] = copied(metadata if type(metadata) is dict else dict(metadata))
+        new_metadata: dict[str, Any] = copied(metadata if type(metadata) is dict else dict(metadata), "/metadata")
         return new_metadata
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from contract_platform.catalog.documents import MISSING, pointer_from_path, pointer_reader
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.errors import MessageNotMigratable
+from contract_platform.limits import depth_limit, nesting_beyond
 from contract_platform.migration.conversions import decimal_to_minor_units, number_to_text
 from contract_platform.migration.spec import (
     Constant,
@@ -42,8 +43,12 @@ _ABSENT: Any = MISSING  # what a reader returns where the pointer finds nothing
 _ATOMIC = frozenset({str, int, float, bool, type(None), Decimal})
 
 
-def copied(value: Any) -> Any:
-    """``copy.deepcopy(value)``, without its cost for a scalar or a flat object or list of scalars."""
+def copied(value: Any, where: str = "/payload") -> Any:
+    """``copy.deepcopy(value)``, without its cost for a scalar or a flat object or list of scalars.
+
+    A value nested deeper than ``limits.depth_limit()`` is never copied (a deep copy recurses): it makes
+    the message ``MessageNotMigratable`` at ``where``, the part of the envelope it came from.
+    """
     kind = type(value)
     if kind in _ATOMIC:
         return value
@@ -51,6 +56,11 @@ def copied(value: Any) -> Any:
         return dict(value)
     if kind is list and _ATOMIC.issuperset(map(type, value)):
         return list(value)
+    limit = depth_limit()
+    inside = nesting_beyond(value, limit)
+    if inside is not None:
+        shown = inside if len(inside) <= 120 else inside[:117] + "..."
+        raise MessageNotMigratable(f"a value nests deeper than {limit} levels (at {where}{shown})", where)
     return copy.deepcopy(value)
 
 
