@@ -3,9 +3,11 @@
 ::
 
     audit_version(contract, catalog, registry, connection, last_seen, *, now, run_id) -> AuditResult
-        queues               consumers, ready and unacked messages on its queues, retry queues, DLQs, parking lots
+        queues               consumers, ready and unacked messages on its own queues and every queue its
+                             exchange routes to on the broker, whoever declared it (docs/retirement-audit.md)
         consumers_over_time  zero consumers over consecutive audits (a time series in the store)
-        dead_letters         no message of the type in any DLQ or parking lot (read, then requeued in order)
+        dead_letters         no message of the type in any DLQ found by dead-letter topology, policy or name
+                             (read, then requeued in order)
         retention            max(queue, dlq) retention elapsed since its last archived message
         holds                no audit, legal or replay hold in force
         successor_consumers  every consumer of this version consumes the successor
