@@ -1,0 +1,116 @@
+"""Every contractctl verb that reads the catalogue, on a catalogue with one hostile file: a clear exit, fast.
+
+Exit codes are 0, 1 or 2 (never 70, "internal error"), stderr is one ``contractctl:`` line per problem
+(never a traceback), and every run ends within seconds. Each example copies the real catalogue, makes
+one file hostile (a value replaced by deep, huge, aliased or odd YAML/JSON, or the whole file replaced
+by bytes) and runs one verb on it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.fuzz.hostile import HOSTILE_BYTES, JSON_TEXTS, YAML_FLOW_VALUES
+
+from contract_platform.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+FAMILY = Path("billing") / "invoice-issued"
+PLACEHOLDER = "HOSTILE-VALUE-HERE"
+SECONDS = 20.0
+
+
+def verbs(root: Path, tmp: Path, schema: Path) -> dict[str, list[str]]:
+    original = REPO / "contracts" / FAMILY / "v1" / "payload.schema.json"
+    return {
+        "lint": ["lint", str(root)],
+        "check": ["check", str(root), "--format", "json"],
+        "docs": ["docs", str(root), "--out", str(tmp / "docs")],
+        "export": ["export", "asyncapi", "--catalog", str(root), "--out", str(tmp / "asyncapi.json")],
+        "status": ["status", "--catalog", str(root), "--registry", f"sqlite:///{tmp / 'registry.db'}"],
+        "diff": ["diff", str(original), str(schema), "--mode", "full"],
+        "bridge-route": ["bridge", str(root / FAMILY / "v2" / "migration.yaml"), "--catalog", str(root)],
+    }
+
+
+def hostile_yaml(path: Path, data: st.DataObject) -> None:
+    document = yaml.safe_load(path.read_text())
+    key = data.draw(st.sampled_from(sorted(document)), label="key")
+    document[key] = PLACEHOLDER
+    value = data.draw(YAML_FLOW_VALUES, label="yaml value")
+    path.write_text(yaml.safe_dump(document, sort_keys=False).replace(PLACEHOLDER, value, 1))
+
+
+def hostile_json(path: Path, data: st.DataObject) -> None:
+    document = json.loads(path.read_text())
+    key = data.draw(st.sampled_from(sorted(document)), label="key")
+    document[key] = PLACEHOLDER
+    value = data.draw(JSON_TEXTS, label="json value")
+    path.write_text(json.dumps(document).replace(json.dumps(PLACEHOLDER), value, 1))
+
+
+def make_hostile(root: Path, data: st.DataObject) -> Path:
+    """Make one file of ``root`` hostile; returns the payload schema the diff verb compares."""
+    version = root / FAMILY / data.draw(st.sampled_from(["v1", "v2"]), label="version")
+    target = data.draw(
+        st.sampled_from(["contract.yaml", "migration.yaml", "payload.schema.json", "fixture", "bytes"]), label="file"
+    )
+    schema = version / "payload.schema.json"
+    if target == "fixture":
+        hostile_json(sorted((version / "fixtures" / "valid").glob("*.json"))[0], data)
+    elif target == "payload.schema.json":
+        hostile_json(schema, data)
+    elif target == "bytes":
+        name = data.draw(st.sampled_from(["contract.yaml", "payload.schema.json"]), label="replaced")
+        (version / name).write_bytes(data.draw(HOSTILE_BYTES, label="bytes"))
+    elif target == "migration.yaml" and (version / target).exists():
+        hostile_yaml(version / target, data)
+    else:
+        hostile_yaml(version / "contract.yaml", data)
+    return schema
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_verb_gives_a_clear_exit_on_a_hostile_catalogue(tmp_path_factory, capsys, monkeypatch, data) -> None:
+    tmp = tmp_path_factory.mktemp("fuzz")
+    root = tmp / "contracts"
+    shutil.copytree(REPO / "contracts", root)
+    schema = make_hostile(root, data)
+    verb = data.draw(st.sampled_from(sorted(verbs(root, tmp, schema))), label="verb")
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:1/%2F")  # the bridge never connects
+    monkeypatch.setenv("CONTRACT_PLATFORM_HOME", str(tmp / "data"))
+
+    started = time.monotonic()
+    try:
+        code = main(verbs(root, tmp, schema)[verb])
+    except SystemExit as exc:  # argparse
+        code = int(exc.code or 0)
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err
+
+    assert code in (0, 1, 2, 3), (verb, code, err[-2000:])
+    assert "Traceback" not in err and "internal error" not in err, err[-2000:]
+    assert all(line.startswith("contractctl: ") or line.startswith("usage:") for line in err.splitlines()), err[-2000:]
+    assert elapsed < SECONDS, (verb, elapsed)
+
+
+@pytest.mark.parametrize("verb", ["lint", "check", "docs", "export", "status", "diff", "bridge-route"])
+def test_every_verb_fuzzed_accepts_the_real_catalogue(tmp_path, capsys, monkeypatch, verb) -> None:
+    """The baseline: the same command lines on the untouched catalogue do not fail as bad input."""
+    root = tmp_path / "contracts"
+    shutil.copytree(REPO / "contracts", root)
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:1/%2F")
+    monkeypatch.setenv("CONTRACT_PLATFORM_HOME", str(tmp_path / "data"))
+
+    code = main(verbs(root, tmp_path, root / FAMILY / "v2" / "payload.schema.json")[verb])
+
+    expected = {3} if verb == "bridge-route" else {0, 1}  # the bridge gets as far as the (absent) broker
+    assert code in expected, capsys.readouterr().err
