@@ -324,3 +324,46 @@ def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_versi
     assert f"{service}.typed-v2" not in (queues.blocker or "")
     why = considered(result, "queues", f"{service}.typed-v1")["why"][0]
     assert f"billing.events -> {service}.by-type -> {service}.typed-v1" in why
+
+
+def test_a_watched_second_virtual_host_is_searched_and_read_over_its_own_connection(
+    platform: tuple[Any, Registry], family: Catalog, vhost: str, service: str
+) -> None:
+    other = f"{vhost}-legacy"
+    httpx.put(f"{API}/vhosts/{quote(other, safe='')}", auth=AUTH, timeout=10).raise_for_status()
+    try:
+        httpx.put(
+            f"{API}/permissions/{quote(other, safe='')}/guest",
+            auth=AUTH,
+            json={"configure": ".*", "write": ".*", "read": ".*"},
+            timeout=10,
+        ).raise_for_status()
+        legacy = pika.BlockingConnection(pika.URLParameters(url_of(other)))
+        try:
+            channel = legacy.channel()
+            channel.queue_declare(f"{service}_skipped", durable=True)
+            publish(channel, "", f"{service}_skipped", f"{service}-legacy")
+            wait_until(lambda: listed(other, f"{service}_skipped"), "the queue listed in the second vhost")
+            connection, registry = platform
+            last_seen = LastSeen({V1: TypeLastSeen(datetime.now(UTC) - timedelta(days=30), 1)}, scanned=True)
+
+            result = audit_version(
+                family.contracts[V1],
+                family,
+                registry,
+                connection,
+                last_seen,
+                now=datetime.now(UTC),
+                run_id="test",
+                management=ManagementClient.from_amqp_url(url_of(vhost)),
+                vhosts=[other],
+            )
+
+            dead = result.check("dead_letters")
+            assert dead.verdict is Verdict.FAIL and f"(vhost {other})" in (dead.blocker or "")
+            assert considered(result, "dead_letters", f"{service}_skipped")["vhost"] == other
+            assert contents(legacy, f"{service}_skipped") == [f"{service}-legacy"]
+        finally:
+            close_quietly(legacy)
+    finally:
+        httpx.delete(f"{API}/vhosts/{quote(other, safe='')}", auth=AUTH, timeout=30)
