@@ -14,6 +14,7 @@ __all__ = [
     "archive_dir",
     "catalog_dir",
     "data_dir",
+    "dead_letter_suffixes",
     "docs_dir",
     "rabbitmq_management_url",
     "rabbitmq_url",
@@ -60,6 +61,14 @@ def rabbitmq_management_url() -> str | None:
 def watched_vhosts() -> tuple[str, ...]:
     """``$CONTRACT_RABBITMQ_VHOSTS`` (comma-separated) the retirement audit searches; unset: the connection's own."""
     raw = os.environ.get("CONTRACT_RABBITMQ_VHOSTS") or ""
+    return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+
+
+def dead_letter_suffixes() -> tuple[str, ...] | None:
+    """``$CONTRACT_DEAD_LETTER_SUFFIXES`` (comma-separated): queue names the audit takes for DLQs; unset: its defaults."""
+    raw = os.environ.get("CONTRACT_DEAD_LETTER_SUFFIXES")
+    if raw is None:
+        return None
     return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
 
 

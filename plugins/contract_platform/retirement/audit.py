@@ -69,8 +69,8 @@ def audit_version(
     ``dead_letter_scope`` limits the broker-wide DLQ scan to queue names starting with it (a shared
     virtual host); empty scans every DLQ found. ``vhosts``: virtual hosts searched besides the
     connection's own (default ``settings.watched_vhosts()``); ``dead_letter_suffixes``: the name
-    convention's net (default ``DEFAULT_DEAD_LETTER_SUFFIXES``). ``management=None`` audits with AMQP
-    alone: only the version's own queues, and the checks cannot pass.
+    convention's net (default ``settings.dead_letter_suffixes()``, else ``DEFAULT_DEAD_LETTER_SUFFIXES``).
+    ``management=None`` audits with AMQP alone: only the version's own queues, and the checks cannot pass.
     """
     now = require_aware(now)
     plan = plan_topology(contract)
@@ -83,7 +83,9 @@ def audit_version(
     if client is not None:
         watched = (home, *(settings.watched_vhosts() if vhosts is None else vhosts))
         topology = read_topology(client, watched)
-        suffixes = tuple(DEFAULT_DEAD_LETTER_SUFFIXES if dead_letter_suffixes is None else dead_letter_suffixes)
+        if dead_letter_suffixes is None:
+            dead_letter_suffixes = settings.dead_letter_suffixes() or DEFAULT_DEAD_LETTER_SUFFIXES
+        suffixes = tuple(dead_letter_suffixes)
         discovery = discover_queues(
             contract, plan, topology, home_vhost=home, suffixes=suffixes, scope=dead_letter_scope
         )
