@@ -9,6 +9,7 @@ a broker: the local default would hide a deployment that forgot its connection).
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
@@ -18,6 +19,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundExceptio
 from contract_platform.amqp.connection import amqp_url, close_quietly, open_connection
 from contract_platform.errors import BrokerError
 from contract_platform.settings import rabbitmq_url, redact_url
+from contract_platform_airflow.provider import RABBITMQ_FIELD_BEHAVIOUR
 
 __all__ = ["RabbitMQHook"]
 
@@ -36,11 +38,7 @@ class RabbitMQHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {
-            "hidden_fields": [],
-            "relabeling": {"schema": "Virtual host", "login": "User"},
-            "placeholders": {"host": "127.0.0.1", "port": "5672", "schema": "/", "extra": '{"ssl": false}'},
-        }
+        return copy.deepcopy(RABBITMQ_FIELD_BEHAVIOUR)  # the one form, also in the provider metadata
 
     def get_url(self) -> str:
         """The AMQP URL of the connection, with credentials: pass it on, never log it (use redact_url)."""
