@@ -98,7 +98,9 @@ def by_type_and_reason(report: ValidationReport) -> Counter[tuple[str, str | Non
 def test_the_archive_has_every_kind_of_defect(archive: GeneratedArchive):
     assert set(archive.defects) == set(DEFECTS)
     reasons = {reason for _, reason in archive.expected if reason}
-    assert reasons == {str(r) for r in Reason}  # every reason code is expected at least once
+    # Every reason code is expected at least once, but UNCHECKABLE: it means a rule raised, which no archive
+    # can be made to do on purpose (tests/unit/validation/test_records_hostile.py makes one raise).
+    assert reasons == {str(r) for r in Reason} - {str(Reason.UNCHECKABLE)}
 
 
 def test_counts_per_reason_and_per_type_are_exact(validated, archive: GeneratedArchive):
