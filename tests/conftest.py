@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.lanes import is_slow
 
 from contract_platform_airflow.settings import airflow_environment, ensure_pools
 
@@ -121,6 +122,13 @@ def postgres_url() -> str:
     if not port_open("127.0.0.1", 5432):
         pytest.skip("PostgreSQL not answering on 127.0.0.1:5432")
     return "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark slow what ``tests.lanes`` calls slow: the fast lane, ``pytest -m "not slow"``, leaves it out."""
+    for item in items:
+        if is_slow(item, REPO_ROOT / "tests"):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:
