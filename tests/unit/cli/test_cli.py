@@ -150,6 +150,9 @@ def test_docs_writes_a_page_per_contract(capsys, catalog_dir, tmp_path):
         "accounting-service.billing.invoice-issued.v1",
     ):
         assert expected in page
+    assert "| Callers |" not in page  # an event is sent by its owner
+    command = (tmp_path / "docs" / "order.create-order.v1.md").read_text()
+    assert "| Callers | quote-service |" in command
 
 
 @pytest.mark.parametrize("verb", ["lint", "diff", "check", "docs"])
