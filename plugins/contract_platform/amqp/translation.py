@@ -137,6 +137,7 @@ class Translator:
         self.parking_lot = parking_lot
         self._pii = tuple(route.source.pii.fields) + tuple(route.target.pii.fields)
         self._migrate = compile_spec(route.spec).for_target(route.target)  # = migrate_envelope(spec, ., target)
+        self.depth_limit = depth_limit()  # read once: the environment is slow to ask per message
 
     def __call__(self, body: bytes, properties: Any) -> Outgoing:
         return self.finish(self.prepare(body), properties, body)
@@ -152,7 +153,7 @@ class Translator:
         envelope = _parse(body)
         if envelope is None:
             return Unmigratable(ParkReason.NOT_JSON, "", "the body is not a UTF-8 JSON document")
-        limit = depth_limit()
+        limit = self.depth_limit
         if may_nest_beyond(body, limit) and (pointer := nesting_beyond(envelope, limit)) is not None:
             shown = pointer if len(pointer) <= _LONGEST_POINTER else pointer[: _LONGEST_POINTER - 3] + "..."
             return Unmigratable(ParkReason.TOO_DEEP, shown, f"the body nests deeper than {limit} levels")

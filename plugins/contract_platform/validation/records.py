@@ -99,11 +99,8 @@ def _show(value: Any, most: int = 60) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
 
 
-def _too_deep(text: str | bytes, value: Any, what: str) -> str | None:
-    """A MALFORMED message when ``value`` (parsed from ``text``) nests past the depth limit, else None."""
-    limit = depth_limit()
-    if not may_nest_beyond(text, limit):
-        return None
+def _too_deep(value: Any, what: str, limit: int) -> str | None:
+    """A MALFORMED message when ``value`` nests past ``limit``, else None."""
     pointer = nesting_beyond(value, limit)
     if pointer is None:
         return None
@@ -219,6 +216,7 @@ class RecordChecker:
         self.oversize_bytes = oversize_bytes
         self.validator = validator or FastValidator(catalog)
         self.statuses = effective_statuses(catalog, statuses)
+        self.depth_limit = depth_limit()  # read once: the environment is slow to ask per record
         self._rules = {
             c.message_type: _ContractRules(c, self.statuses.get(c.message_type, c.status), self.validator)
             for c in catalog
@@ -244,7 +242,9 @@ class RecordChecker:
             message = f"record line is a JSON {_kind(record)}, not an object"
             checked.findings.append(Finding(Reason.MALFORMED, "", message))
             return
-        if (found := _too_deep(line, record, "record line")) is not None:
+        # The line holds the body's text too: with no more brackets than the limit, neither can nest past it.
+        deep = may_nest_beyond(line, self.depth_limit)
+        if deep and (found := _too_deep(record, "record line", self.depth_limit)) is not None:
             checked.findings.append(Finding(Reason.MALFORMED, "", found))
             return
         _read_delivery(record, checked)
@@ -264,7 +264,9 @@ class RecordChecker:
             message = f"body is a JSON {_kind(document)}, not an object"
             checked.findings.append(Finding(Reason.MALFORMED, "/body", message))
             return
-        if (found := _too_deep(body, document, "body")) is not None:
+        if type(record.get("body")) is not str:  # decoded from bodyBase64: its brackets were not in the line
+            deep = may_nest_beyond(body, self.depth_limit)
+        if deep and (found := _too_deep(document, "body", self.depth_limit)) is not None:
             checked.findings.append(Finding(Reason.MALFORMED, "/body", found))
             return
         self._check_document(record, document, checked)

@@ -44,6 +44,7 @@ def test_metadata_nested_990_deep_is_parked_as_too_deep(translator: Translator) 
 def test_whatever_raises_in_the_migration_is_parked_as_failed(translator: Translator, monkeypatch) -> None:
     # With the limit lifted as far as it goes, 990 levels reach the migration's deep copy: RecursionError.
     monkeypatch.setenv("CONTRACT_MAX_JSON_DEPTH", "1000")
+    translator = Translator(translator.route, translator.validator, translator.parking_lot)  # reads the limit
     body = with_deep_metadata(990)
 
     prepared = translator.prepare(body)

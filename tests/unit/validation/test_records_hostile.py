@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -38,6 +39,16 @@ def test_a_payload_within_the_limit_is_checked_as_usual(checker: RecordChecker, 
 
     assert Reason.MALFORMED not in checked.reasons
     assert checked.message_id == env["metadata"]["messageId"]
+
+
+def test_a_base64_body_nested_1000_deep_is_malformed(checker: RecordChecker, envelope, record):
+    env = envelope()
+    raw = deep_payload_body(env, 1000).encode()
+    line = json.dumps(record(env, body=None, bodyBase64=base64.b64encode(raw).decode()))
+
+    checked = checker.check(line)
+
+    assert [(f.code, f.path) for f in checked.findings] == [(Reason.MALFORMED, "/body")]
 
 
 def test_headers_nested_past_the_limit_make_the_record_malformed(checker: RecordChecker, envelope, record):
