@@ -239,6 +239,14 @@ def print_states(title: str, rows: list[dict[str, Any]]) -> None:
         )
 
 
+def serve_command(data: Path) -> str:
+    """The command that serves this run's data in a real Airflow; it runs from the checkout, so it is told
+    where the data is unless that is the checkout's own ``data/``."""
+    checkout = Path(__file__).resolve().parents[2]
+    command = "bash scripts/airflow-local"
+    return command if data.resolve() == checkout / "data" else f"CONTRACT_PLATFORM_HOME={data.resolve()} {command}"
+
+
 OLD, NEW = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 
 
@@ -265,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="main-job", description=__doc__.splitlines()[1])
     parser.add_argument("--messages", type=int, default=200, help="sample messages per contract version (default 200)")
     args = parser.parse_args(argv)
-    os.environ.setdefault("CONTRACT_CATALOG", str(ROOT / "data" / "demo" / "contracts"))
+    from contract_platform_airflow.settings import main_job_catalog
+
+    home = Path(os.environ.get("CONTRACT_PLATFORM_HOME") or ROOT / "data")
+    os.environ.setdefault("CONTRACT_CATALOG", str(main_job_catalog(home)))
     env = configure_environment(ROOT)
     from contract_platform.settings import redact_url, registry_url
 
@@ -318,8 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = [r.dag_id for r in runs if str(r.state) != "success"]
     print(
         "\nWhere to look:\n"
-        "  Airflow UI:  bash scripts/airflow-local   (scheduler, dag-processor, triggerer and api-server on this\n"
-        "               data; it prints the admin login) then http://localhost:8080/ -> Browse -> Contracts\n"
+        f"  Airflow UI:  {serve_command(data)}   (scheduler, dag-processor, triggerer and api-server\n"
+        "               on this data; it prints the admin login) then http://localhost:8080/ -> Browse -> Contracts\n"
         f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}\n"
         f"  reports:     {data / 'reports'}\n"
         f"  contract docs: {data / 'docs' / 'contracts' / 'index.md'}; retirement: {data / 'docs' / 'retirement'}\n"

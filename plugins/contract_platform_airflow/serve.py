@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contract_platform_airflow.settings import airflow_environment, apply, ensure_pools
+from contract_platform_airflow.settings import airflow_environment, apply, ensure_pools, main_job_catalog
 
 ROOT = Path.cwd()
 ADMIN = "admin"
@@ -34,7 +34,7 @@ def local_address(host: str) -> str:
 def serve_environment(root: Path, port: int, host: str = "127.0.0.1") -> dict[str, str]:
     """The components' environment: the platform's settings plus the api port and the venv on PATH."""
     data = Path(os.environ.get("CONTRACT_PLATFORM_HOME") or root / "data").resolve()
-    demo = data / "demo" / "contracts"  # the main job's working copy of contracts/
+    demo = main_job_catalog(data)
     catalog = Path(os.environ.get("CONTRACT_CATALOG") or (demo if demo.is_dir() else root / "contracts"))
     env = apply(airflow_environment(root, data=data, catalog=catalog))
     # The command line wins here. Task processes report to the api-server's execution API, so its URL

@@ -41,6 +41,7 @@ __all__ = [
     "apply",
     "connection_env_name",
     "ensure_pools",
+    "main_job_catalog",
     "rabbitmq_connection",
     "registry_connection",
     "sizing",
@@ -124,6 +125,11 @@ def rabbitmq_connection(url: str) -> str:
 def registry_connection(url: str) -> str:
     """``contract_registry_default`` holding any SQLAlchemy URL (the hook reads ``extra.url`` first)."""
     return json.dumps({"conn_type": "generic", "extra": {"url": url}})
+
+
+def main_job_catalog(data: Path) -> Path:
+    """The main job's working copy of ``contracts/`` under the data folder; the serve command serves it too."""
+    return data / "demo" / "contracts"
 
 
 def airflow_environment(
