@@ -99,6 +99,33 @@ def _show(value: Any, most: int = 60) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
 
 
+_TEXT_FIELDS = ("exchange", "routing_key", "received_at", "message_type", "message_id", "order_key")
+
+
+def _encodable(text: str) -> str:
+    """``text``, with any lone surrogate (JSON allows ``"\\ud800"``) written as its escape: Arrow and every
+    writer after it need UTF-8, and one such string must not fail the Spark task that holds the record."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _make_encodable(checked: CheckedRecord) -> None:
+    for name in _TEXT_FIELDS:
+        value = getattr(checked, name)
+        if value is not None:
+            setattr(checked, name, _encodable(value))
+    findings = checked.findings
+    for index, finding in enumerate(findings):
+        path, message = _encodable(finding.path), _encodable(finding.message)
+        if path is not finding.path or message is not finding.message:
+            findings[index] = Finding(finding.code, path, message)
+
+
 def _too_deep(value: Any, what: str, limit: int) -> str | None:
     """A MALFORMED message when ``value`` nests past ``limit``, else None."""
     pointer = nesting_beyond(value, limit)
@@ -230,6 +257,7 @@ class RecordChecker:
         except Exception as exc:  # any rule, any input: reported, never raised into the Spark task
             message = f"a rule raised {type(exc).__name__} on this record: {_show(str(exc))}"
             checked.findings.append(Finding(Reason.UNCHECKABLE, "", message))
+        _make_encodable(checked)
         return checked
 
     def _check(self, line: str | bytes, checked: CheckedRecord) -> None:

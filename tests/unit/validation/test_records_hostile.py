@@ -102,3 +102,27 @@ def test_odd_lines_never_raise(checker: RecordChecker, line: str) -> None:
 
 def test_payload_hash_is_unchanged_for_ordinary_payloads() -> None:
     assert payload_hash({"b": 1, "a": [1, 2]}) == payload_hash({"a": [1, 2], "b": 1})
+
+
+def test_lone_surrogates_never_fail_the_arrow_batch_of_a_split(checker: RecordChecker, tmp_path) -> None:
+    from contract_platform.validation.arrow import check_split
+    from contract_platform.validation.reading import Split
+
+    body = '{"metadata": {"messageId": "\\ud800x", "messageType": "\\udfff", "partitionKey": "\\ud800"}, "payload": {}}'
+    record = {
+        "exchange": "billing.events\udc00",
+        "routingKey": "k",
+        "receivedAt": "\ud800",
+        "redelivered": False,
+        "properties": {"messageId": "\ud800", "headers": {"\ud800": "\udc00"}},
+        "body": body,
+        "bodyBase64": None,
+    }
+    path = tmp_path / "part.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+
+    [batch] = list(check_split(checker, Split(0, path.as_uri(), 0, path.stat().st_size, False)))
+
+    [row] = batch.to_pylist()
+    assert row["message_id"] == "\\ud800x"
+    assert row["rank"] == Reason.ENVELOPE_INVALID.rank
