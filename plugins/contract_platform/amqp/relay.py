@@ -314,7 +314,10 @@ class Relay:
             failed = getattr(self.translate, "failed", None)
             if failed is None:
                 raise
-            log.warning("delivery %s could not be published as translated (%s); parking it", delivery_tag, exc)
+            # the exception's type only: pika's encoding errors quote header values
+            log.warning(
+                "delivery %s could not be published as translated (%s); parking it", delivery_tag, type(exc).__name__
+            )
             self._publish(delivery_tag, failed(properties, body, exc))
 
     def _publish(self, delivery_tag: int, outgoing: Outgoing) -> None:
