@@ -33,20 +33,18 @@ _CONTAINS_BOUNDS = {
 
 
 def layout(view: View) -> tuple[list[View], View]:
-    """(one view per tuple position, the view for the remaining items) in either draft's spelling."""
-    if "prefixItems" in view.schema:
-        prefix = [
-            view.child("prefixItems", s, i)
-            for i, s in enumerate(view.schema_list("prefixItems", allow_empty=True) or [])
-        ]
-        rest = view.schema_at("items")
-        return prefix, view.child("items", True if rest is None else rest)
-    if isinstance(view.schema.get("items"), list):
-        prefix = [view.child("items", s, i) for i, s in enumerate(view.schema_list("items", allow_empty=True) or [])]
-        rest = view.schema_at("additionalItems")
-        return prefix, view.child("additionalItems", True if rest is None else rest)
-    rest = view.schema_at("items")
-    return [], view.child("items", True if rest is None else rest)
+    """(one view per tuple position, the view for the remaining items), 2020-12 form (``dialects``).
+
+    The remaining items are governed by ``items``, else by ``unevaluatedItems`` (an approximation only
+    where ``contains`` or a subschema applied in place evaluates some of them), else by ``true``."""
+    prefix = [
+        view.child("prefixItems", s, i) for i, s in enumerate(view.schema_list("prefixItems", allow_empty=True) or [])
+    ]
+    for keyword in ("items", "unevaluatedItems"):
+        rest = view.schema_at(keyword)
+        if rest is not None:
+            return prefix, view.child(keyword, rest)
+    return prefix, view.child("items", True)
 
 
 def compare_arrays(w: Walker, old: View, new: View, old_types: frozenset[str], new_types: frozenset[str]) -> None:
@@ -57,7 +55,6 @@ def compare_arrays(w: Walker, old: View, new: View, old_types: frozenset[str], n
     for keyword, rules in _BOUNDS.items():
         compare_bound(w, old, new, keyword, rules, default=0 if keyword == "minItems" else None)
     _compare_unique(w, old, new)
-    w.compare(_unevaluated(old), _unevaluated(new))
 
 
 def _compare_items(w: Walker, old: View, new: View) -> None:
@@ -94,8 +91,3 @@ def _compare_unique(w: Walker, old: View, new: View) -> None:
         w.emit(R.UNIQUE_ITEMS_ADDED, new.at("uniqueItems"), f"items of {describe(new.ptr)} must now be unique")
     else:
         w.emit(R.UNIQUE_ITEMS_REMOVED, old.at("uniqueItems"), f"items of {describe(new.ptr)} may now repeat")
-
-
-def _unevaluated(view: View) -> View:
-    schema = view.schema_at("unevaluatedItems")
-    return view.child("unevaluatedItems", True if schema is None else schema)

@@ -102,6 +102,12 @@ def property_view(parent: View, name: str) -> View:
 
 
 def additional(view: View) -> View:
-    """The schema for names neither declared nor matched by a pattern (``true`` when absent)."""
-    schema = view.schema_at("additionalProperties")
-    return view.child("additionalProperties", True if schema is None else schema)
+    """The schema for names neither declared nor matched by a pattern: ``additionalProperties``, else
+    ``unevaluatedProperties`` (which then governs exactly those names, unless a subschema applied in place
+    evaluates them: an approximation only there), else ``true``. With ``additionalProperties`` present,
+    ``unevaluatedProperties`` never applies: every name is already evaluated."""
+    for keyword in ("additionalProperties", "unevaluatedProperties"):
+        schema = view.schema_at(keyword)
+        if schema is not None:
+            return view.child(keyword, schema)
+    return view.child("additionalProperties", True)

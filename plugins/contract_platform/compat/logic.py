@@ -2,18 +2,22 @@
 
 Branches are paired by probing every old branch against every new one: equivalent pairs first,
 then pairs compatible in one direction; what is left over was added or removed. oneOf is analysed
-like anyOf (whether two branches overlap is not decided). A composition that appears or disappears
+like anyOf where its branches are provably disjoint (different types, listed values, or a required
+discriminator property); where they may overlap, a change to them is ``one-of-*-branches-overlap``. A composition that appears or disappears
 is checked against the whole schema on the other side, so wrapping ``{"type": "string"}`` in
 ``anyOf: [{"type": "string"}, {"type": "null"}]`` is recognised as a widening.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .context import as_object, same_instance
+from .context import allowed_values, as_object, effective_types, property_view, same_instance
 from .model import RuleId as R
+from .rules import ANNOTATION_RULES
 from .schema import View, deref, describe, merge
 
 if TYPE_CHECKING:
@@ -43,16 +47,74 @@ def compare_compositions(w: Walker, old: View, new: View, old_types: frozenset[s
     after = [k for k in KINDS if new.schema_list(k) is not None]
     for kind in KINDS:
         if kind in before and kind in after:
-            _compare_branches(w, old, new, kind, kind)
+            with _one_of_guard(w, old, new, kind, kind):
+                _compare_branches(w, old, new, kind, kind)
     gone = [k for k in before if k not in after]
     came = [k for k in after if k not in before]
     if len(gone) == 1 and len(came) == 1:
-        _compare_kind_change(w, old, new, gone[0], came[0])
+        with _one_of_guard(w, old, new, gone[0], came[0]):
+            _compare_kind_change(w, old, new, gone[0], came[0])
         return
     for kind in came:
         _composition_added(w, old, new, kind)
     for kind in gone:
         _composition_removed(w, old, new, kind)
+
+
+def disjoint(a: View, b: View, depth: int = 3) -> bool:
+    """True only if no instance can match both schemas: no common type, no common listed value, or,
+    for objects only, a property one of them requires whose two schemas are disjoint."""
+    a, b = deref(a), deref(b)
+    if a.schema is False or b.schema is False:
+        return True
+    a, b = as_object(a), as_object(b)
+    common = effective_types(a) & effective_types(b)
+    if not common:
+        return True
+    values_a, values_b = allowed_values(a), allowed_values(b)
+    if values_a is not None and values_b is not None and not values_a.keys() & values_b.keys():
+        return True
+    if common != {"object"} or depth == 0:
+        return False
+    props_a, props_b = a.schema_map("properties"), b.schema_map("properties")
+    required = set(a.names("required")) | set(b.names("required"))
+    return any(
+        disjoint(property_view(a, name), property_view(b, name), depth - 1)
+        for name in sorted(required & props_a.keys() & props_b.keys())
+    )
+
+
+def _pairwise_disjoint(branches: list[View]) -> bool:
+    return all(disjoint(x, y) for i, x in enumerate(branches) for y in branches[i + 1 :])
+
+
+@contextmanager
+def _one_of_guard(w: Walker, old: View, new: View, old_kind: str, new_kind: str) -> Iterator[None]:
+    """oneOf asks for exactly one matching branch; the branch-by-branch diff reads it like anyOf.
+
+    From oneOf to oneOf that reading holds for the backward direction when NEW's branches cannot overlap
+    (an old instance matches at most one of them), and for the forward one when OLD's cannot. Otherwise a
+    changed branch (widened, added, duplicated) may make an instance match two, and that direction is not
+    assured. A change of kind is judged by its own rule (anyOf -> oneOf narrows, oneOf -> anyOf widens)."""
+    start = len(w.changes)
+    yield
+    if (old_kind, new_kind) != ("oneOf", "oneOf"):
+        return
+    if not any(c.rule not in ANNOTATION_RULES for c in w.changes[start:]):
+        return
+    where = describe(new.ptr)
+    if not _pairwise_disjoint(_branches(new, new_kind)):
+        w.emit(
+            R.ONE_OF_NEW_BRANCHES_OVERLAP,
+            new.at(new_kind),
+            f"the oneOf of {where} changed and its new branches may overlap (an old value may now match two)",
+        )
+    if not _pairwise_disjoint(_branches(old, old_kind)):
+        w.emit(
+            R.ONE_OF_OLD_BRANCHES_OVERLAP,
+            old.at(old_kind),
+            f"the oneOf of {where} changed and its old branches may overlap (a new value may match two of them)",
+        )
 
 
 def pair_branches(
@@ -85,15 +147,34 @@ def _compare_branches(w: Walker, old: View, new: View, old_kind: str, new_kind: 
     for before, after in pairs:
         w.compare(before, after)
     where = describe(new.ptr)
+    olds, news = _branches(old, old_kind), _branches(new, new_kind)
     for branch in lost:
-        w.emit(_BRANCH_REMOVED[old_kind], branch.ptr, f"a branch of {old_kind} in {where} was removed")
+        if not _repeats(w, branch, olds, old_kind):
+            w.emit(_BRANCH_REMOVED[old_kind], branch.ptr, f"a branch of {old_kind} in {where} was removed")
     for branch in gained:
-        w.emit(_BRANCH_ADDED[new_kind], branch.ptr, f"a branch was added to {new_kind} in {where}")
+        if not _repeats(w, branch, news, new_kind):
+            w.emit(_BRANCH_ADDED[new_kind], branch.ptr, f"a branch was added to {new_kind} in {where}")
+
+
+def _repeats(w: Walker, branch: View, siblings: list[View], kind: str) -> bool:
+    """A branch equivalent to another branch of the same anyOf/allOf adds nothing (not so for oneOf)."""
+    if kind == "oneOf":
+        return False
+    for other in siblings:
+        if other.ptr != branch.ptr:
+            probe = w.probe(other, branch)
+            if probe.backward and probe.forward and probe.changes == 0:
+                return True
+    return False
 
 
 def _compare_kind_change(w: Walker, old: View, new: View, old_kind: str, new_kind: str) -> None:
     single = len(old.schema_list(old_kind) or []) == 1 and len(new.schema_list(new_kind) or []) == 1
-    if not single:  # one branch means the same under all three
+    # anyOf and oneOf mean the same when the oneOf's branches are disjoint
+    same = {old_kind, new_kind} == {"anyOf", "oneOf"} and _pairwise_disjoint(
+        _branches(old, old_kind) if old_kind == "oneOf" else _branches(new, new_kind)
+    )
+    if not (single or same):  # one branch means the same under all three
         w.emit(
             _KIND_CHANGED[old_kind, new_kind], new.at(new_kind), f"{old_kind} of {describe(new.ptr)} became {new_kind}"
         )
@@ -113,6 +194,7 @@ def _composition_added(w: Walker, old: View, new: View, kind: str) -> None:
     """NEW gained allOf/anyOf/oneOf: implied if every OLD instance meets it (one branch, or all for allOf)."""
     covered = [w.probe(old, _with_branch(new, kind, b)).backward for b in _branches(new, kind)]
     implied = all(covered) if kind == "allOf" else any(covered)
+    implied = implied and (kind != "oneOf" or _pairwise_disjoint(_branches(new, kind)))
     rule = R.COMPOSITION_ADDED_IMPLIED if implied else R.COMPOSITION_ADDED
     note = "; every value the old schema accepted already meets it" if implied else ""
     w.emit(rule, new.at(kind), f"{kind} was added to {describe(new.ptr)}{note}")
@@ -122,6 +204,7 @@ def _composition_removed(w: Walker, old: View, new: View, kind: str) -> None:
     """OLD lost allOf/anyOf/oneOf: implied if every NEW instance still meets it."""
     covered = [w.probe(_with_branch(old, kind, b), new).forward for b in _branches(old, kind)]
     implied = all(covered) if kind == "allOf" else any(covered)
+    implied = implied and (kind != "oneOf" or _pairwise_disjoint(_branches(old, kind)))
     rule = R.COMPOSITION_REMOVED_IMPLIED if implied else R.COMPOSITION_REMOVED
     note = "; the rest of the new schema still implies it" if implied else ""
     w.emit(rule, old.at(kind), f"{kind} was removed from {describe(new.ptr)}{note}")

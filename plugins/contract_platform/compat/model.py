@@ -177,8 +177,11 @@ class RuleId(StrEnum):
     dialect-changed               y y   $schema changed (draft differences are normalised)
     keyword-unmodelled              *   a keyword the engine does not model changed, or a place it cannot
                                         read (policy: strict n n, lenient y y); reported with its pointer
-    one-of-overlap                n n   a oneOf whose branches may overlap changed: an instance matching
-                                        several branches fails oneOf, so no direction is assured
+    additional-properties-changed   *   lenient policy only: the schema for undeclared properties changed
+                                        (strict: judged keyword by keyword instead; lenient y y)
+    one-of-new-branches-overlap   n y   a oneOf changed and its new branches may overlap: an old value may
+                                        match two of them, and oneOf wants exactly one
+    one-of-old-branches-overlap   y n   a oneOf changed and its old branches may overlap
     ============================= ===== ======================================================================
 
     Inside ``not`` every change's directions are swapped (narrowing a negated schema widens).
@@ -298,7 +301,9 @@ class RuleId(StrEnum):
     ANNOTATION_CHANGED = "annotation-changed"
     DIALECT_CHANGED = "dialect-changed"
     KEYWORD_UNMODELLED = "keyword-unmodelled"
-    ONE_OF_OVERLAP = "one-of-overlap"
+    ONE_OF_NEW_BRANCHES_OVERLAP = "one-of-new-branches-overlap"
+    ONE_OF_OLD_BRANCHES_OVERLAP = "one-of-old-branches-overlap"
+    ADDITIONAL_PROPERTIES_CHANGED = "additional-properties-changed"
 
 
 @dataclass(frozen=True)

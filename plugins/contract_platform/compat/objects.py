@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .context import additional, property_view, same_instance, unconstrained
+from .model import Policy
 from .model import RuleId as R
 from .scalars import BoundRules, compare_bound
 from .schema import View, deref, describe, escape, name_matches
@@ -41,14 +42,29 @@ def compare_objects(w: Walker, old: View, new: View, old_types: frozenset[str], 
         return
     _compare_properties(w, old, new)
     _compare_patterns(w, old, new)
-    w.compare(additional(old), additional(new))
+    _compare_undeclared(w, old, new)
     _compare_required(w, old, new)
     w.compare(_optional(old, "propertyNames", known=_STRING), _optional(new, "propertyNames", known=_STRING))
     _compare_dependent_required(w, old, new)
     _compare_dependent_schemas(w, old, new)
     for keyword, rules in _BOUNDS.items():
         compare_bound(w, old, new, keyword, rules, default=0 if keyword == "minProperties" else None)
-    w.compare(_optional(old, "unevaluatedProperties"), _optional(new, "unevaluatedProperties"))
+
+
+def _compare_undeclared(w: Walker, old: View, new: View) -> None:
+    """The schema for undeclared names. Under the lenient policy producers send declared fields only, so
+    narrowing or removing it (``additionalProperties: false`` appearing) is compatible both ways."""
+    if w.session.policy is not Policy.LENIENT:
+        w.compare(additional(old), additional(new))
+        return
+    probe = w.probe(additional(old), additional(new))
+    if probe.changes and not (probe.backward and probe.forward):
+        w.emit(
+            R.ADDITIONAL_PROPERTIES_CHANGED,
+            additional(new).ptr,
+            f"the schema for undeclared properties of {describe(new.ptr)} changed; "
+            "under the lenient policy producers send declared properties only",
+        )
 
 
 def _optional(view: View, keyword: str, **context: frozenset[str]) -> View:

@@ -153,7 +153,9 @@ RULES: Final[Mapping[RuleId, Effect]] = {
     R.ANNOTATION_CHANGED: NEUTRAL,
     R.DIALECT_CHANGED: NEUTRAL,
     R.KEYWORD_UNMODELLED: _unmodelled,
-    R.ONE_OF_OVERLAP: BREAKS,
+    R.ONE_OF_NEW_BRANCHES_OVERLAP: NARROWS,
+    R.ONE_OF_OLD_BRANCHES_OVERLAP: WIDENS,
+    R.ADDITIONAL_PROPERTIES_CHANGED: _unmodelled,  # emitted under the lenient policy only
 }
 
 # Changes that document a schema without changing which instances it accepts (semver: patch).

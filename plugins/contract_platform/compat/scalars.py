@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -204,25 +205,38 @@ _UPPER = _LimitRules(
 )  # fmt: skip
 
 
-def _limit(view: View, lower: bool) -> _Limit | None:
-    """The tighter of minimum/exclusiveMinimum (or maximum/...), draft-04 boolean exclusives included."""
+def _limit(view: View, lower: bool, integral: bool) -> _Limit | None:
+    """The tighter of minimum/exclusiveMinimum (or maximum/...), draft-04 boolean exclusives included.
+
+    ``integral``: the only numbers allowed here are integers, so a bound is the nearest integer it
+    admits, inclusive (``exclusiveMinimum: 2`` and ``minimum: 2.5`` both mean ``minimum: 3``)."""
     inclusive_kw, exclusive_kw = ("minimum", "exclusiveMinimum") if lower else ("maximum", "exclusiveMaximum")
     inclusive = view.number(inclusive_kw)
     if isinstance(view.schema.get(exclusive_kw), bool):  # draft-04: a flag on minimum/maximum
-        return None if inclusive is None else _Limit(inclusive, view.schema[exclusive_kw], inclusive_kw)
-    exclusive = view.number(exclusive_kw)
-    limits = [
-        _Limit(v, e, k)
-        for v, e, k in ((inclusive, False, inclusive_kw), (exclusive, True, exclusive_kw))
-        if v is not None
-    ]
+        limits = [] if inclusive is None else [_Limit(inclusive, view.schema[exclusive_kw], inclusive_kw)]
+    else:
+        exclusive = view.number(exclusive_kw)
+        limits = [
+            _Limit(v, e, k)
+            for v, e, k in ((inclusive, False, inclusive_kw), (exclusive, True, exclusive_kw))
+            if v is not None
+        ]
+    if integral:
+        limits = [_Limit(_integer_bound(lim, lower), False, lim.keyword) for lim in limits]
     if not limits:
         return None
     return max(limits, key=lambda lim: (lim.value if lower else -lim.value, lim.exclusive))
 
 
-def _compare_limit(w: Walker, old: View, new: View, rules: _LimitRules) -> None:
-    before, after = _limit(old, rules.lower), _limit(new, rules.lower)
+def _integer_bound(limit: _Limit, lower: bool) -> int:
+    value = Fraction(repr(limit.value)) if isinstance(limit.value, float) else Fraction(limit.value)
+    if lower:
+        return math.floor(value) + 1 if limit.exclusive else math.ceil(value)
+    return math.ceil(value) - 1 if limit.exclusive else math.floor(value)
+
+
+def _compare_limit(w: Walker, old: View, new: View, rules: _LimitRules, integral: tuple[bool, bool]) -> None:
+    before, after = _limit(old, rules.lower, integral[0]), _limit(new, rules.lower, integral[1])
     if before == after or (before and after and (before.value, before.exclusive) == (after.value, after.exclusive)):
         return
     where = describe(new.ptr)
@@ -275,6 +289,7 @@ def _compare_multiple_of(w: Walker, old: View, new: View) -> None:
 def compare_numbers(w: Walker, old: View, new: View, old_types: frozenset[str], new_types: frozenset[str]) -> None:
     if not old_types & new_types & NUMBER_TYPES:
         return
-    _compare_limit(w, old, new, _LOWER)
-    _compare_limit(w, old, new, _UPPER)
+    integral = (old_types & NUMBER_TYPES == {"integer"}, new_types & NUMBER_TYPES == {"integer"})
+    _compare_limit(w, old, new, _LOWER, integral)
+    _compare_limit(w, old, new, _UPPER, integral)
     _compare_multiple_of(w, old, new)

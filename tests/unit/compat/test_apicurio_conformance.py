@@ -1,8 +1,15 @@
 """Apicurio Registry's JSON Schema compatibility cases, run as a conformance suite for the engine.
 
 Each enabled case labels a pair (original -> updated) ``backward``, ``both`` or ``none``, which gives
-two checks: BACKWARD(original -> updated) and FORWARD(original -> updated). Agreement must reach 95%
+two checks: BACKWARD(original -> updated) and FORWARD(original -> updated). Agreement must reach 98%
 in each direction separately.
+
+Where the engine disagrees with a label, the specification decides. Two cases remain, both ``oneOf``
+labelled ``backward``: ``"Complex: oneOf 1"`` (``[string, {maxLength: 5}]`` -> ``[string, {maxLength:
+10}]``) and ``"Complex: oneOf 3"`` (``[string]`` -> ``[string, {maxLength: 5}]``). oneOf wants exactly
+one matching branch, so the string ``"abcdefg"`` (first case) or ``"ab"`` (second), valid under the
+original, matches two branches of the updated schema and is rejected: not backward compatible. The
+engine says so (``one-of-new-branches-overlap``); so does ``test_compat_soundness``, by sampling.
 
 Content-model policy: **strict**. The corpus decides it. Where a declared property is removed from an
 open content model (no ``additionalProperties``), e.g. ``{"properties": {"postal_code": {"type":
@@ -26,7 +33,7 @@ from contract_platform.compat import Mode, Policy, check_compatibility
 
 CORPUS_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "compat-corpus"
 CORPUS_FILE = CORPUS_DIR / "apicurio-registry-jsonschema-compatibility-test-data.json"
-THRESHOLD = 0.95
+THRESHOLD = 0.98
 EXPECTED = {  # label -> (backward, forward)
     "backward": (True, False),
     "both": (True, True),

@@ -36,7 +36,8 @@ def test_effects_are_pairs_of_booleans(policy: Policy) -> None:
 def test_only_open_content_model_rules_depend_on_the_policy() -> None:
     dependent = {rule for rule in RuleId if effect(rule, Policy.STRICT) != effect(rule, Policy.LENIENT)}
     assert dependent == {
-        RuleId.PROPERTY_ADDED_OPEN_MODEL, RuleId.PROPERTY_REMOVED_OPEN_MODEL, RuleId.KEYWORD_UNMODELLED
+        RuleId.PROPERTY_ADDED_OPEN_MODEL, RuleId.PROPERTY_REMOVED_OPEN_MODEL, RuleId.KEYWORD_UNMODELLED,
+        RuleId.ADDITIONAL_PROPERTIES_CHANGED,
     }  # fmt: skip
     assert effect(RuleId.KEYWORD_UNMODELLED, Policy.STRICT) == (False, False)
     assert effect(RuleId.PROPERTY_ADDED_OPEN_MODEL, Policy.STRICT) == (False, True)

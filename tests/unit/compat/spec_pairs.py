@@ -1,0 +1,95 @@
+"""Schema pairs with the verdicts a careful reader of the JSON Schema specifications gives them.
+
+Written from each keyword's definition (draft-04 ... 2020-12), not taken from another project's
+data. ``(id, old, new, (backward, forward))`` under the strict policy: ``backward`` means every
+instance valid under OLD is valid under NEW; ``forward`` the other way round. Used by the verdict
+test (``test_compat_semantics``) and the soundness test (``test_compat_soundness``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+D04 = "http://json-schema.org/draft-04/schema#"
+D06 = "http://json-schema.org/draft-06/schema#"
+D07 = "http://json-schema.org/draft-07/schema#"
+D2019 = "https://json-schema.org/draft/2019-09/schema"
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+STRING, INTEGER, NULL = {"type": "string"}, {"type": "integer"}, {"type": "null"}
+
+
+def obj(props: dict[str, Any], **keywords: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, **keywords}
+
+
+# (id, old, new, (backward, forward)) under the strict policy
+SPEC_PAIRS: list[tuple[str, Any, Any, tuple[bool, bool]]] = [
+    # unevaluatedProperties / unevaluatedItems: a partially open content model
+    ("unevaluated-props-closed-add", obj({"a": STRING}, unevaluatedProperties=False),
+     obj({"a": STRING, "b": INTEGER}, unevaluatedProperties=False), (True, False)),
+    ("unevaluated-props-closing", obj({"a": STRING}), obj({"a": STRING}, unevaluatedProperties=False), (False, True)),
+    ("unevaluated-props-narrowed", obj({"a": STRING}, unevaluatedProperties=STRING),
+     obj({"a": STRING}, unevaluatedProperties={"type": "string", "maxLength": 2}), (False, True)),
+    ("unevaluated-props-equals-additional", obj({"a": STRING}, additionalProperties=False),
+     obj({"a": STRING}, unevaluatedProperties=False), (True, True)),
+    ("unevaluated-items-position-added", {"type": "array", "prefixItems": [STRING], "unevaluatedItems": False},
+     {"type": "array", "prefixItems": [STRING, INTEGER], "unevaluatedItems": False}, (True, False)),
+    # oneOf / anyOf / allOf: reordered, duplicated, kind changed
+    ("one-of-reordered", {"oneOf": [STRING, INTEGER, NULL]}, {"oneOf": [NULL, STRING, INTEGER]}, (True, True)),
+    ("any-of-duplicated", {"anyOf": [STRING, INTEGER]}, {"anyOf": [STRING, INTEGER, STRING]}, (True, True)),
+    ("any-to-one-of-disjoint", {"anyOf": [STRING, INTEGER]}, {"oneOf": [INTEGER, STRING]}, (True, True)),
+    ("any-to-one-of-overlapping", {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
+     {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, (False, True)),
+    ("one-to-any-of-overlapping", {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+     {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}, (True, False)),
+    ("one-of-discriminated-branch-added",
+     {"oneOf": [obj({"kind": {"const": "card"}}, required=["kind"]), obj({"kind": {"const": "iban"}}, required=["kind"])]},
+     {"oneOf": [obj({"kind": {"const": "card"}}, required=["kind"]), obj({"kind": {"const": "iban"}}, required=["kind"]),
+                obj({"kind": {"const": "cash"}}, required=["kind"])]}, (True, False)),
+    # required
+    ("required-added", obj({"a": STRING}), obj({"a": STRING}, required=["a"]), (False, True)),
+    ("required-removed", obj({"a": STRING}, required=["a"]), obj({"a": STRING}), (True, False)),
+    ("required-reordered", obj({"a": STRING, "b": STRING}, required=["a", "b"]),
+     obj({"a": STRING, "b": STRING}, required=["b", "a"]), (True, True)),
+    # additionalProperties / additionalItems removed or narrowed (strict)
+    ("additional-props-removed", obj({"a": STRING}, additionalProperties=False), obj({"a": STRING}), (True, False)),
+    ("additional-props-narrowed", obj({"a": STRING}, additionalProperties=STRING),
+     obj({"a": STRING}, additionalProperties={"type": "string", "maxLength": 1}), (False, True)),
+    ("additional-items-removed", {"$schema": D07, "type": "array", "items": [STRING], "additionalItems": False},
+     {"$schema": D07, "type": "array", "items": [STRING]}, (True, False)),
+    # const inside properties, and a property that is *named* const
+    ("const-in-property-changed", obj({"status": {"const": "OPEN"}}), obj({"status": {"const": "CLOSED"}}), (False, False)),
+    ("const-to-enum", obj({"status": {"const": "OPEN"}}), obj({"status": {"enum": ["OPEN", "CLOSED"]}}), (True, False)),
+    ("property-named-const", obj({"const": STRING}), obj({"const": INTEGER}), (False, False)),
+    # redundant bounds
+    ("integer-min-vs-exclusive", {"type": "integer", "minimum": 3}, {"type": "integer", "exclusiveMinimum": 2}, (True, True)),
+    ("integer-max-fraction", {"type": "integer", "maximum": 4.5}, {"type": "integer", "exclusiveMaximum": 5}, (True, True)),
+    ("number-min-vs-exclusive", {"type": "number", "minimum": 3}, {"type": "number", "exclusiveMinimum": 2}, (True, False)),
+    # drafts read with their own meaning
+    ("draft04-exclusive-flag", {"$schema": D04, "type": "number", "minimum": 0, "exclusiveMinimum": True},
+     {"$schema": D2020, "type": "number", "exclusiveMinimum": 0}, (True, True)),
+    ("draft04-has-no-const", {"$schema": D04, "type": "integer"}, {"$schema": D04, "type": "integer", "const": 1}, (True, True)),
+    ("draft06-const", {"$schema": D06, "type": "integer"}, {"$schema": D06, "type": "integer", "const": 1}, (False, True)),
+    ("draft07-tuple-vs-prefix-items", {"$schema": D07, "type": "array", "items": [STRING, INTEGER], "additionalItems": False},
+     {"$schema": D2020, "type": "array", "prefixItems": [STRING, INTEGER], "items": False}, (True, True)),
+    ("draft07-dependencies-vs-dependent-required", {"$schema": D07, "type": "object", "dependencies": {"a": ["b"]}},
+     {"$schema": D2020, "type": "object", "dependentRequired": {"a": ["b"]}}, (True, True)),
+    ("draft07-definitions-vs-defs",
+     {"$schema": D07, "definitions": {"id": {"type": "string", "minLength": 3}}, "properties": {"x": {"$ref": "#/definitions/id"}}},
+     {"$schema": D2020, "$defs": {"id": {"type": "string", "minLength": 3}}, "properties": {"x": {"$ref": "#/$defs/id"}}},
+     (True, True)),
+    ("draft04-id-vs-2020-id", {"$schema": D04, "id": "urn:example:a", "type": "string"},
+     {"$schema": D2020, "$id": "urn:example:a", "type": "string"}, (True, True)),
+    ("draft2019-recursive-ref-vs-dynamic-ref",
+     {"$schema": D2019, "type": "object", "properties": {"children": {"type": "array", "items": {"$recursiveRef": "#"}}}},
+     {"$schema": D2020, "type": "object", "properties": {"children": {"type": "array", "items": {"$dynamicRef": "#"}}}},
+     (True, True)),
+    ("draft07-ref-siblings-ignored",
+     {"$schema": D07, "definitions": {"s": STRING}, "properties": {"x": {"$ref": "#/definitions/s"}}},
+     {"$schema": D07, "definitions": {"s": STRING}, "properties": {"x": {"$ref": "#/definitions/s", "maxLength": 1}}},
+     (True, True)),
+    # boolean schemas, the root included
+    ("true-root-to-false", True, False, (False, True)),
+    ("true-root-vs-empty", True, {}, (True, True)),
+    ("false-property-relaxed", obj({"a": False}), obj({"a": STRING}), (True, False)),
+]  # fmt: skip

@@ -1,0 +1,73 @@
+"""Verdicts taken from the specifications' own keyword definitions (JSON Schema draft-04 ... 2020-12).
+
+The pairs and their verdicts live in ``spec_pairs.py``, shared with the soundness test, which checks
+every direction called compatible against instances generated from the schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.unit.compat.spec_pairs import D04, D06, D07, D2019, D2020, INTEGER, SPEC_PAIRS, STRING, obj
+
+from contract_platform.compat import Policy, RuleId, diff_schemas
+
+
+def directions(old: Any, new: Any, policy: Policy = Policy.STRICT) -> tuple[bool, bool]:
+    changes = diff_schemas(old, new, policy=policy)
+    return all(c.backward for c in changes), all(c.forward for c in changes)
+
+
+@pytest.mark.parametrize(("case", "old", "new", "expected"), SPEC_PAIRS, ids=[p[0] for p in SPEC_PAIRS])
+def test_verdicts_follow_the_keyword_definitions(case: str, old: Any, new: Any, expected: tuple[bool, bool]) -> None:
+    assert directions(old, new) == expected
+
+
+def test_a_duplicated_one_of_branch_never_passes_as_backward_compatible() -> None:
+    # oneOf wants exactly one match: a string now matches two branches and is rejected
+    old, new = {"oneOf": [STRING, INTEGER]}, {"oneOf": [STRING, INTEGER, STRING]}
+    assert directions(old, new)[0] is False
+    assert RuleId.ONE_OF_NEW_BRANCHES_OVERLAP in {c.rule for c in diff_schemas(old, new)}
+
+
+def test_all_of_to_one_of_is_never_assumed_compatible() -> None:
+    assert directions({"allOf": [STRING, {"maxLength": 3}]}, {"oneOf": [STRING, {"maxLength": 3}]}) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (obj({"a": STRING}, additionalProperties=False), obj({"a": STRING})),
+        (obj({"a": STRING}), obj({"a": STRING}, additionalProperties=False)),
+        (obj({"a": STRING}, additionalProperties=STRING), obj({"a": STRING}, additionalProperties=INTEGER)),
+    ],
+)
+def test_lenient_policy_reads_undeclared_properties_as_never_sent(old: Any, new: Any) -> None:
+    assert directions(old, new, Policy.LENIENT) == (True, True)
+    assert directions(old, new, Policy.STRICT) != (True, True)
+
+
+SCHEMA_IN_EACH_DRAFT = {
+    D04: {"$schema": D04, "id": "urn:x", "type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
+          "exclusiveMinimum": True}}, "dependencies": {"n": ["m"]}, "definitions": {"t": {"type": "array", "items": [{}]}}},
+    D06: {"$schema": D06, "type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 0},
+          "c": {"const": "x"}}, "propertyNames": {"maxLength": 3}},
+    D07: {"$schema": D07, "type": "object", "properties": {"t": {"type": "array", "items": [{"type": "string"}],
+          "additionalItems": False}}, "if": {"required": ["t"]}, "then": {"required": ["n"]}},
+    D2019: {"$schema": D2019, "$recursiveAnchor": True, "type": "object", "properties": {"kids": {"type": "array",
+            "items": {"$recursiveRef": "#"}}}, "unevaluatedProperties": False, "dependentRequired": {"a": ["b"]}},
+    D2020: {"$schema": D2020, "type": "object", "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}],
+            "items": False}, "kids": {"type": "array", "items": {"$dynamicRef": "#"}}}, "unevaluatedProperties": False},
+    "true": True,
+    "false": False,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("old", list(SCHEMA_IN_EACH_DRAFT))
+def test_every_pair_across_drafts_gets_a_verdict(old: str) -> None:
+    for new in SCHEMA_IN_EACH_DRAFT:
+        changes = diff_schemas(SCHEMA_IN_EACH_DRAFT[old], SCHEMA_IN_EACH_DRAFT[new])
+        assert all(isinstance(c.backward, bool) and isinstance(c.forward, bool) for c in changes)
+        if old == new:
+            assert all(c.backward and c.forward for c in changes), (old, changes)
