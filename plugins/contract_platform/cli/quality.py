@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     table(["TYPE", "EXPECTATION", "MOSTLY", "OBSERVED", "UNEXPECTED", "VERDICT"], rows)
     for quality in report.types:
         out(f"{quality.message_type}: {quality.verdict} ({quality.rows} envelopes, {len(quality.failed)} failed)")
+        for expectation, why in quality.skipped.items():
+            out(f"  {expectation} skipped: {why}")
     for name, count in report.unassigned.items():
         out(f"not judged: {count} envelopes of {name} (no contract by type or route)")
     if not report.types:
