@@ -19,13 +19,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=["backward", "forward", "full", "none"], default="backward")
     parser.add_argument("--policy", choices=["strict", "lenient"], default="strict")
     parser.add_argument("--catalog", type=Path, default=None, help="catalogue for messageType arguments")
+    parser.add_argument(
+        "--verify-samples",
+        type=_positive,
+        default=0,
+        metavar="N",
+        help="also validate up to N instances generated from one schema against the other, in each direction "
+        "the verdict calls compatible; a failure is reported with a minimal instance (exit 1)",
+    )
     add_format_argument(parser)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of samples between 1 and 100000")
+    return value
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, a loop of links: not a schema file
+        return False
 
 
 def _resolve(argument: str, catalog_dir: Path | None) -> tuple[str, Any]:
     """(label, schema) for a file path or a messageType; the catalogue is loaded only when needed."""
     path = Path(argument)
-    if path.is_file():
+    if _is_file(path):
         from contract_platform.catalog.documents import DocumentProblem, read_json
         from contract_platform.catalog.schemas import check_schema
         from contract_platform.errors import SchemaError
@@ -34,6 +59,8 @@ def _resolve(argument: str, catalog_dir: Path | None) -> tuple[str, Any]:
             schema = read_json(path)
         except DocumentProblem as exc:
             raise SchemaError(exc.problem.file, exc.problem.pointer, exc.problem.message) from exc
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise SchemaError(str(path), "", f"not usable JSON: {exc}") from exc
         check_schema(str(path), schema)
         return str(path), schema
     if "/" in argument or argument.endswith(".json"):
@@ -46,7 +73,7 @@ def _resolve(argument: str, catalog_dir: Path | None) -> tuple[str, Any]:
 
     parts = argument.split(".")
     schema_file = Path(catalog_dir or settings.catalog_dir()).joinpath(*parts, "payload.schema.json")
-    if len(parts) != 3 or not schema_file.is_file():
+    if len(parts) != 3 or not _is_file(schema_file):
         raise UsageError(f"{argument!r} is neither a schema file nor a messageType of the catalogue")
     return argument, _resolve(str(schema_file), catalog_dir)[1]
 
@@ -57,12 +84,45 @@ def run(args: argparse.Namespace) -> int:
     old_label, old = _resolve(args.old, args.catalog)
     new_label, new = _resolve(args.new, args.catalog)
     verdict = check_compatibility(old, new, mode=Mode(args.mode.upper()), policy=Policy(args.policy))
+    checks = _sample(old, new, verdict.compatible, args) if args.verify_samples else []
+    refuted = [c for c in checks if not c.holds]
+    compatible = verdict.compatible and not refuted
     if args.format == "json":
-        emit_json(verdict.to_dict())
+        document = {**verdict.to_dict(), "compatible": compatible}
+        if args.verify_samples:
+            document["samples"] = [check.to_dict() for check in checks]
+        emit_json(document)
     else:
         for change in verdict.changes:
             mark = "ok  " if change.compatible else "FAIL"
             out(f"{mark} {change.rule:<28} {change.path or '/'}  {change.message}")
-        word = "compatible" if verdict.compatible else "NOT compatible"
+        for check in checks:
+            out(_describe_check(check))
+        word = "compatible" if compatible else "NOT compatible"
         out(f"{new_label} is {word} with {old_label} ({args.mode}, {args.policy}); {len(verdict.changes)} changes")
-    return 0 if verdict.compatible else 1
+    return 0 if compatible else 1
+
+
+def _sample(old: Any, new: Any, compatible: bool, args: argparse.Namespace) -> list[Any]:
+    """The sampling check of a compatible verdict, in the directions its mode claims (none for NONE)."""
+    from contract_platform.compat.soundness import verify_samples
+
+    claimed = {"backward": ["backward"], "forward": ["forward"], "full": ["backward", "forward"]}.get(args.mode, [])
+    if not compatible or not claimed:
+        return []
+    return verify_samples(old, new, samples=args.verify_samples, directions=claimed)
+
+
+def _describe_check(check: Any) -> str:
+    import json
+
+    if check.counterexample is not None:
+        example = check.counterexample
+        return (
+            f"FAIL samples {check.direction}: {json.dumps(example.instance)[:200]} is accepted by the "
+            f"{'old' if check.direction == 'backward' else 'new'} schema but rejected at "
+            f"{example.pointer or '/'}: {example.reason}"
+        )
+    if check.skipped:
+        return f"ok   samples {check.direction}: not sampled ({check.skipped})"
+    return f"ok   samples {check.direction}: up to {check.samples} generated instances all accepted"

@@ -143,14 +143,19 @@ def pair_branches(
 
 
 def _compare_branches(w: Walker, old: View, new: View, old_kind: str, new_kind: str) -> None:
+    """Paired branches diffed; the rest added or removed. A removed branch is judged by its own kind's
+    rule, except when the kind changed and nothing paired up (or one branch became one branch, where
+    all kinds mean the same): then NEW's kind judges it, since no old branch carries over."""
     pairs, lost, gained = pair_branches(w, _branches(old, old_kind), _branches(new, new_kind))
     for before, after in pairs:
         w.compare(before, after)
     where = describe(new.ptr)
     olds, news = _branches(old, old_kind), _branches(new, new_kind)
+    single = len(olds) == 1 and len(news) == 1
+    judge = new_kind if old_kind != new_kind and (single or not pairs) else old_kind
     for branch in lost:
         if not _repeats(w, branch, olds, old_kind):
-            w.emit(_BRANCH_REMOVED[old_kind], branch.ptr, f"a branch of {old_kind} in {where} was removed")
+            w.emit(_BRANCH_REMOVED[judge], branch.ptr, f"a branch of {old_kind} in {where} was removed")
     for branch in gained:
         if not _repeats(w, branch, news, new_kind):
             w.emit(_BRANCH_ADDED[new_kind], branch.ptr, f"a branch was added to {new_kind} in {where}")

@@ -148,7 +148,16 @@ def instances(schema: Any, default: str = DEFAULT_DIALECT) -> st.SearchStrategy[
 
     validator = validator_for(schema, default=default)
     strategy: st.SearchStrategy[Any] = from_schema(generation_schema(schema, default))
-    return strategy.filter(validator.is_valid)
+    return strategy.filter(_accepted_by(validator))
+
+
+def _accepted_by(validator: Any) -> Callable[[Any], bool]:
+    """A small predicate (Hypothesis reads a filter's source; jsonschema's ``is_valid`` is a long one)."""
+
+    def accepted(instance: Any) -> bool:
+        return bool(validator.is_valid(instance))
+
+    return accepted
 
 
 # -- checking one pair ---------------------------------------------------------------------------------
@@ -242,6 +251,14 @@ def _leaves() -> st.SearchStrategy[Any]:
     return st.one_of(strings, numbers, others)
 
 
+def _combined(kind: str, branches: list[Any]) -> dict[str, Any]:
+    return {kind: branches}
+
+
+def _valid_pair(pair: tuple[Any, Any]) -> bool:
+    return not schema_problems("old", pair[0]) and not schema_problems("new", pair[1])
+
+
 def _schemas() -> st.SearchStrategy[Any]:
     from hypothesis import strategies as st
 
@@ -256,7 +273,7 @@ def _schemas() -> st.SearchStrategy[Any]:
             optional={"items": children, "prefixItems": st.lists(children, min_size=1, max_size=2), "minItems": st.integers(0, 2), "maxItems": st.integers(1, 3), "uniqueItems": st.booleans()},
         )  # fmt: skip
         branches = st.lists(children, min_size=1, max_size=3)
-        combined = st.builds(lambda kind, b: {kind: b}, st.sampled_from(["anyOf", "oneOf", "allOf"]), branches)
+        combined = st.builds(_combined, st.sampled_from(["anyOf", "oneOf", "allOf"]), branches)
         return st.one_of(objects, arrays, combined)
 
     return st.recursive(_leaves(), extend, max_leaves=6)
@@ -307,7 +324,7 @@ def _edits(data: Any, node: dict[str, Any]) -> None:
         )
     )
     ops.append(lambda: node.update({"anyOf": [{"type": "null"}, dict(node)]}))
-    data.draw(st.sampled_from(ops))()
+    ops[data.draw(st.integers(0, len(ops) - 1), label="edit")]()  # an index: describing lambdas is slow
 
 
 def _branch_edits(data: Any, node: dict[str, Any], kind: str) -> list[Callable[[], None]]:
@@ -370,4 +387,4 @@ def pairs() -> st.SearchStrategy[tuple[Any, Any]]:
             old = _as_draft07(old)
         return old, new
 
-    return edited().filter(lambda pair: not schema_problems("old", pair[0]) and not schema_problems("new", pair[1]))
+    return edited().filter(_valid_pair)

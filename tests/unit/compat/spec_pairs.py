@@ -93,3 +93,19 @@ SPEC_PAIRS: list[tuple[str, Any, Any, tuple[bool, bool]]] = [
     ("true-root-vs-empty", True, {}, (True, True)),
     ("false-property-relaxed", obj({"a": False}), obj({"a": STRING}), (True, False)),
 ]  # fmt: skip
+
+# One schema per draft (and the two boolean schemas), each using its draft's own spellings.
+SCHEMA_IN_EACH_DRAFT = {
+    D04: {"$schema": D04, "id": "urn:x", "type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
+          "exclusiveMinimum": True}}, "dependencies": {"n": ["m"]}, "definitions": {"t": {"type": "array", "items": [{}]}}},
+    D06: {"$schema": D06, "type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 0},
+          "c": {"const": "x"}}, "propertyNames": {"maxLength": 3}},
+    D07: {"$schema": D07, "type": "object", "properties": {"t": {"type": "array", "items": [{"type": "string"}],
+          "additionalItems": False}}, "if": {"required": ["t"]}, "then": {"required": ["n"]}},
+    D2019: {"$schema": D2019, "$recursiveAnchor": True, "type": "object", "properties": {"kids": {"type": "array",
+            "items": {"$recursiveRef": "#"}}}, "unevaluatedProperties": False, "dependentRequired": {"a": ["b"]}},
+    D2020: {"$schema": D2020, "type": "object", "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}],
+            "items": False}, "kids": {"type": "array", "items": {"$dynamicRef": "#"}}}, "unevaluatedProperties": False},
+    "true": True,
+    "false": False,
+}  # fmt: skip

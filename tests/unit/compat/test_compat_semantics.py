@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.unit.compat.spec_pairs import D04, D06, D07, D2019, D2020, INTEGER, SPEC_PAIRS, STRING, obj
+from tests.unit.compat.spec_pairs import INTEGER, SCHEMA_IN_EACH_DRAFT, SPEC_PAIRS, STRING, obj
 
 from contract_platform.compat import Policy, RuleId, diff_schemas
 
@@ -46,22 +46,6 @@ def test_all_of_to_one_of_is_never_assumed_compatible() -> None:
 def test_lenient_policy_reads_undeclared_properties_as_never_sent(old: Any, new: Any) -> None:
     assert directions(old, new, Policy.LENIENT) == (True, True)
     assert directions(old, new, Policy.STRICT) != (True, True)
-
-
-SCHEMA_IN_EACH_DRAFT = {
-    D04: {"$schema": D04, "id": "urn:x", "type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
-          "exclusiveMinimum": True}}, "dependencies": {"n": ["m"]}, "definitions": {"t": {"type": "array", "items": [{}]}}},
-    D06: {"$schema": D06, "type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 0},
-          "c": {"const": "x"}}, "propertyNames": {"maxLength": 3}},
-    D07: {"$schema": D07, "type": "object", "properties": {"t": {"type": "array", "items": [{"type": "string"}],
-          "additionalItems": False}}, "if": {"required": ["t"]}, "then": {"required": ["n"]}},
-    D2019: {"$schema": D2019, "$recursiveAnchor": True, "type": "object", "properties": {"kids": {"type": "array",
-            "items": {"$recursiveRef": "#"}}}, "unevaluatedProperties": False, "dependentRequired": {"a": ["b"]}},
-    D2020: {"$schema": D2020, "type": "object", "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}],
-            "items": False}, "kids": {"type": "array", "items": {"$dynamicRef": "#"}}}, "unevaluatedProperties": False},
-    "true": True,
-    "false": False,
-}  # fmt: skip
 
 
 @pytest.mark.parametrize("old", list(SCHEMA_IN_EACH_DRAFT))
