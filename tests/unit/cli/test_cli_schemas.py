@@ -7,6 +7,7 @@ A local HTTP listener counts the requests it receives: schemas that point at it 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -199,3 +200,12 @@ def test_lint_and_check_report_a_forbidden_reference_with_file_and_pointer_and_f
     assert f"{schema_file}#/properties/const/$ref" in err
     assert f"{schema_file}#/properties/note/$dynamicRef" in err
     assert listener.requests == []
+
+
+def test_verify_samples_without_the_generator_installed_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "hypothesis_jsonschema", None)  # what a missing package looks like
+    schema = _write(tmp_path / "s.json", {"type": "string"})
+    code, _, err = run_cli(capsys, "diff", schema, schema, "--verify-samples", "5")
+    assert code == 2 and "hypothesis_jsonschema" in err and "internal error" not in err
