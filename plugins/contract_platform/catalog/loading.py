@@ -37,7 +37,7 @@ from contract_platform.catalog.model import (
     Transport,
     ValidationSettings,
 )
-from contract_platform.catalog.schemas import schema_problems
+from contract_platform.catalog.schemas import catalogue_registry, schema_problems
 from contract_platform.durations import parse_duration
 from contract_platform.errors import CatalogError, Problem
 
@@ -58,7 +58,11 @@ def load_contract_schema() -> dict[str, Any]:
 def load_catalog(root: str | Path) -> Catalog:
     """Load and shape-check every contract under ``root``; raise ``CatalogError`` listing every problem."""
     root = Path(root)
-    if not root.is_dir():
+    try:
+        is_folder = root.is_dir()
+    except OSError as exc:  # a name too long for the file system, a loop of links...
+        raise CatalogError(Problem(str(root), "", f"cannot be read as a catalogue folder: {exc.strerror}")) from exc
+    if not is_folder:
         raise CatalogError(
             Problem(str(root), "", "catalogue folder does not exist; pass the folder that holds envelope/")
         )
@@ -134,7 +138,7 @@ def _load_contract(root: Path, folder: Path, problems: list[Problem]) -> tuple[s
 def _shape_problems(file: str, raw: Any) -> list[Problem]:
     if not isinstance(raw, dict):
         return [Problem(file, "", "contract.yaml must be a mapping of keys (see contracts/README.md)")]
-    validator = Draft202012Validator(load_contract_schema())
+    validator = Draft202012Validator(load_contract_schema(), registry=catalogue_registry())  # retrieves nothing
     found = []
     for error in validator.iter_errors(raw):
         pointer = pointer_from_path(error.absolute_path)
@@ -191,7 +195,9 @@ def _load_payload_schema(folder: Path, problems: list[Problem]) -> dict[str, Any
         return {}
     found = schema_problems(str(path), schema)
     problems.extend(found)
-    return schema if isinstance(schema, dict) and not found else {}
+    if schema is False and not found:
+        return {"not": {}}  # the boolean schema false, as an object schema that also accepts nothing
+    return schema if isinstance(schema, dict) and not found else {}  # true accepts everything, as {} does
 
 
 def _load_fixtures(folder: Path, problems: list[Problem]) -> tuple[Fixture, ...]:

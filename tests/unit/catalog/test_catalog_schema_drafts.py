@@ -128,3 +128,10 @@ def test_the_loader_reports_a_forbidden_reference_with_file_and_pointer(catalog_
     with pytest.raises(CatalogError) as raised:
         load_catalog(catalog_copy)
     assert any(p.file == str(path) and p.pointer == "/properties/const/$ref" for p in raised.value.problems)
+
+
+@pytest.mark.parametrize("schema", [True, False])
+def test_a_boolean_payload_schema_keeps_its_meaning_in_the_catalogue(catalog_copy: Path, schema: bool) -> None:
+    _replace_payload_schema(catalog_copy, schema)
+    contract = load_catalog(catalog_copy).contracts["quote.quote-approved.v1"]
+    assert validator_for(contract.payload_schema).is_valid({"quoteId": "q-1"}) is schema
