@@ -49,6 +49,7 @@ __all__ = [
     "iter_refs",
     "refuse_retrieval",
     "schema_problems",
+    "subschemas",
     "validator_class",
     "validator_for",
 ]
@@ -176,19 +177,26 @@ class Reference:
     uri: str  # the target resolved against the base URI in force there
 
 
-def _subschemas(node: Mapping[str, Any], pointer: str) -> Iterator[tuple[Any, str]]:
+def subschemas(node: Mapping[str, Any], pointer: str = "") -> Iterator[tuple[str, str | int | None, Any, str]]:
+    """(keyword, property name / index / None, subschema, its pointer) for each subschema directly in
+    ``node``, in every draft's keywords (``items`` arrays and ``additionalItems``, ``dependencies``...)."""
     for keyword, value in node.items():
         shape = _SUBSCHEMAS.get(keyword)
         here = pointer + pointer_from_path([keyword])
         if shape == "schema" or (shape == "items" and not isinstance(value, list)):
-            yield value, here
+            yield keyword, None, value, here
         elif shape == "map" and isinstance(value, Mapping):
             for name, sub in value.items():
                 if not isinstance(sub, list):  # draft-07 dependencies: a list of names is no schema
-                    yield sub, here + pointer_from_path([name])
+                    yield keyword, name, sub, here + pointer_from_path([name])
         elif shape in ("list", "items") and isinstance(value, list):
             for index, sub in enumerate(value):
-                yield sub, f"{here}/{index}"
+                yield keyword, index, sub, f"{here}/{index}"
+
+
+def _subschemas(node: Mapping[str, Any], pointer: str) -> Iterator[tuple[Any, str]]:
+    for _, _, sub, here in subschemas(node, pointer):
+        yield sub, here
 
 
 def _join(base: str, ref: str) -> str:

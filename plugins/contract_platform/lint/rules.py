@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any
 
-from contract_platform.catalog.documents import pointer_from_path
 from contract_platform.catalog.model import Catalog, Contract, Kind, Status
 from contract_platform.catalog.pointers import schema_for_pointer, split_pointer
+from contract_platform.catalog.schemas import subschemas
 from contract_platform.envelope.properties import HEADER_FIELDS
 from contract_platform.envelope.validation import EnvelopeValidator
 from contract_platform.lint.model import Finding, RuleId
@@ -174,27 +174,14 @@ def check_retention(contract: Contract, catalog: Catalog, validator: EnvelopeVal
         )
 
 
-def _walk(node: Any, pointer: str = "") -> Iterator[tuple[str, str | None, Mapping[str, Any]]]:
-    """(pointer, property name or None, subschema) for every subschema of a payload schema."""
+def _walk(node: Any, pointer: str = "", name: str | None = None) -> Iterator[tuple[str, str | None, Mapping[str, Any]]]:
+    """(pointer, property name or None, subschema) for every subschema of a payload schema, at the
+    schema positions of every draft (draft-07 tuple ``items``, ``additionalItems``, ``then``...)."""
     if not isinstance(node, Mapping):
         return
-    yield pointer, None, node
-    for keyword in ("properties", "$defs", "definitions", "patternProperties"):
-        children = node.get(keyword)
-        if isinstance(children, Mapping):
-            for name, child in children.items():
-                here = pointer + pointer_from_path([keyword, name])
-                if keyword == "properties" and isinstance(child, Mapping):
-                    yield here, str(name), child
-                    yield from (item for item in _walk(child, here) if item[0] != here)
-                else:
-                    yield from _walk(child, here)
-    for keyword in ("items", "additionalProperties", "not", "contains"):
-        if isinstance(node.get(keyword), Mapping):
-            yield from _walk(node[keyword], pointer + f"/{keyword}")
-    for keyword in ("allOf", "anyOf", "oneOf", "prefixItems"):
-        for index, child in enumerate(node.get(keyword, []) or []):
-            yield from _walk(child, pointer + f"/{keyword}/{index}")
+    yield pointer, name, node
+    for keyword, key, child, here in subschemas(node, pointer):
+        yield from _walk(child, here, str(key) if keyword == "properties" else None)
 
 
 def _words(name: str) -> list[str]:

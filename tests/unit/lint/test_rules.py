@@ -172,3 +172,18 @@ def test_an_event_fixture_is_sent_by_the_owner_service(catalog_copy):
     [finding] = findings(catalog_copy, RuleId.FIXTURE_METADATA)
     assert finding.pointer == "/metadata/producer" and "'quote-service'" in finding.message
     assert findings(catalog_copy, RuleId.COMMAND_CALLERS) == []  # events have no callers to declare
+
+
+def test_schema_rules_look_into_every_drafts_schema_positions(catalog_copy):
+    """A draft-07 tuple item (array-form items) is a schema position like any other."""
+
+    def tuple_of_money(schema):
+        schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+        schema["properties"]["refunds"] = {
+            "type": "array",
+            "items": [{"type": "object", "properties": {"refundAmount": {"type": "number"}}}],
+        }
+
+    schema_edit(catalog_copy, INV, tuple_of_money)
+    [finding] = findings(catalog_copy, RuleId.MONEY_NOT_NUMBER)
+    assert finding.pointer == "/properties/refunds/items/0/properties/refundAmount"
