@@ -36,6 +36,8 @@ def run(pair_count: int, per_direction: int, random_seed: int) -> dict[str, Any]
     figures: dict[str, Any] = {"pairs": 0, "pairs_drawn": 0, "backward_compatible": 0, "forward_compatible": 0,
                                "instances": 0, "unsampled": 0, "counterexamples": 0}  # fmt: skip
 
+    start = time.perf_counter()
+
     @seed(random_seed)
     @settings(
         max_examples=pair_count,
@@ -69,10 +71,11 @@ def run(pair_count: int, per_direction: int, random_seed: int) -> dict[str, Any]
                         f"{json.dumps(old)} -> {json.dumps(new)}"
                     )
         figures["pairs"] += 1  # checked to the end (a draw Hypothesis rejects is retried, not counted)
+        if figures["pairs"] % 500 == 0:
+            print(f"{figures['pairs']} pairs, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         for direction, holds in held.items():
             figures[f"{direction}_compatible"] += holds
 
-    start = time.perf_counter()
     try:
         check()
     except AssertionError as exc:

@@ -17,8 +17,10 @@ jsonschema's errors are mapped to ``Problem`` here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import unquote, urldefrag, urljoin
 
@@ -277,7 +279,25 @@ def _reference_problem(file: str, ref: Reference, resources: Mapping[str, tuple[
 
 def schema_problems(file: str, schema: Any, *, default: str = DEFAULT_DIALECT) -> list[Problem]:
     """Every reason ``schema`` is not a usable schema: unsupported draft, invalid under its own draft's
-    metaschema, forbidden or unresolvable references (each with file and JSON pointer)."""
+    metaschema, forbidden or unresolvable references (each with file and JSON pointer).
+
+    The answer for a small schema is remembered by its JSON text (a history check or a soundness run
+    asks about the same schemas again and again)."""
+    try:
+        text = json.dumps(schema, sort_keys=True, allow_nan=True) if isinstance(schema, Mapping) else None
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is None or len(text) > 20_000:
+        return _schema_problems(file, schema, default)
+    return list(_remembered_problems(file, text, default))
+
+
+@lru_cache(maxsize=2048)
+def _remembered_problems(file: str, text: str, default: str) -> tuple[Problem, ...]:
+    return tuple(_schema_problems(file, json.loads(text), default))
+
+
+def _schema_problems(file: str, schema: Any, default: str) -> list[Problem]:
     if not isinstance(schema, Mapping | bool):
         return [Problem(file, "", "a schema must be a JSON object or a boolean (true, false)")]
     draft = dialect_of(schema, default)
