@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from contract_platform.amqp.bridge import tap_queue_name
 from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, VhostTopology
 from contract_platform.amqp.routing import ANY_KEY, HeaderModel, Match, Route, route_message
 from contract_platform.amqp.topology import Role, TopologyPlan
@@ -136,6 +137,8 @@ def _receivers(contract: Contract, plan: TopologyPlan, topology: BrokerTopology,
         for route in routes:
             entry = _entry(table, vhost, route.queue)
             entry.add(Found.BINDING, f"routed {route.describe()} with key {contract.transport.routing_key}")
+            if vhost == home and route.queue == tap_queue_name(contract.message_type):
+                entry.add(Found.PLATFORM, "the platform bridge's tap queue (republishes the version as its successor)")
             entry.certain = entry.certain and (route.match is Match.YES or Found.PLATFORM in entry.found)
     return table
 

@@ -54,7 +54,7 @@ class QueueLook:
         state = self.state
         return {
             "queue": self.name,
-            "role": str(self.role) if self.role else "foreign",
+            "role": str(self.role) if self.role else ("bridge" if "platform topology" in self.found else "foreign"),
             "vhost": self.vhost,
             "foundBy": list(self.found),
             "why": list(self.why),
@@ -148,7 +148,8 @@ def record_observations(
 def _problems(look: QueueLook) -> list[str]:
     state, name = look.state, look.name
     problems = []
-    found = "" if look.role else f" [found by {', '.join(look.found)}: a queue the platform did not declare]"
+    declared = look.role is not None or "platform topology" in look.found
+    found = "" if declared else f" [found by {', '.join(look.found)}: a queue the platform did not declare]"
     if state.consumers:
         readers = "; ".join(reader.describe() for reader in look.readers)
         who = f" (read by {readers})" if readers else ""

@@ -139,3 +139,16 @@ def test_other_watched_vhosts_are_searched_too(v1: Contract) -> None:
     assert ("legacy", "old-reader") in {(e.vhost, e.queue) for e in discovery.receivers}
     assert ("legacy", "x.dlq") in {(e.vhost, e.queue) for e in discovery.dead_letter_queues}
     assert discovery.vhosts == (HOME, "legacy")
+
+
+def test_the_platform_bridge_tap_queue_is_known_as_the_platforms(v1: Contract) -> None:
+    tap = f"bridge.{v1.message_type}"
+    topology = broker(
+        v1,
+        queues=[QueueInfo(HOME, tap, "quorum")],
+        bindings=[BindingInfo("billing.events", tap, "queue", v1.transport.routing_key)],
+    )
+
+    receivers = found(discover_queues(v1, plan_topology(v1), topology, home_vhost=HOME).receivers)
+
+    assert receivers[tap] == {Found.BINDING, Found.PLATFORM}
