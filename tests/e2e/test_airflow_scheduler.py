@@ -326,9 +326,9 @@ def publish_sample_traffic(work: Path, vhost: str, monkeypatch: pytest.MonkeyPat
 def test_the_platform_runs_under_a_real_scheduler(served: Served, vhost: str, monkeypatch: pytest.MonkeyPatch):
     airflow = served
     started = time.monotonic()
-    wait_for("the api-server", airflow.answers, 180, airflow.output)
+    wait_for("the api-server", airflow.answers, 300, airflow.output)
     airflow.log_in()
-    dags = wait_for("the platform's DAGs", lambda: (ids := airflow.dag_ids()) >= PLATFORM_DAGS and ids, 180)
+    dags = wait_for("the platform's DAGs", lambda: (ids := airflow.dag_ids()) >= PLATFORM_DAGS and ids, 300)
     assert dags == PLATFORM_DAGS, f"expected only the platform's DAGs, got {sorted(dags)}"
     print(f"DAGs listed {time.monotonic() - started:.0f}s after the serve command started")
     airflow.unpause("contract_catalog_watch")
