@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from contract_platform.catalog.schemas import DEFAULT_DIALECT, DRAFTS, Draft, dialect_of
+from contract_platform.catalog.schemas import DEFAULT_DIALECT, DRAFTS, Draft, dialect_of, subschemas
 
 from .schema import CONSTRAINTS, REF_KEYWORDS, escape
 
@@ -79,6 +79,9 @@ class Normalised:
         self.renamed: dict[str, str] = {}  # pointer in the rewritten schema -> pointer as written
         self._vocabulary = _vocabulary(draft)
         self.schema = self._rewrite(schema, "", "")
+        if self.renamed:
+            inverse = {old: new for new, old in self.renamed.items()}
+            self.schema = _retarget(self.schema, inverse)
 
     def _rewrite(self, node: Any, new_ptr: str, old_ptr: str) -> Any:
         if not isinstance(node, Mapping):
@@ -160,6 +163,23 @@ class Normalised:
         if keyword in _LISTS and isinstance(value, list):
             return [self._rewrite(sub, f"{new_ptr}/{i}", f"{old_ptr}/{i}") for i, sub in enumerate(value)]
         return value
+
+
+def _retarget(schema: Any, inverse: Mapping[str, str]) -> Any:
+    """References into renamed places (``#/items/0`` of a draft-07 tuple) pointed at their new names.
+
+    Walks schema positions only (never ``const``/``enum`` data), over nodes ``_rewrite`` built afresh."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        for key in REF_KEYWORDS:
+            value = node.get(key)
+            if isinstance(value, str) and value.startswith("#/"):
+                node[key] = "#" + original_path(value[1:], inverse)
+        stack.extend(sub for _, _, sub, _ in subschemas(node))
+    return schema
 
 
 def normalise(schema: Any, default: str = DEFAULT_DIALECT) -> Normalised:

@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .context import allowed_values, own_types
 from .model import RuleId as R
-from .schema import NUMBER_TYPES, UNMODELLED, View, describe, freeze, is_annotation, is_documentation, type_names
+from .schema import (
+    CONJUNCTION,
+    NUMBER_TYPES,
+    UNMODELLED,
+    View,
+    describe,
+    freeze,
+    is_annotation,
+    is_documentation,
+    type_names,
+)
 
 if TYPE_CHECKING:
     from .walker import Walker
@@ -70,7 +80,17 @@ def compare_annotations(w: Walker, old: View, new: View, old_types: frozenset[st
         if before is not _MISSING and after is not _MISSING and freeze(before) == freeze(after):
             continue
         where = describe(new.ptr if after is not _MISSING else old.ptr)
-        if keyword in UNMODELLED or not is_documentation(keyword):
+        if keyword == CONJUNCTION:
+            names = ", ".join(
+                sorted({*(before if isinstance(before, dict) else {}), *(after if isinstance(after, dict) else {})})
+            )
+            w.emit(
+                R.KEYWORD_UNMODELLED,
+                (new if after is not _MISSING else old).ptr,
+                f"{where} sets {names} both beside a $ref (or in a combined schema) and in its target; "
+                "the engine does not combine the two",
+            )
+        elif keyword in UNMODELLED or not is_documentation(keyword):
             path = new.at(keyword) if after is not _MISSING else old.at(keyword)
             w.emit(R.KEYWORD_UNMODELLED, path, f"keyword {keyword!r} of {where} changed; the engine does not model it")
         elif keyword == "$schema":

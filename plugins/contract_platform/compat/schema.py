@@ -337,12 +337,51 @@ def deref(view: View, seen: frozenset[str] = frozenset()) -> View:
     return merge(resolved, replace(view, schema=siblings), tag="$ref", ptr=view.ptr)
 
 
+_LOWER_BOUNDS: Final = frozenset(
+    {"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"}
+)
+_UPPER_BOUNDS: Final = frozenset(
+    {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"}
+)
+_SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "dependentSchemas"})
+
+
+def _conjoin(keyword: str, before: Any, after: Any) -> Any:
+    """One value for a keyword both schemas of a conjunction carry, or ``_APART`` when none says both."""
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (before, after))
+    if keyword in _LOWER_BOUNDS and numbers:
+        return max(before, after)
+    if keyword in _UPPER_BOUNDS and numbers:
+        return min(before, after)
+    if keyword == "uniqueItems" and isinstance(before, bool) and isinstance(after, bool):
+        return before or after
+    if keyword == "enum" and isinstance(before, list) and isinstance(after, list):
+        kept = {freeze(v) for v in after}
+        return [v for v in before if freeze(v) in kept]
+    if keyword in _SCHEMA_MAPS and isinstance(before, Mapping) and isinstance(after, Mapping):
+        joined = dict(before)
+        for name, sub in after.items():
+            joined[name] = {"allOf": [before[name], sub]} if name in before and before[name] != sub else sub
+        return joined
+    if keyword == "dependentRequired" and isinstance(before, Mapping) and isinstance(after, Mapping):
+        return {k: list(dict.fromkeys([*before.get(k, []), *after.get(k, [])])) for k in {**before, **after}}
+    if keyword == "allOf" and isinstance(before, list) and isinstance(after, list):
+        return [*before, *after]
+    return _APART
+
+
+_APART: Final = object()
+CONJUNCTION: Final = "$conjunction"  # not a JSON Schema keyword: what ``merge`` could not combine
+
+
 def merge(base: View, extra: View, *, tag: str, ptr: str, skip: tuple[str, ...] = ()) -> View:
-    """``base`` and ``extra`` applied together, as one view at ``ptr``. Keywords in both: types intersect,
-    required lists unite, otherwise ``extra`` wins (an approximation: only schemas that repeat a keyword
-    on both sides of a ``$ref`` or a composition lose a constraint)."""
+    """``base`` and ``extra`` applied together (a conjunction), as one view at ``ptr``. A keyword in both
+    keeps both constraints: types intersect, required lists unite, bounds take the tighter, enums
+    intersect, properties join per name. Any other keyword in both keeps ``base``'s value, and ``extra``'s
+    goes under ``CONJUNCTION``, a key the diff does not model: where it differs, the verdict is conservative."""
     schema: dict[str, Any] = dict(base.schema) if isinstance(base.schema, Mapping) else {}
     bases = {k: (base.bases or {}).get(k, base.ptr) for k in schema}
+    apart: dict[str, Any] = {}
     for keyword, value in extra.schema.items():
         if keyword in skip or (keyword in schema and schema[keyword] == value):
             continue
@@ -351,8 +390,15 @@ def merge(base: View, extra: View, *, tag: str, ptr: str, skip: tuple[str, ...] 
             value = [n for n, a in _TYPE_ATOMS.items() if a <= atoms and not (n == "integer" and atoms >= NUMBER_TYPES)]
         elif keyword == "required" and "required" in schema:
             value = list(dict.fromkeys(base.names("required") + extra.names("required")))
+        elif keyword in schema and keyword in CONSTRAINTS:
+            value = _conjoin(keyword, schema[keyword], value)
+            if value is _APART:
+                apart[keyword] = extra.schema[keyword]
+                continue
         schema[keyword] = value
         bases[keyword] = (extra.bases or {}).get(keyword, extra.ptr)
+    if apart:  # kept as a marker: a difference in it is judged conservatively (keyword-unmodelled)
+        schema[CONJUNCTION] = {**schema.get(CONJUNCTION, {}), **apart}
     return replace(base, schema=schema, ptr=ptr, tag=tag, bases=bases)
 
 

@@ -62,7 +62,7 @@ class Session:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self.probes: dict[tuple[str, str, str, str], Probe | None] = {}
+        self.probes: dict[tuple[str, ...], Probe | None] = {}
 
 
 class Walker:
@@ -134,7 +134,8 @@ class Walker:
     def probe(self, old: View, new: View) -> Probe:
         """Diff quietly; recursion into a probe already running assumes compatibility (co-induction)."""
         old, new = deref(old), deref(new)
-        key = (_memo_ptr(old), old.tag, _memo_ptr(new), new.tag)
+        # the documents too: a branch is also probed against its sibling in the same document
+        key = (old.doc.label, _memo_ptr(old), old.tag, new.doc.label, _memo_ptr(new), new.tag)
         probes = self.session.probes
         if key in probes:
             return probes[key] or Probe(True, True, 0)

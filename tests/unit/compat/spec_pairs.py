@@ -37,6 +37,7 @@ SPEC_PAIRS: list[tuple[str, Any, Any, tuple[bool, bool]]] = [
     # oneOf / anyOf / allOf: reordered, duplicated, kind changed
     ("one-of-reordered", {"oneOf": [STRING, INTEGER, NULL]}, {"oneOf": [NULL, STRING, INTEGER]}, (True, True)),
     ("any-of-duplicated", {"anyOf": [STRING, INTEGER]}, {"anyOf": [STRING, INTEGER, STRING]}, (True, True)),
+    ("any-of-branch-replaced-by-a-duplicate", {"anyOf": [INTEGER, STRING]}, {"anyOf": [INTEGER, INTEGER]}, (False, True)),
     ("any-to-one-of-disjoint", {"anyOf": [STRING, INTEGER]}, {"oneOf": [INTEGER, STRING]}, (True, True)),
     ("any-to-one-of-overlapping", {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
      {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, (False, True)),
@@ -88,6 +89,10 @@ SPEC_PAIRS: list[tuple[str, Any, Any, tuple[bool, bool]]] = [
      {"$schema": D07, "definitions": {"s": STRING}, "properties": {"x": {"$ref": "#/definitions/s"}}},
      {"$schema": D07, "definitions": {"s": STRING}, "properties": {"x": {"$ref": "#/definitions/s", "maxLength": 1}}},
      (True, True)),
+    # 2019-09 and later: $ref and its siblings both apply, a repeated keyword included
+    ("ref-sibling-repeats-a-bound",
+     {"$defs": {"n": {"type": "integer", "minimum": 5}}, "properties": {"a": {"$ref": "#/$defs/n", "minimum": 3}}},
+     {"properties": {"a": {"type": "integer", "minimum": 3}}}, (True, False)),
     # boolean schemas, the root included
     ("true-root-to-false", True, False, (False, True)),
     ("true-root-vs-empty", True, {}, (True, True)),

@@ -159,3 +159,24 @@ def test_a_circular_reference_in_a_valid_schema_gets_a_conservative_verdict_not_
     changes = _diff({}, circular)
     assert RuleId.KEYWORD_UNMODELLED in {c.rule for c in changes}
     assert _directions({}, circular) == (False, False)
+
+
+def test_a_draft07_reference_into_a_tuple_item_follows_it_after_the_rewrite() -> None:
+    d07 = "http://json-schema.org/draft-07/schema#"
+
+    def schema(max_length: int) -> dict[str, Any]:
+        return {
+            "$schema": d07,
+            "type": "object",
+            "properties": {
+                "pair": {"type": "array", "items": [{"type": "string", "maxLength": max_length}]},
+                "first": {"$ref": "#/properties/pair/items/0"},
+                "data": {"const": {"$ref": "#/properties/pair/items/0"}},  # data: never rewritten
+            },
+        }
+
+    old, new = schema(3), schema(5)
+    assert [(c.rule, c.path) for c in _diff(old, new)] == [
+        (RuleId.MAX_LENGTH_INCREASED, "/properties/pair/items/0/maxLength")
+    ]
+    assert old["properties"]["data"] == {"const": {"$ref": "#/properties/pair/items/0"}}

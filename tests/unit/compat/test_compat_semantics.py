@@ -55,3 +55,16 @@ def test_every_pair_across_drafts_gets_a_verdict(old: str) -> None:
         assert all(isinstance(c.backward, bool) and isinstance(c.forward, bool) for c in changes)
         if old == new:
             assert all(c.backward and c.forward for c in changes), (old, changes)
+
+
+def test_a_keyword_repeated_beside_its_ref_that_cannot_be_combined_is_judged_conservatively() -> None:
+    # both patterns apply to "a" in the old schema; the engine does not combine two regexes
+    old = {
+        "$defs": {"s": {"type": "string", "pattern": "^a"}},
+        "properties": {"a": {"$ref": "#/$defs/s", "pattern": "b$"}},
+    }
+    new = {"properties": {"a": {"type": "string", "pattern": "b$"}}}
+    changes = diff_schemas(old, new)
+    assert RuleId.KEYWORD_UNMODELLED in {c.rule for c in changes}
+    assert directions(old, new) == (False, False)
+    assert directions(old, old) == (True, True)
