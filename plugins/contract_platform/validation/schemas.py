@@ -22,7 +22,7 @@ from typing import Any
 
 from contract_platform.catalog.documents import resolve_pointer
 from contract_platform.catalog.model import Catalog, Contract
-from contract_platform.catalog.schemas import validator_class
+from contract_platform.catalog.schemas import subschemas, validator_class
 from contract_platform.envelope.validation import EnvelopeValidator, SchemaIssue
 
 __all__ = ["FastValidator", "SchemaCheck", "format_locations"]
@@ -63,7 +63,7 @@ def _has_format(root: Mapping[str, Any], node: Any, seen: set[str]) -> bool:
                 return True
         except KeyError:
             return True
-    return any(_has_format(root, value, seen) for key, value in node.items() if key not in ("const", "enum"))
+    return any(_has_format(root, sub, seen) for _, _, sub, _ in subschemas(node))  # schema positions only
 
 
 def format_locations(schema: Mapping[str, Any]) -> list[Location] | None:
@@ -75,7 +75,7 @@ def format_locations(schema: Mapping[str, Any]) -> list[Location] | None:
             return
         if isinstance(node.get("format"), str):
             found.append((path, node["format"]))
-        if any(keyword in node and _has_format(schema, node[keyword], set()) for keyword in _UNLOCATABLE):
+        if any(keyword in node and _has_format(schema, {keyword: node[keyword]}, set()) for keyword in _UNLOCATABLE):
             raise _Unlocatable
         ref = node.get("$ref")
         if isinstance(ref, str):
@@ -95,7 +95,7 @@ def format_locations(schema: Mapping[str, Any]) -> list[Location] | None:
         items = node.get("items")
         if isinstance(items, Mapping):
             walk(items, (*path, ANY_ITEM), refs)
-        elif isinstance(items, list) and _has_format(schema, items, set()):
+        elif isinstance(items, list) and _has_format(schema, {"items": items}, set()):
             raise _Unlocatable
         for sub in node.get("allOf", []) or []:
             walk(sub, path, refs)

@@ -47,3 +47,10 @@ def test_fast_path_and_validator_agree_in_every_draft(schema: Any, examples: lis
 def test_the_fast_path_resolves_nothing_outside_the_schema() -> None:
     check = SchemaCheck({"properties": {"a": {"$ref": "http://127.0.0.1:9/never.json"}}})
     assert check.validator is None  # refused to compile: such a payload goes to the slow path, which refuses too
+
+
+def test_a_property_named_const_is_a_property_for_the_fast_paths_format_search() -> None:
+    schema = {"anyOf": [{"type": "object", "properties": {"const": {"type": "string", "format": "date-time"}}}]}
+    check, reference = SchemaCheck(schema), validator_for(schema)
+    for instance in ({"const": "not a time"}, {"const": "2026-07-01T10:15:30Z"}):
+        assert check.accepts(instance) == reference.is_valid(instance), instance
