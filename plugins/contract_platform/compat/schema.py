@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import unquote
 
+from contract_platform.catalog.schemas import subschemas
 from contract_platform.errors import SchemaError
 
 __all__ = [
@@ -64,7 +65,6 @@ CONSTRAINTS: Final = frozenset(
         "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
     }
 )  # fmt: skip
-_DATA_KEYWORDS: Final = frozenset({"enum", "const", "default", "examples"})
 # Keywords that only document a schema (JSON Schema's annotation vocabularies, identifiers, vendor x-...).
 DOCUMENTATION: Final = frozenset(
     {
@@ -148,13 +148,11 @@ class Document:
         if self._anchors is None:
             self._anchors = {}
             stack: list[tuple[Any, str]] = [(self.root, "")]
-            while stack:
+            while stack:  # schema positions only: a property named const is a schema, const's value is data
                 node, pointer = stack.pop()
                 if isinstance(node, Mapping):
                     self._index_anchors(node, pointer)
-                    stack.extend((v, f"{pointer}/{escape(str(k))}") for k, v in node.items() if k not in _DATA_KEYWORDS)
-                elif isinstance(node, list):
-                    stack.extend((v, f"{pointer}/{i}") for i, v in enumerate(node))
+                    stack.extend((sub, at) for _, _, sub, at in subschemas(node, pointer))
         return self._anchors
 
     def _index_anchors(self, node: Mapping[str, Any], pointer: str) -> None:

@@ -180,3 +180,11 @@ def test_a_draft07_reference_into_a_tuple_item_follows_it_after_the_rewrite() ->
         (RuleId.MAX_LENGTH_INCREASED, "/properties/pair/items/0/maxLength")
     ]
     assert old["properties"]["data"] == {"const": {"$ref": "#/properties/pair/items/0"}}
+
+
+def test_an_anchor_under_a_property_named_const_is_found() -> None:
+    def schema(kind: str) -> dict[str, Any]:
+        return {"properties": {"const": {"$anchor": "c", "type": kind}, "copy": {"$ref": "#c"}}}
+
+    changes = _diff(schema("string"), schema("integer"))
+    assert [c.rule for c in changes] == [RuleId.TYPE_CHANGED]  # followed, not "names no anchor"
