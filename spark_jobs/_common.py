@@ -1,4 +1,16 @@
-"""What every Spark job shares: building its session, and asking the job's file system about paths.
+"""What every Spark job shares: one ``run_job()`` skeleton, its session, and the job's file system.
+
+``run_job`` is every job's ``main``: the common arguments (``--master``, ``--catalog``,
+``--registry-url``, ``--run-id``, ``--no-fail-on-findings``), the catalogue loaded before a JVM
+starts, one Spark session for the whole call (stopped at the end when the job created it), and one
+mapping of outcomes to exit codes:
+
+* 0 the job ran and found nothing (or ``--no-fail-on-findings`` and it found something);
+* 1 findings (invalid records, missed expectations, parity not holding);
+* 2 bad input (``BAD_INPUT``: bad arguments, a catalogue that does not load, a missing archive): one
+  ``error:`` line per problem, no traceback; ``spark-submit`` hands the code back, and the DAGs'
+  operator fails such a task without retry;
+* 3 the registry store failed (transient: the task retries).
 
 The master comes from ``--master``, else from ``spark-submit`` (or ``spark-defaults.conf``), else
 ``local[*]``; nothing else changes between a laptop and a ``spark://``, YARN or Kubernetes cluster.
@@ -7,29 +19,52 @@ Paths go through Hadoop's FileSystem, so ``file:``, ``hdfs:`` and ``s3a:`` paths
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import Any
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from contract_platform import settings
+from contract_platform.catalog import load_catalog
+from contract_platform.catalog.model import Catalog
+from contract_platform.errors import ContractPlatformError
+
 __all__ = [
     "ARCHIVE_FILES",
+    "BAD_INPUT",
+    "FINDINGS",
+    "JobRun",
     "build_session",
+    "date_arg",
+    "date_partitions",
+    "days",
     "file_sizes",
+    "folder_date",
+    "hadoop_path",
+    "job_parser",
     "parse_records",
+    "partition_date",
     "path_exists",
     "path_is_dir",
     "path_is_empty",
     "print_error",
     "read_archive",
+    "run_job",
+    "session_conf",
 ]
 
 DEFAULT_MASTER = "local[*]"
 ARCHIVE_FILES = "*.{jsonl,jsonl.gz}"  # what an archive folder holds (docs/design.md#archive-record)
+FINDINGS = 1
+BAD_INPUT = ContractPlatformError.exit_code  # 2, as contractctl's
+PARTITION_PREFIX = "date="  # an archive's date partitions: <root>/<exchange>/date=YYYY-MM-DD/
 
 
 def print_error(exc: Exception) -> None:
@@ -38,68 +73,248 @@ def print_error(exc: Exception) -> None:
         print(f"error: {problem}", file=sys.stderr)
 
 
+# -- the session --------------------------------------------------------------------------------
+
+# On every master, not only local: a small input must not run Spark's fixed 200-partition shuffles.
+# Adaptive execution coalesces shuffle partitions to what the data needs; the UI and the console
+# progress bar cost start-up time and nothing reads them in a batch job.
+SESSION_DEFAULTS: Mapping[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "32m",
+    "spark.python.worker.reuse": "true",
+}
+
+
+def session_conf(spark_conf: SparkConf, conf: Mapping[str, str] | None = None) -> SparkConf:
+    """``spark_conf`` completed with the platform's defaults (what is already set wins: spark-submit's, the caller's)."""
+    for key, value in (conf or {}).items():
+        spark_conf.setIfMissing(key, value)
+    if not spark_conf.contains("spark.master"):
+        spark_conf.setMaster(DEFAULT_MASTER)
+    for key, value in SESSION_DEFAULTS.items():
+        spark_conf.setIfMissing(key, value)
+    if spark_conf.get("spark.master", "").startswith("local"):
+        spark_conf.setIfMissing("spark.driver.host", "127.0.0.1")  # no host name lookup on a laptop
+        spark_conf.setIfMissing("spark.driver.bindAddress", "127.0.0.1")
+    return spark_conf
+
+
 def build_session(
     app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None
 ) -> tuple[SparkSession, bool]:
-    """(session, created): an already active session is reused (and must not be stopped by the caller)."""
+    """(session, created): an already active session is reused (and must not be stopped by the caller).
+
+    A new session's shuffles get two partitions per core the master offers (``defaultParallelism``)
+    unless ``spark.sql.shuffle.partitions`` was given; adaptive execution merges them further.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    spark_conf = SparkConf()  # under spark-submit this already holds its --master and --conf values
+    # Under spark-submit the JVM is already there and holds --master and every --conf; a SparkConf made
+    # before connecting to it would be empty, and the job would quietly run in local mode.
+    SparkContext._ensure_initialized()
+    spark_conf = SparkConf()
     if master:
         spark_conf.setMaster(master)
-    elif not spark_conf.contains("spark.master"):
-        spark_conf.setMaster(DEFAULT_MASTER)
-    spark_conf.setIfMissing("spark.sql.session.timeZone", "UTC")
-    if spark_conf.get("spark.master", "").startswith("local"):  # 200 shuffle partitions only slow one machine down
-        spark_conf.setIfMissing("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 1)))
-    for key, value in (conf or {}).items():
-        spark_conf.setIfMissing(key, value)
+    session_conf(spark_conf, conf)
+    chosen = spark_conf.contains("spark.sql.shuffle.partitions")
     session = SparkSession.builder.appName(app_name).config(conf=spark_conf).getOrCreate()
+    if not chosen:
+        session.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * session.sparkContext.defaultParallelism)))
     return session, True
 
 
-def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
+# -- run_job: every job's main ------------------------------------------------------------------
+
+
+def job_parser(
+    prog: str, description: str, *, catalog: bool = True, evidence: bool = True, findings: bool = True
+) -> argparse.ArgumentParser:
+    """An argument parser with the options every job shares; the job adds its own."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
+    if catalog:
+        parser.add_argument(
+            "--catalog", default=None, help="catalogue folder (default $CONTRACT_CATALOG or ./contracts)"
+        )
+    if evidence:
+        parser.add_argument(
+            "--registry-url", default=None, help="record evidence in this registry (default $CONTRACT_REGISTRY_URL)"
+        )
+        parser.add_argument("--run-id", default=None, help="the run the evidence belongs to (e.g. the DAG run's id)")
+    if findings:
+        parser.add_argument(
+            "--no-fail-on-findings",
+            action="store_true",
+            help="exit 0 when the job ran but found something (findings are evidence); bad input still exits 2",
+        )
+    return parser
+
+
+@dataclass
+class JobRun:
+    """One call of a job: its arguments, its catalogue, and the one Spark session it uses (made when first asked)."""
+
+    app_name: str
+    args: argparse.Namespace
+    catalog_dir: str | None = None
+    catalog: Catalog | None = None
+    registry_url: str | None = None
+    _session: SparkSession | None = field(default=None, repr=False)
+    _created: bool = field(default=False, repr=False)
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._session is None:
+            self._session, self._created = build_session(self.app_name, getattr(self.args, "master", None))
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None and self._created:
+            self._session.stop()
+        self._session = None
+
+
+def run_job(
+    app_name: str,
+    parser: argparse.ArgumentParser,
+    body: Callable[[JobRun], int],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """Parse ``argv``, load the catalogue, run ``body`` with one session, map the outcome to an exit code.
+
+    ``body`` returns 0 or ``FINDINGS``; a ``ContractPlatformError`` becomes its ``exit_code`` with one
+    ``error:`` line per problem. ``--no-fail-on-findings`` turns ``FINDINGS`` (only) into 0.
+    """
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed usage (exit 2, bad input) or help (0)
+        return int(exc.code or 0)
+    run = JobRun(app_name, args)
+    try:
+        if hasattr(args, "catalog"):
+            run.catalog_dir = args.catalog or str(settings.catalog_dir())
+            run.catalog = load_catalog(run.catalog_dir)  # fail fast, before a JVM starts
+        if hasattr(args, "registry_url"):
+            run.registry_url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL") or None
+        try:
+            code = body(run)
+        finally:
+            run.close()
+    except ContractPlatformError as exc:
+        print_error(exc)
+        return exc.exit_code
+    if code == FINDINGS and getattr(args, "no_fail_on_findings", False):
+        return 0
+    return code
+
+
+def date_arg(text: str) -> date | None:
+    """A ``YYYY-MM-DD`` option (empty: no bound), for argparse."""
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write YYYY-MM-DD") from None
+
+
+def hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
     """(Hadoop FileSystem, Hadoop Path) for ``path``, through the driver's JVM."""
     context: Any = spark.sparkContext
-    hadoop_path = context._jvm.org.apache.hadoop.fs.Path(path)
-    return hadoop_path.getFileSystem(context._jsc.hadoopConfiguration()), hadoop_path
+    target = context._jvm.org.apache.hadoop.fs.Path(path)
+    return target.getFileSystem(context._jsc.hadoopConfiguration()), target
 
 
 def path_exists(spark: SparkSession, path: str) -> bool:
-    fs, hadoop_path = _hadoop(spark, path)
-    return bool(fs.exists(hadoop_path))
+    fs, target = hadoop_path(spark, path)
+    return bool(fs.exists(target))
 
 
 def path_is_dir(spark: SparkSession, path: str) -> bool:
-    fs, hadoop_path = _hadoop(spark, path)
-    return bool(fs.exists(hadoop_path) and fs.getFileStatus(hadoop_path).isDirectory())
+    fs, target = hadoop_path(spark, path)
+    return bool(fs.exists(target) and fs.getFileStatus(target).isDirectory())
 
 
 def path_is_empty(spark: SparkSession, path: str) -> bool:
     """True for a missing path or an empty folder."""
-    fs, hadoop_path = _hadoop(spark, path)
-    return not fs.exists(hadoop_path) or (
-        fs.getFileStatus(hadoop_path).isDirectory() and len(fs.listStatus(hadoop_path)) == 0
-    )
+    fs, target = hadoop_path(spark, path)
+    return not fs.exists(target) or (fs.getFileStatus(target).isDirectory() and len(fs.listStatus(target)) == 0)
 
 
 def file_sizes(spark: SparkSession, paths: list[str]) -> int:
     """Total size in bytes of ``paths`` (files as listed by ``DataFrame.inputFiles()``)."""
     total = 0
     for path in paths:
-        fs, hadoop_path = _hadoop(spark, path)
-        total += int(fs.getFileStatus(hadoop_path).getLen())
+        fs, target = hadoop_path(spark, path)
+        total += int(fs.getFileStatus(target).getLen())
     return total
 
 
 # -- archives as Spark reads them (the jobs that need every line in the JVM) ----------------------
 
 
-def read_archive(spark: SparkSession, archive_path: str) -> DataFrame:
-    """One ``value`` row per line of every ``*.jsonl[.gz]`` under ``archive_path`` (or of that one file)."""
+def date_partitions(spark: SparkSession, archive_path: str, since: date | None, until: date | None) -> list[str]:
+    """The ``date=YYYY-MM-DD`` folders under ``archive_path`` with ``since <= date < until``, in path order.
+
+    Partition pruning by path: only folder names are listed (``<root>/*/date=*``, ``<exchange>/date=*``,
+    or ``archive_path`` itself when it is a date folder); no file outside the range is opened.
+    """
+    fs, root = hadoop_path(spark, archive_path)
+    root_name = str(root.getName())
+    if root_name.startswith(PARTITION_PREFIX):
+        candidates = [str(root)]
+    else:
+        candidates = []
+        for pattern in (f"{PARTITION_PREFIX}*", f"*/{PARTITION_PREFIX}*"):
+            glob = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(root, pattern)  # type: ignore[union-attr]
+            candidates += [str(status.getPath()) for status in (fs.globStatus(glob) or []) if status.isDirectory()]
+    chosen = []
+    for path in candidates:
+        day = folder_date(path)
+        if day is not None and (since is None or day >= since) and (until is None or day < until):
+            chosen.append(path)
+    return sorted(set(chosen))
+
+
+def folder_date(path: str) -> date | None:
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if not name.startswith(PARTITION_PREFIX):
+        return None
+    try:
+        return date.fromisoformat(name.removeprefix(PARTITION_PREFIX))
+    except ValueError:
+        return None
+
+
+def partition_date(uri: str) -> date | None:
+    """The ``date=`` partition a file is in (its parent folder), if any."""
+    return folder_date(uri.rstrip("/").rsplit("/", 1)[0])
+
+
+def days(since: date, until: date) -> list[date]:
+    return [since + timedelta(days=n) for n in range((until - since).days)]
+
+
+def read_archive(
+    spark: SparkSession, archive_path: str, since: date | None = None, until: date | None = None
+) -> DataFrame:
+    """One ``value`` row per line of every ``*.jsonl[.gz]`` under ``archive_path`` (or of that one file).
+
+    With ``since`` or ``until``, only the date partitions in ``[since, until)`` are read (``date_partitions``).
+    """
     reader = spark.read.option("recursiveFileLookup", "true")
+    if since is not None or until is not None:
+        folders = date_partitions(spark, archive_path, since, until)
+        if not folders:  # nothing in range: the archive's own (empty) selection, so the columns stay the same
+            return reader.option("pathGlobFilter", "no date partition in range").text(archive_path)
+        return reader.option("pathGlobFilter", ARCHIVE_FILES).text(folders)
     if path_is_dir(spark, archive_path):
         reader = reader.option("pathGlobFilter", ARCHIVE_FILES)
     return reader.text(archive_path)

@@ -24,14 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contract_platform.retirement.model import TYPE_HEADERS
-from spark_jobs._common import build_session, parse_records, path_exists, read_archive
+from spark_jobs._common import JobRun, job_parser, parse_records, path_exists, read_archive, run_job
 
 __all__ = ["last_seen", "main", "scan_archive", "to_document", "write_document"]
 
@@ -98,32 +95,29 @@ def write_document(document: dict[str, dict[str, Any]], out: str | Path) -> None
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="archive_last_seen", description=__doc__.splitlines()[0])
+    parser = job_parser(
+        "archive_last_seen", (__doc__ or "").splitlines()[0], catalog=False, evidence=False, findings=False
+    )
     parser.add_argument("archive", help="archive root (or an exchange folder)")
     parser.add_argument("--out", required=True, help="write the JSON document here (a local file)")
-    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job: 0 (scanned, or no archive root to scan) or 2 (bad arguments)."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage or help
-        return int(exc.code or 0)
+def _last_seen(run: JobRun) -> int:
+    args = run.args
     Path(args.out).unlink(missing_ok=True)  # a failed or empty run must not leave yesterday's answer behind
-    spark, created = build_session(APP_NAME, args.master)
-    try:
-        document = scan_archive(spark, args.archive)
-    finally:
-        if created:
-            spark.stop()
+    document = scan_archive(run.spark, args.archive)
     if document is None:
         print(f"archive root {args.archive} does not exist: nothing scanned, no {args.out} written", file=sys.stderr)
         return 0
     write_document(document, args.out)
     print(json.dumps({"out": args.out, "types": len(document)}))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job: 0 (scanned, or no archive root to scan) or 2 (bad arguments)."""
+    return run_job(APP_NAME, _parser(), _last_seen, argv)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -42,9 +41,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -52,7 +48,7 @@ from pyspark.sql import functions as F
 from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.pointers import split_pointer
-from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
+from contract_platform.errors import ArchiveError, UsageError
 from contract_platform.migration.parity import (
     SAMPLE_LIMIT,
     ParityMode,
@@ -64,7 +60,7 @@ from contract_platform.migration.parity import (
     record_parity,
 )
 from contract_platform.validation.bundle import CatalogBundle
-from spark_jobs._common import build_session, parse_records, path_exists, print_error, read_archive
+from spark_jobs._common import JobRun, job_parser, parse_records, path_exists, read_archive, run_job
 
 __all__ = [
     "compare_pairs",
@@ -402,66 +398,45 @@ def _moment(text: str) -> datetime | None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dual_publish_parity", description=__doc__.splitlines()[0])
+    parser = job_parser("dual_publish_parity", (__doc__ or "").splitlines()[0])
     parser.add_argument("v1_type", help="the older messageType, e.g. billing.invoice-issued.v1")
     parser.add_argument(
         "--archive", default=None, help="archive root (default $CONTRACT_ARCHIVE_DIR or <data>/archive)"
     )
-    parser.add_argument("--catalog", default=None, help="catalogue folder (default $CONTRACT_CATALOG or ./contracts)")
     parser.add_argument("--since", type=_moment, default=None, help="window start, inclusive (ISO 8601; empty: none)")
     parser.add_argument("--until", type=_moment, default=None, help="window end, exclusive (ISO 8601; empty: none)")
     parser.add_argument("--mode", choices=[str(m) for m in ParityMode], default=str(ParityMode.BRIDGE))
     parser.add_argument("--report", default=None, help="write the JSON report here")
-    parser.add_argument(
-        "--registry-url", default=None, help="record evidence in this registry (default $CONTRACT_REGISTRY_URL)"
-    )
-    parser.add_argument("--run-id", default=None, help="the run the evidence belongs to (a DAG run id)")
-    parser.add_argument(
-        "--no-fail-on-findings", action="store_true", help="exit 0 when parity does not hold (the evidence says so)"
-    )
-    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
     return parser
+
+
+def _parity(run: JobRun) -> int:
+    args = run.args
+    assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
+    parity_route(run.catalog, args.v1_type)  # fail fast, before a JVM starts
+    report = run_parity(
+        run.spark,
+        args.v1_type,
+        args.archive or str(settings.archive_dir()),
+        run.catalog_dir,
+        mode=args.mode,
+        since=args.since,
+        until=args.until,
+        report_path=args.report,
+    )
+    run.close()  # the evidence needs no JVM
+    if run.registry_url:
+        from contract_platform.store import Registry  # SQLAlchemy: only when evidence is recorded
+
+        with Registry.open(run.registry_url) as registry:
+            record_parity(report, registry, args.run_id, reference=args.report)
+    print(json.dumps(report.to_dict()))
+    return report.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; 0 parity holds, 1 it does not (see ``--no-fail-on-findings``), 2 bad input, 3 store failed."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage or help
-        return int(exc.code or 0)
-    catalog_dir = args.catalog or str(settings.catalog_dir())
-    archive = args.archive or str(settings.archive_dir())
-    registry_url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")
-    try:
-        parity_route(load_catalog(catalog_dir), args.v1_type)  # fail fast, before a JVM starts
-        spark, created = build_session(APP_NAME, args.master)
-        if created and not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
-            # Spark's 200 suits large clusters; here shuffles follow the cores (AQE coalesces further).
-            spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * spark.sparkContext.defaultParallelism)))
-        try:
-            report = run_parity(
-                spark,
-                args.v1_type,
-                archive,
-                catalog_dir,
-                mode=args.mode,
-                since=args.since,
-                until=args.until,
-                report_path=args.report,
-            )
-        finally:
-            if created:
-                spark.stop()
-        if registry_url:
-            from contract_platform.store import Registry  # SQLAlchemy: only when evidence is recorded
-
-            with Registry.open(registry_url) as registry:
-                record_parity(report, registry, args.run_id, reference=args.report)
-    except ContractPlatformError as exc:
-        print_error(exc)
-        return exc.exit_code
-    print(json.dumps(report.to_dict()))
-    return 0 if args.no_fail_on_findings else report.exit_code
+    return run_job(APP_NAME, _parser(), _parity, argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Envelope quality (docs/design.md#envelope-quality): Great Expectations over archived envelopes, one suite per message type.
 
     spark-submit spark_jobs/envelope_quality.py ARCHIVE [--catalog DIR] [--report FILE] [--registry-url URL]
-        [--gx-root DIR] [--since DATE] [--master URL] [--run-id ID] [--no-fail-on-findings] [--no-data-docs]
+        [--gx-root DIR] [--since DATE] [--until DATE] [--master URL] [--run-id ID] [--no-fail-on-findings] [--no-data-docs]
 
 ARCHIVE is an archive root, an exchange or date folder, or one ``*.jsonl[.gz]`` file. Exit codes: 0
 every expectation met, 1 an expectation missed its threshold (0 with ``--no-fail-on-findings``: the
@@ -16,7 +16,7 @@ Extract -> transform -> load:
 * ``read_archive`` + ``parse_records`` (shared with ``validate_archive``): the record lines;
 * ``envelopes``: each line and its body parsed in Spark (``from_json``, no Python UDF) into the
   columns of ``contract_platform.quality.columns``; a body that is not an envelope gives nulls;
-* ``received_since`` (``--since``), then ``prepare`` = ``exclude_redeliveries`` -> ``assign_types``
+* ``received_between`` (``--since``/``--until``: a day range, ``until`` exclusive), then ``prepare`` = ``exclude_redeliveries`` -> ``assign_types``
   (which suite judges each row) -> ``with_time_checks`` (parsed times, minus the contract's clock
   skew) -> ``with_partition_key_counts``;
 * ``run_suite`` (GX, Data Docs), the report file, ``record_quality`` (evidence per type).
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -34,20 +33,16 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
-from contract_platform.errors import ArchiveError, ContractPlatformError
+from contract_platform.errors import ArchiveError, UsageError
 from contract_platform.quality import QualityReport, record_quality, run_suite
 from contract_platform.quality import columns as col
-from spark_jobs._common import build_session, parse_records, path_exists, print_error, read_archive
+from spark_jobs._common import JobRun, date_arg, job_parser, parse_records, path_exists, read_archive, run_job
 
 __all__ = [
     "assign_types",
@@ -55,7 +50,7 @@ __all__ = [
     "exclude_redeliveries",
     "main",
     "prepare",
-    "received_since",
+    "received_between",
     "run_quality",
     "with_partition_key_counts",
     "with_time_checks",
@@ -105,11 +100,18 @@ def exclude_redeliveries(envelopes_df: DataFrame) -> DataFrame:
     return envelopes_df.where(~F.col("redelivered"))
 
 
-def received_since(envelopes_df: DataFrame, since: date) -> DataFrame:
-    """Envelopes received on or after ``since`` (UTC); those whose receivedAt cannot be read stay in."""
+def received_between(envelopes_df: DataFrame, since: date | None, until: date | None = None) -> DataFrame:
+    """Envelopes received on or after ``since`` and before ``until`` (UTC days; None: no bound).
+
+    Those whose receivedAt cannot be read stay in: a missing time is a finding, not a reason to look away.
+    """
     received = F.col("receivedAt").try_cast("timestamp")
-    start = datetime(since.year, since.month, since.day, tzinfo=UTC)
-    return envelopes_df.where(received.isNull() | (received >= F.lit(start)))
+    inside = F.lit(True)
+    if since is not None:
+        inside = inside & (received >= F.lit(datetime(since.year, since.month, since.day, tzinfo=UTC)))
+    if until is not None:
+        inside = inside & (received < F.lit(datetime(until.year, until.month, until.day, tzinfo=UTC)))
+    return envelopes_df.where(received.isNull() | inside)
 
 
 def _lookup(mapping: dict[str, object], key: Column) -> Column:
@@ -169,6 +171,7 @@ def run_quality(
     *,
     gx_root: str | Path | None = None,
     since: date | None = None,
+    until: date | None = None,
     report_path: str | Path | None = None,
     data_docs: bool = True,
 ) -> QualityReport:
@@ -185,8 +188,8 @@ def run_quality(
             f"{archive}: archive path does not exist; give an archive root, exchange or date folder, or a file"
         )
     delivered = envelopes(parse_records(read_archive(spark, archive)))
-    if since is not None:
-        delivered = received_since(delivered, since)
+    if since is not None or until is not None:
+        delivered = received_between(delivered, since, until)
     frame = prepare(delivered, catalog).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         redeliveries = delivered.where(F.col("redelivered")).count()
@@ -197,6 +200,7 @@ def run_quality(
         report,
         archive=archive,
         since=since.isoformat() if since else None,
+        until=until.isoformat() if until else None,
         redeliveries=redeliveries,
         elapsed_seconds=time.perf_counter() - started,
     )
@@ -209,75 +213,49 @@ def run_quality(
 # -- main ---------------------------------------------------------------------------------------
 
 
-def _date(text: str) -> date | None:
-    if not text:  # the DAG passes an empty --since for "everything"
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write YYYY-MM-DD") from None
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="envelope_quality", description=__doc__.splitlines()[0])
+    parser = job_parser("envelope_quality", (__doc__ or "").splitlines()[0])
     parser.add_argument("archive", help="archive root, exchange or date folder, or one .jsonl[.gz] file")
-    parser.add_argument("--catalog", default=None, help="catalogue folder (default $CONTRACT_CATALOG or ./contracts)")
     parser.add_argument("--report", default=None, help="write the JSON report here")
-    parser.add_argument(
-        "--registry-url", default=None, help="record evidence in this registry (default $CONTRACT_REGISTRY_URL)"
-    )
     parser.add_argument("--gx-root", default=None, help="Great Expectations folder (default <data>/gx)")
     parser.add_argument(
-        "--since",
-        type=_date,
-        default=None,
-        help="only envelopes received on or after this date (YYYY-MM-DD; empty: all)",
+        "--since", type=date_arg, default=None, help="only envelopes received on or after this date (YYYY-MM-DD)"
     )
-    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
-    parser.add_argument("--run-id", default=None, help="the run id recorded with the evidence (e.g. the DAG run's)")
     parser.add_argument(
-        "--no-fail-on-findings",
-        action="store_true",
-        help="exit 0 when expectations fail (they are evidence, not a crash); bad input still exits 2",
+        "--until", type=date_arg, default=None, help="only envelopes received before this date (YYYY-MM-DD)"
     )
     parser.add_argument("--no-data-docs", action="store_true", help="do not render the Data Docs")
     return parser
 
 
+def _quality(run: JobRun) -> int:
+    args = run.args
+    assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
+    if args.since is not None and args.until is not None and args.until <= args.since:
+        raise UsageError(f"until {args.until} is not after since {args.since}: the window is since <= day < until")
+    report = run_quality(
+        run.spark,
+        args.archive,
+        run.catalog_dir,
+        gx_root=args.gx_root,
+        since=args.since,
+        until=args.until,
+        report_path=args.report,
+        data_docs=not args.no_data_docs,
+    )
+    run.close()  # the evidence needs no JVM
+    if run.registry_url:
+        from contract_platform.store import Registry  # SQLAlchemy only where evidence is recorded
+
+        with Registry.open(run.registry_url) as registry:
+            record_quality(report, run.catalog, registry, run_id=args.run_id)
+    print(json.dumps(report.to_dict()))
+    return report.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; return 0 (all met), 1 (an expectation failed), 2 (bad input) or 3 (store failed)."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage or help
-        return int(exc.code or 0)
-    catalog_dir = args.catalog or str(settings.catalog_dir())
-    registry_url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")
-    try:
-        catalog = load_catalog(catalog_dir)  # fail fast, before a JVM starts
-        spark, created = build_session(APP_NAME, args.master)
-        try:
-            report = run_quality(
-                spark,
-                args.archive,
-                catalog_dir,
-                gx_root=args.gx_root,
-                since=args.since,
-                report_path=args.report,
-                data_docs=not args.no_data_docs,
-            )
-        finally:
-            if created:
-                spark.stop()
-        if registry_url:
-            from contract_platform.store import Registry  # SQLAlchemy only where evidence is recorded
-
-            with Registry.open(registry_url) as registry:
-                record_quality(report, catalog, registry, run_id=args.run_id)
-    except ContractPlatformError as exc:
-        print_error(exc)
-        return exc.exit_code
-    print(json.dumps(report.to_dict()))
-    return 0 if args.no_fail_on_findings else report.exit_code
+    return run_job(APP_NAME, _parser(), _quality, argv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
   (``settings.sizing``), so Spark jobs do not fight over the cores.
 - The ``spark-submit`` shipped inside the pinned pyspark wheel is used, so the driver's Spark
   matches the platform's pyspark exactly.
+- A job that exits with ``BAD_INPUT`` (2: bad arguments, a catalogue that does not load, a missing
+  archive) fails the task without retry; any other failure keeps the task's retries.
 - Driver and executors run the platform's own Python (PYSPARK_PYTHON), which has the domain
   library installed; on a cluster the workers need the platform installed the same way.
 """
@@ -23,9 +25,10 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
 import spark_jobs
+from contract_platform.errors import ContractPlatformError
 from contract_platform_airflow.settings import SPARK_POOL
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
 LOCAL_EXAMPLE = """AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'"""
 HADOOP_CONF_VARS = ("HADOOP_CONF_DIR", "YARN_CONF_DIR")
 
+BAD_INPUT = ContractPlatformError.exit_code  # what every Spark job exits with on bad input (spark_jobs/_common.py)
 JOBS_DIR = Path(spark_jobs.__file__).resolve().parent
 _PYSPARK = importlib.util.find_spec("pyspark")
 SPARK_SUBMIT = (
@@ -123,7 +127,18 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
         for value in self.env_vars.values():  # on YARN and Kubernetes env_vars go on the logged command line
             _mask_credentials(str(value))
-        return super().execute(context)
+        try:
+            return super().execute(context)
+        except AirflowException as exc:
+            if self._exit_code() == BAD_INPUT:  # the job said what is wrong with its input: retrying cannot fix it
+                raise AirflowFailException(
+                    f"{self.name} rejected its input (exit {BAD_INPUT}); its 'error:' lines above say what to fix"
+                ) from exc
+            raise
+
+    def _exit_code(self) -> int | None:
+        process = getattr(self._hook, "_submit_sp", None)
+        return getattr(process, "returncode", None)
 
 
 def _mask_credentials(url: str) -> None:

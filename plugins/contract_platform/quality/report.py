@@ -133,6 +133,7 @@ class QualityReport:
     unassigned: Mapping[str, int] = field(default_factory=dict)  # messageType (or NO_TYPE) -> envelopes
     archive: str | None = None
     since: str | None = None
+    until: str | None = None  # exclusive; None: no end
     redeliveries: int = 0  # deliveries left out because they were redelivered
     elapsed_seconds: float = 0.0
 
@@ -155,6 +156,7 @@ class QualityReport:
         return {
             "archive": self.archive,
             "since": self.since,
+            "until": self.until,
             "success": self.success,
             "data_docs": self.data_docs,
             "gx_root": self.gx_root,
@@ -173,6 +175,7 @@ class QualityReport:
             unassigned=dict(data.get("unassigned") or {}),
             archive=data.get("archive"),
             since=data.get("since"),
+            until=data.get("until"),
             redeliveries=int(data.get("redeliveries_excluded") or 0),
             elapsed_seconds=float(data.get("elapsed_seconds") or 0.0),
         )
