@@ -1,8 +1,9 @@
 """
 ### Envelope quality
 
-Daily (the archive received since the start of the data interval) and on demand (trigger form:
-*archive* path, empty = the platform's archive root; *since* `YYYY-MM-DD`, empty = everything):
+Daily (the envelopes received in the data interval's day) and on demand (trigger form:
+*archive* path, empty = the platform's archive root; *since*/*until* `YYYY-MM-DD`, until exclusive,
+both empty = everything):
 Great Expectations over the archived envelopes, one suite per message type built from the
 catalogue (`contract_platform.quality.suite` documents every expectation id).
 
@@ -16,8 +17,9 @@ catalogue (`contract_platform.quality.suite` documents every expectation id).
 3. **reconcile_lifecycle** — reads the latest evidence of each type the job covered and
    reconciles their lifecycle, so a passing result can promote *experimental -> active* when the
    other guards pass (a failing one is recorded as a refusal naming the failed expectations).
-4. **report_findings** — ends the run red when any type missed an expectation, listing the
-   expectation ids per type and where the Data Docs are; evidence and lifecycle are already done.
+4. **report_findings** — ends the run red when any type missed an expectation on the envelopes of
+   the run's days, listing the expectation ids per type and where the Data Docs are; evidence and
+   lifecycle are already done (the same convention as `topic_archive_validation`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from airflow.sdk.definitions.param import ParamsDict
 
+from contract_platform_airflow.intervals import DAILY, run_range
 from contract_platform_airflow.runtime import actor_of, fail_if, fail_on_bad_input, registry, run_id_of
 from contract_platform_airflow.spark import spark_submit
 
@@ -41,7 +44,7 @@ def _planned(key: str) -> str:
 
 
 @dag(
-    schedule="@daily",
+    schedule=DAILY,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -59,9 +62,10 @@ def _planned(key: str) -> str:
             "",
             type="string",
             title="Since",
-            description="YYYY-MM-DD: only envelopes received from then on; empty: everything (scheduled runs: "
-            "the data interval start)",
+            description="YYYY-MM-DD: only envelopes received from then on; empty with until empty: everything "
+            "(scheduled runs: their data interval)",
         ),
+        "until": Param("", type="string", title="Until", description="YYYY-MM-DD: only envelopes received before"),
     },
 )
 def envelope_quality() -> None:
@@ -69,12 +73,11 @@ def envelope_quality() -> None:
     @fail_on_bad_input
     def plan_run(params: ParamsDict | None = None) -> dict[str, str]:
         import re
-        from datetime import date
         from pathlib import Path
 
         from contract_platform import settings
         from contract_platform.change import load
-        from contract_platform.errors import ArchiveError, UsageError
+        from contract_platform.errors import ArchiveError
 
         context = get_current_context()
         given: dict[str, Any] = dict(params or {})
@@ -82,15 +85,7 @@ def envelope_quality() -> None:
         archive = str(given.get("archive") or settings.archive_dir())
         if "://" not in archive and not Path(archive).exists():
             raise ArchiveError(f"{archive}: archive path does not exist; give another in the trigger form")
-        since = str(given.get("since") or "")
-        interval_start = context.get("data_interval_start")
-        if not since and context["dag_run"].run_type == "scheduled" and interval_start is not None:
-            since = interval_start.date().isoformat()
-        if since:
-            try:
-                date.fromisoformat(since)
-            except ValueError as exc:
-                raise UsageError(f"since {since!r} is not a date; write YYYY-MM-DD") from exc
+        since, until = run_range(dict(context), given)
         run = re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id_of(context) or "manual")
         return {
             "archive": archive,
@@ -98,6 +93,7 @@ def envelope_quality() -> None:
             "gx_root": str(settings.data_dir() / "gx"),
             "report": str(settings.data_dir() / "reports" / "envelope_quality" / f"{run}.json"),
             "since": since,
+            "until": until,
         }
 
     check_envelopes = spark_submit(
@@ -113,6 +109,8 @@ def envelope_quality() -> None:
             _planned("report"),
             "--since",
             _planned("since"),
+            "--until",
+            _planned("until"),
             "--run-id",
             "{{ run_id }}",
             "--no-fail-on-findings",

@@ -2,17 +2,23 @@
 ### Topic archive validation
 
 Daily and on demand: what actually travelled on each topic, checked against the catalogue.
+A scheduled run validates its data interval's day only (docs/archive-validation.md): the date
+partitions `date=YYYY-MM-DD` of that day, with duplicates and ordering carried across days by the
+job's state; the 7-day invalid rate is the sum of the daily runs' evidence.
 
 1. **archive_topics** — drains every `archive.<exchange>` queue into the topic archive
    (`<archive>/<exchange>/date=YYYY-MM-DD/*.jsonl`), acknowledging only what is fsynced.
-2. **plan_paths** — where this run's report and quarantine go.
+2. **plan_paths** — where this run's report and quarantine go, and which days it validates: the
+   data interval of a scheduled or backfill run; params *since*/*until* (`YYYY-MM-DD`, until
+   exclusive) for a manual run, which without them validates the whole archive.
 3. **validate_archive** — the Spark job (`spark_jobs/validate_archive.py`, submitted on
    `spark_default`): every record checked for the reason codes of docs/design.md#reason-codes; invalid
    records go to the quarantine with all their reasons and JSON pointers. The job records one
-   `archive_validation` evidence per message type in the registry store. Invalid records are
-   findings, not a failure of the run.
+   `archive_validation` evidence per message type in the registry store, linked to this run.
 4. **reconcile_lifecycle** — the evidence feeds the experimental → active guard (invalid rate
    under the contract's target over its window), so the lifecycle is reconciled.
+5. **report_findings** — ends the run red when records of the validated days are invalid, naming
+   the counts and the quarantine; evidence and lifecycle are already done.
 
 Param *archive_path* validates another archive (a folder or one file) instead of the platform's.
 """
@@ -26,10 +32,12 @@ import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 from airflow.sdk.definitions.param import ParamsDict
 
+from contract_platform_airflow.intervals import DAILY, run_range
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
     catalog_root,
+    fail_if,
     fail_on_bad_input,
     registry,
     run_id_of,
@@ -41,7 +49,7 @@ PATHS = "{{ ti.xcom_pull(task_ids='plan_paths')"
 
 
 @dag(
-    schedule="@daily",
+    schedule=DAILY,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -50,6 +58,14 @@ PATHS = "{{ ti.xcom_pull(task_ids='plan_paths')"
     doc_md=__doc__,
     params={
         "archive_path": Param("", type="string", title="Archive path", description="empty: the platform's archive"),
+        "since": Param(
+            "",
+            type="string",
+            title="Since",
+            description="YYYY-MM-DD: first date partition to validate; empty with until empty: the whole archive "
+            "(scheduled runs: their data interval)",
+        ),
+        "until": Param("", type="string", title="Until", description="YYYY-MM-DD: stop before this date partition"),
     },
 )
 def topic_archive_validation() -> None:
@@ -65,14 +81,19 @@ def topic_archive_validation() -> None:
         with broker() as connection:
             return drain_archives(load(catalog_root()), connection, settings.archive_dir())
 
-    @task
+    @task(retries=0)
+    @fail_on_bad_input
     def plan_paths(_archived: dict[str, Any], params: ParamsDict | None = None) -> dict[str, str]:
         from contract_platform import settings
 
-        run = "".join(c if c.isalnum() or c in "-_" else "-" for c in (run_id_of(get_current_context()) or "run"))
+        context = get_current_context()
+        since, until = run_range(dict(context), dict(params or {}))
+        run = "".join(c if c.isalnum() or c in "-_" else "-" for c in (run_id_of(context) or "run"))
         reports = settings.data_dir() / "reports" / "archive-validation"
         reports.mkdir(parents=True, exist_ok=True)
         return {
+            "since": since,
+            "until": until,
             "archive": (params or {}).get("archive_path") or str(settings.archive_dir()),
             "catalog": str(catalog_root()),
             "report": str(reports / f"{run}.json"),
@@ -90,7 +111,13 @@ def topic_archive_validation() -> None:
             PATHS + "['report'] }}",
             "--quarantine",
             PATHS + "['quarantine'] }}",
-            "--no-fail-on-findings",
+            "--since",
+            PATHS + "['since'] }}",
+            "--until",
+            PATHS + "['until'] }}",
+            "--run-id",
+            "{{ run_id }}",
+            "--no-fail-on-findings",  # findings are evidence first; report_findings turns the run red
         ],
     )
 
@@ -105,7 +132,27 @@ def topic_archive_validation() -> None:
                 load(catalog_root()), store, actor=actor_of(context), run_id=run_id_of(context)
             ).to_dict()
 
-    plan_paths(archive_topics()) >> validate >> reconcile_lifecycle()
+    @task(retries=0)
+    def report_findings(plan: dict[str, str], _reconciled: dict[str, Any]) -> None:
+        import json
+        from pathlib import Path
+
+        report = json.loads(Path(plan["report"]).read_text(encoding="utf-8"))
+        days = f"{plan['since'] or 'the start'} to {plan['until'] or 'now'}"
+        fail_if(
+            [
+                f"{name}: {figures['invalid']} of {figures['records']} records invalid "
+                f"(quarantine {plan['quarantine']})"
+                for name, figures in report["by_type"].items()
+                if figures["invalid"]
+            ],
+            f"invalid records in the archive from {days}",
+        )
+
+    plan = plan_paths(archive_topics())
+    reconciled = reconcile_lifecycle()
+    plan >> validate >> reconciled
+    report_findings(plan, reconciled)
 
 
 topic_archive_validation()

@@ -33,6 +33,9 @@ __all__ = [
     "all_findings",
     "find_duplicates",
     "find_out_of_order",
+    "first_copies",
+    "last_sequences",
+    "ordered_records",
     "summarize",
 ]
 
@@ -53,15 +56,25 @@ def _in_archive_order(*keys: str) -> Any:
     return Window.partitionBy(*keys).orderBy(F.col("received_us").asc_nulls_last(), F.col("record_id"))
 
 
-def find_duplicates(records: DataFrame) -> DataFrame:
+SEEN_COLUMNS = ("message_type", "message_id", "payload_hash", "received_at", "received_us")
+LAST_COLUMNS = ("message_type", "order_key", "sequence")
+PRIOR_ID = -1  # record_id of what an earlier run saw: it takes part in the rules, it is never flagged
+_BEFORE_ALL = -(2**63)  # received_us of the ordering state: before anything in the interval
+
+
+def find_duplicates(records: DataFrame, prior: DataFrame | None = None) -> DataFrame:
     """(record_id, finding): DUPLICATE / CONFLICTING_DUPLICATE for every copy after the first (see ``sequence``).
 
     The messageIds seen more than once are found by an aggregation; only their copies are windowed.
+    ``prior`` (``SEEN_COLUMNS``: first copies an earlier interval's run kept, within the lookback)
+    take part as originals, so a copy of a message received before the interval is still found.
     """
     key = ["message_type", "message_id"]
     keyed = records.where(F.col("message_type").isNotNull() & F.col("message_id").isNotNull()).select(
         "record_id", *key, "payload_hash", "received_at", "received_us"
     )
+    if prior is not None:
+        keyed = keyed.unionByName(prior.select(F.lit(PRIOR_ID).cast("long").alias("record_id"), *SEEN_COLUMNS))
     repeated = keyed.groupBy(*key).count().where(F.col("count") > 1).select(*key)
     copies = keyed.join(repeated, key, "left_semi")
     window = _in_archive_order(*key)
@@ -79,25 +92,58 @@ def find_duplicates(records: DataFrame) -> DataFrame:
     )
     copy = F.row_number().over(window) > 1
     flagged = F.when(copy & same, duplicate).when(copy, conflicting)
-    return copies.select("record_id", flagged.alias("finding")).where(F.col("finding").isNotNull())
+    found = copies.select("record_id", flagged.alias("finding")).where(F.col("finding").isNotNull())
+    return found.where(F.col("record_id") != PRIOR_ID) if prior is not None else found
 
 
-def find_out_of_order(records: DataFrame, sequence_paths: Mapping[str, str], duplicates: DataFrame) -> DataFrame:
+def find_out_of_order(
+    records: DataFrame, sequence_paths: Mapping[str, str], duplicates: DataFrame, prior: DataFrame | None = None
+) -> DataFrame:
     """(record_id, finding): OUT_OF_ORDER where the sequence is below the highest before it for its key.
 
     ``duplicates`` (``find_duplicates``) neither count nor get flagged. ``sequence_paths`` maps each
-    messageType with ordering to its sequence pointer.
+    messageType with ordering to its sequence pointer. ``prior`` (``LAST_COLUMNS``: the highest
+    sequence per key before the interval) counts as received before every record of the interval.
     """
-    ordered = records.where(F.col("order_key").isNotNull() & F.col("sequence").isNotNull()).select(
-        "record_id", "message_type", "order_key", "sequence", "received_us"
-    )
-    ordered = ordered.join(duplicates.select("record_id"), "record_id", "left_anti")
+    ordered = ordered_records(records, duplicates)
+    if prior is not None:
+        ordered = ordered.unionByName(
+            prior.select(
+                F.lit(PRIOR_ID).cast("long").alias("record_id"),
+                *LAST_COLUMNS,
+                F.lit(_BEFORE_ALL).cast("long").alias("received_us"),
+            )
+        )
     window = _in_archive_order("message_type", "order_key").rowsBetween(Window.unboundedPreceding, -1)
     highest = F.max("sequence").over(window)
     paths = F.create_map(*[F.lit(part) for item in sorted(sequence_paths.items()) for part in item])
     message = F.format_string(OUT_OF_ORDER_MESSAGE, F.col("sequence"), highest, F.col("order_key"))
     late = F.when(F.col("sequence") < highest, _finding(Reason.OUT_OF_ORDER, paths[F.col("message_type")], message))
-    return ordered.select("record_id", late.alias("finding")).where(F.col("finding").isNotNull())
+    return ordered.select("record_id", late.alias("finding")).where(
+        F.col("finding").isNotNull() & (F.col("record_id") != PRIOR_ID)
+    )
+
+
+def ordered_records(records: DataFrame, duplicates: DataFrame) -> DataFrame:
+    """The records the ordering rule reads: a key and a sequence, duplicates left out."""
+    ordered = records.where(F.col("order_key").isNotNull() & F.col("sequence").isNotNull()).select(
+        "record_id", "message_type", "order_key", "sequence", "received_us"
+    )
+    return ordered.join(duplicates.select("record_id"), "record_id", "left_anti")
+
+
+def first_copies(records: DataFrame, duplicates: DataFrame) -> DataFrame:
+    """``SEEN_COLUMNS`` of the records that are not a copy: what a later interval's duplicates are compared with."""
+    keyed = records.where(F.col("message_type").isNotNull() & F.col("message_id").isNotNull())
+    return keyed.join(duplicates.select("record_id"), "record_id", "left_anti").select("record_id", *SEEN_COLUMNS)
+
+
+def last_sequences(records: DataFrame, duplicates: DataFrame, prior: DataFrame | None = None) -> DataFrame:
+    """``LAST_COLUMNS``: the highest sequence per (messageType, key) known at the end of the interval."""
+    ordered = ordered_records(records, duplicates).select(*LAST_COLUMNS)
+    if prior is not None:
+        ordered = ordered.unionByName(prior.select(*LAST_COLUMNS))
+    return ordered.groupBy("message_type", "order_key").agg(F.max("sequence").alias("sequence"))
 
 
 def all_findings(records: DataFrame, flags: DataFrame, *, broadcast: bool = True) -> DataFrame:

@@ -1,13 +1,21 @@
 """Archive validation (docs/design.md#reason-codes): every archived message checked against the catalogue.
 
     spark-submit spark_jobs/validate_archive.py PATH [--catalog DIR] [--report FILE] [--quarantine DIR]
-        [--master URL] [--oversize-bytes N] [--status TYPE=STATUS ...] [--registry-url URL]
+        [--since DATE] [--until DATE] [--state DIR] [--master URL] [--oversize-bytes N]
+        [--status TYPE=STATUS ...] [--registry-url URL] [--run-id ID] [--no-fail-on-findings]
 
-PATH is an archive root, an exchange folder, a date folder or one ``*.jsonl[.gz]`` file. Exit codes:
-0 every record valid (or only counted: duplicates, deprecated types), 1 invalid records found,
-2 bad input (a missing archive path, a catalogue that does not load, bad options), 3 the registry
-store failed. The JSON report goes to ``--report`` (and stdout); invalid records, each with all its
-reasons, go to ``--quarantine DIR`` as JSON Lines (``part-*.txt``, Spark's text output).
+PATH is an archive root, an exchange folder, a date folder or one ``*.jsonl[.gz]`` file. Exit codes
+(``spark_jobs._common.run_job``): 0 every record valid (or only counted: duplicates, deprecated
+types), 1 invalid records found (0 with ``--no-fail-on-findings``), 2 bad input (a missing archive
+path, a catalogue that does not load, bad options), 3 the registry store failed. The JSON report goes
+to ``--report`` (and stdout); invalid records, each with all its reasons, go to ``--quarantine DIR``
+as JSON Lines (``part-*.txt``, Spark's text output).
+
+Incremental runs (docs/archive-validation.md): ``--since``/``--until`` (``since <= date < until``)
+read only the ``date=YYYY-MM-DD`` partitions in range, listed by folder name. The cross-record rules
+keep their meaning across the boundary through the state kept under ``--state`` (default under the
+platform's data folder, ``spark_jobs/_archive_state.py``): copies are compared with the first copies
+of the lookback (24 h) before the interval, sequences with the last one known per ordering key.
 
 Extract -> transform -> load:
 
@@ -34,17 +42,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):  # run as a file (spark-submit): make ``spark_jobs`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
 from py4j.protocol import Py4JJavaError
@@ -54,7 +58,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
 from contract_platform.validation.arrow import (
@@ -69,9 +72,27 @@ from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.evidence import record_evidence
 from contract_platform.validation.reading import DEFAULT_SPLIT_BYTES, LINE_BITS, Split, file_sizes, plan_splits
 from contract_platform.validation.records import DEFAULT_OVERSIZE_BYTES, effective_statuses
-from contract_platform.validation.report import InputFigures, ValidationReport
-from spark_jobs._archive_rules import aggregate, all_findings, find_duplicates, find_out_of_order, summarize
-from spark_jobs._common import build_session, path_exists, path_is_empty, print_error, read_archive
+from contract_platform.validation.report import InputFigures, Interval, ValidationReport
+from spark_jobs._archive_rules import (
+    aggregate,
+    all_findings,
+    find_duplicates,
+    find_out_of_order,
+    first_copies,
+    last_sequences,
+    summarize,
+)
+from spark_jobs._archive_state import DEFAULT_LOOKBACK, ArchiveState, PriorState, default_state_dir, split_days
+from spark_jobs._common import (
+    JobRun,
+    date_arg,
+    date_partitions,
+    job_parser,
+    path_exists,
+    path_is_empty,
+    read_archive,
+    run_job,
+)
 
 __all__ = [
     "aggregate",
@@ -98,12 +119,17 @@ _GZIP_WEIGHT = 8  # a gzipped byte is worth about this many plain ones to read a
 # -- extract ------------------------------------------------------------------------------------
 
 
-def list_archive(spark: SparkSession, archive_path: str) -> list[tuple[str, int]]:
+def list_archive(
+    spark: SparkSession, archive_path: str, since: date | None = None, until: date | None = None
+) -> list[tuple[str, int]]:
     """(URI, size) of every ``*.jsonl[.gz]`` under ``archive_path`` (or of that one file), in path order.
 
-    Listed by Spark's own file index (recursive, hidden files left out, empty files kept), not read.
+    Listed by Spark's own file index (recursive, hidden files left out, empty files kept), not read;
+    with ``since``/``until`` only the date partitions in range are listed.
     """
-    uris = sorted(read_archive(spark, archive_path).inputFiles())
+    if (since is not None or until is not None) and not date_partitions(spark, archive_path, since, until):
+        return []
+    uris = sorted(read_archive(spark, archive_path, since, until).inputFiles())
     return list(zip(uris, file_sizes(uris), strict=True))
 
 
@@ -261,12 +287,20 @@ def run_validation(
     quarantine_dir: str | Path | None = None,
     oversize_bytes: int = DEFAULT_OVERSIZE_BYTES,
     statuses: Mapping[str, str] | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    state_dir: str | Path | None = None,
+    lookback: timedelta = DEFAULT_LOOKBACK,
 ) -> ValidationReport:
-    """Validate every record under ``archive_path``; write the report and quarantine when asked.
+    """Validate every record under ``archive_path`` (or its date partitions in ``[since, until)``); write the report and quarantine when asked.
 
+    With ``state_dir``, the cross-record rules start from what earlier intervals kept there (when
+    ``since`` is given) and this interval's state is written there afterwards (``_archive_state``).
     Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
-    (catalogue does not load) and ``UsageError`` (bad status or quarantine folder).
+    (catalogue does not load) and ``UsageError`` (bad status, range or quarantine folder).
     """
+    if since is not None and until is not None and until <= since:
+        raise UsageError(f"until {until} is not after since {since}: the range is since <= date < until")
     try:
         return _run_validation(
             spark,
@@ -276,6 +310,9 @@ def run_validation(
             quarantine_dir=quarantine_dir,
             oversize_bytes=oversize_bytes,
             statuses=dict(statuses or {}),
+            interval=(since, until) if since is not None or until is not None else None,
+            state=ArchiveState(spark, str(state_dir)) if state_dir is not None else None,
+            lookback=lookback,
         )
     except (PySparkException, Py4JJavaError) as exc:  # a Python worker's error, as Spark hands it back
         mapped = _job_error(exc)
@@ -293,6 +330,9 @@ def _run_validation(
     quarantine_dir: str | Path | None,
     oversize_bytes: int,
     statuses: dict[str, str],
+    interval: tuple[date | None, date | None] | None,
+    state: ArchiveState | None,
+    lookback: timedelta,
 ) -> ValidationReport:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -311,7 +351,9 @@ def _run_validation(
         _check_quarantine_dir(spark, str(quarantine_dir))
     bundle = CatalogBundle.read(catalog_dir)
     shipped = spark.sparkContext.broadcast(bundle)  # once: the record rules and the second read share it
-    files = list_archive(spark, archive)
+    since, until = interval or (None, None)
+    files = list_archive(spark, archive, since, until)
+    prior = state.prior(since, lookback) if state is not None and since is not None else PriorState(None, None, 0, None)
     planned, splits = archive_splits(spark, files)
     checked = check_records(
         splits, catalog_dir, bundle=shipped, oversize_bytes=oversize_bytes, statuses=statuses
@@ -320,13 +362,12 @@ def _run_validation(
     duplicates: DataFrame | None = None
     try:
         sequence_paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
-        duplicates = find_duplicates(checked).persist(StorageLevel.MEMORY_AND_DISK)
+        duplicates = find_duplicates(checked, prior.seen).persist(StorageLevel.MEMORY_AND_DISK)
         copies = duplicates.count()  # once: the ordering rule and the union below both read them
-        flags = duplicates.unionByName(
-            find_out_of_order(
-                checked, sequence_paths, F.broadcast(duplicates) if copies <= _BROADCAST_ROWS else duplicates
-            )
-        ).persist(StorageLevel.MEMORY_AND_DISK)
+        small = F.broadcast(duplicates) if copies <= _BROADCAST_ROWS else duplicates
+        flags = duplicates.unionByName(find_out_of_order(checked, sequence_paths, small, prior.last)).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         flagged = flags.count()  # materializes them once, and says whether they are few enough to broadcast
         records = all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS)
         figures = aggregate(records)
@@ -344,7 +385,21 @@ def _run_validation(
             oversize_bytes=oversize_bytes,
             statuses=statuses,
             started_at=started_at,
+            interval=Interval(
+                since,
+                until,
+                partitions=len({str(uri).rsplit("/", 1)[0] for uri, _ in files}),
+                lookback_days=prior.lookback_days,
+                state_from=prior.state_from,
+            )
+            if interval is not None
+            else None,
         )
+        if state is not None:
+            days = split_days(planned)
+            last_day = (until - timedelta(days=1)) if until is not None else max(days.values(), default=None)
+            if last_day is not None:
+                state.write(first_copies(checked, small), last_sequences(checked, small, prior.last), days, last_day)
     finally:
         checked.unpersist()
         for cached in (flags, duplicates):
@@ -367,23 +422,20 @@ def _status(text: str) -> tuple[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="validate_archive", description=__doc__.splitlines()[0])
+    parser = job_parser("validate_archive", (__doc__ or "").splitlines()[0])
     parser.add_argument("path", help="archive root, exchange or date folder, or one .jsonl[.gz] file")
-    parser.add_argument("--catalog", default=None, help="catalogue folder (default $CONTRACT_CATALOG or ./contracts)")
     parser.add_argument("--report", default=None, help="write the JSON report here")
     parser.add_argument("--quarantine", default=None, help="write invalid records (JSON Lines) into this folder")
-    parser.add_argument("--master", default=None, help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--since", type=date_arg, default=None, help="first date partition (YYYY-MM-DD; empty: all)")
+    parser.add_argument("--until", type=date_arg, default=None, help="date partition to stop before (exclusive)")
+    parser.add_argument(
+        "--state",
+        default=None,
+        help="folder of the incremental state (default with --since/--until: <data>/state/archive-validation/...)",
+    )
     parser.add_argument("--oversize-bytes", type=int, default=DEFAULT_OVERSIZE_BYTES, help="OVERSIZE above this")
     parser.add_argument(
         "--status", type=_status, action="append", default=[], help="TYPE=STATUS effective status (repeatable)"
-    )
-    parser.add_argument(
-        "--registry-url", default=None, help="record evidence in this registry (default $CONTRACT_REGISTRY_URL)"
-    )
-    parser.add_argument(
-        "--no-fail-on-findings",
-        action="store_true",
-        help="exit 0 when the job ran, even if it found invalid records (they are evidence, not a failure)",
     )
     return parser
 
@@ -399,38 +451,34 @@ def registry_statuses(registry_url: str) -> dict[str, str]:
         registry.close()
 
 
+def _validate(run: JobRun) -> int:
+    args = run.args
+    assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
+    statuses = dict(args.status) or (registry_statuses(run.registry_url) if run.registry_url else {})
+    incremental = args.since is not None or args.until is not None
+    state_dir = args.state or (default_state_dir(args.path) if incremental else None)
+    report = run_validation(
+        run.spark,
+        args.path,
+        run.catalog_dir,
+        report_path=args.report,
+        quarantine_dir=args.quarantine,
+        oversize_bytes=args.oversize_bytes,
+        statuses=statuses,
+        since=args.since,
+        until=args.until,
+        state_dir=state_dir,
+    )
+    run.close()  # the evidence needs no JVM: free it first
+    if run.registry_url:
+        record_evidence(report, run.catalog, run.registry_url, reference=args.report, run_id=args.run_id)
+    print(json.dumps(report.to_dict()))
+    return report.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; return 0 (all valid), 1 (invalid records found), 2 (bad input) or 3 (store failed)."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage or help
-        return int(exc.code or 0)
-    catalog_dir = args.catalog or str(settings.catalog_dir())
-    registry_url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")
-    try:
-        catalog = load_catalog(catalog_dir)  # fail fast, before a JVM starts
-        statuses = dict(args.status) or (registry_statuses(registry_url) if registry_url else {})
-        spark, created = build_session(APP_NAME, args.master)
-        try:
-            report = run_validation(
-                spark,
-                args.path,
-                catalog_dir,
-                report_path=args.report,
-                quarantine_dir=args.quarantine,
-                oversize_bytes=args.oversize_bytes,
-                statuses=statuses,
-            )
-        finally:
-            if created:
-                spark.stop()
-        if registry_url:
-            record_evidence(report, catalog, registry_url, reference=args.report)
-    except ContractPlatformError as exc:
-        print_error(exc)
-        return exc.exit_code
-    print(json.dumps(report.to_dict()))
-    return 0 if args.no_fail_on_findings and report.exit_code == 1 else report.exit_code
+    return run_job(APP_NAME, _parser(), _validate, argv)
 
 
 if __name__ == "__main__":

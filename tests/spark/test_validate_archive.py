@@ -295,7 +295,7 @@ def test_an_archive_file_gone_before_it_is_read_stops_the_job_with_its_name(
 ):
     gone = tmp_path / "billing.events" / "date=2026-07-01" / "part-9999.jsonl"
     listed = job.list_archive(spark, str(archive.root))
-    monkeypatch.setattr(job, "list_archive", lambda spark, path: [*listed, (gone.as_uri(), 100)])
+    monkeypatch.setattr(job, "list_archive", lambda spark, path, *_range: [*listed, (gone.as_uri(), 100)])
     with pytest.raises(ArchiveError, match="part-9999.jsonl: cannot open the archive file"):
         job.run_validation(spark, archive.root, catalog_dir)
 

@@ -40,6 +40,7 @@ def record_evidence(
     """
     from contract_platform.store import Registry  # the store needs SQLAlchemy; Spark workers never do
 
+    interval = report.interval.to_dict() if report.interval is not None else None  # which days the counts cover
     added = []
     with Registry.open(registry_url) as registry:
         for message_type, figures in report.by_type.items():
@@ -53,7 +54,7 @@ def record_evidence(
                     contract_version=contract.version,
                     kind=KIND,
                     verdict="pass" if figures.invalid_rate <= target else "fail",
-                    figures={**evidence_figures(figures), "invalid_rate_target": target},
+                    figures={**evidence_figures(figures), "invalid_rate_target": target, "interval": interval},
                     reference=reference,
                     run_id=run_id,
                 )

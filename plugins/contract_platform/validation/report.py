@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from contract_platform.validation.reasons import Reason
@@ -20,6 +20,7 @@ __all__ = [
     "Figures",
     "Group",
     "InputFigures",
+    "Interval",
     "PathCount",
     "Totals",
     "TypeFigures",
@@ -177,6 +178,30 @@ class Figures:
 
 
 @dataclass(frozen=True)
+class Interval:
+    """The date partitions an incremental run validated (``since <= date < until``; None: unbounded) and what it knew before.
+
+    ``lookback_days`` of earlier first copies were compared for DUPLICATE / CONFLICTING_DUPLICATE;
+    ``state_from`` is the day whose ordering state (the last sequence per key) OUT_OF_ORDER started from.
+    """
+
+    since: date | None = None
+    until: date | None = None
+    partitions: int = 0
+    lookback_days: int = 0
+    state_from: date | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "since": self.since.isoformat() if self.since else None,
+            "until": self.until.isoformat() if self.until else None,
+            "partitions": self.partitions,
+            "lookback_days": self.lookback_days,
+            "state_from": self.state_from.isoformat() if self.state_from else None,
+        }
+
+
+@dataclass(frozen=True)
 class ValidationReport:
     """One archive validation run. ``to_dict()`` is the JSON report; ``exit_code`` 1 when anything is invalid."""
 
@@ -190,6 +215,7 @@ class ValidationReport:
     oversize_bytes: int = 1_048_576
     statuses: Mapping[str, str] = field(default_factory=dict)
     started_at: str = ""
+    interval: Interval | None = None  # the date partitions validated; None: everything under ``archive``
 
     @property
     def totals(self) -> Totals:
@@ -235,4 +261,5 @@ class ValidationReport:
             },
             "quarantine": {"path": self.quarantine, "records": figures.totals.invalid} if self.quarantine else None,
             "options": {"oversize_bytes": self.oversize_bytes, "statuses": dict(self.statuses)},
+            "interval": self.interval.to_dict() if self.interval is not None else None,
         }

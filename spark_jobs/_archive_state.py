@@ -1,0 +1,110 @@
+"""What an incremental archive validation keeps between runs, so no run re-reads history (docs/archive-validation.md).
+
+Under the state folder (default ``<data>/state/archive-validation/<archive digest>``), Parquet
+partitioned by the archive's date partition:
+
+* ``seen/date=YYYY-MM-DD/``: the first copy of every message of that day (messageType, messageId,
+  payload hash, receivedAt): what a later day's DUPLICATE / CONFLICTING_DUPLICATE compare with,
+  read back only for the lookback before the interval;
+* ``last/date=YYYY-MM-DD/``: the highest sequence per (messageType, ordering key) known at the end
+  of that day (cumulative): a run starts OUT_OF_ORDER from the latest one before its interval.
+
+A run writes its own days' partitions only (dynamic overwrite): running a day again replaces that
+day's state and reads exactly what the first run read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from contract_platform import settings
+from contract_platform.validation.reading import LINE_BITS, Split
+from spark_jobs._archive_rules import LAST_COLUMNS, SEEN_COLUMNS
+from spark_jobs._common import folder_date, hadoop_path, partition_date, path_exists
+
+__all__ = ["DEFAULT_LOOKBACK", "ArchiveState", "PriorState", "default_state_dir", "split_days"]
+
+DEFAULT_LOOKBACK = timedelta(hours=24)  # the dedup window: no contract declares its own yet
+
+
+def default_state_dir(archive: str) -> str:
+    """``<data>/state/archive-validation/<digest of the archive path>``: one state per archive validated."""
+    digest = hashlib.sha256(archive.rstrip("/").encode("utf-8")).hexdigest()[:16]
+    return str(settings.data_dir() / "state" / "archive-validation" / digest)
+
+
+@dataclass(frozen=True)
+class PriorState:
+    """What earlier runs knew when this interval starts (None: nothing kept)."""
+
+    seen: DataFrame | None
+    last: DataFrame | None
+    lookback_days: int
+    state_from: date | None
+
+
+@dataclass(frozen=True)
+class ArchiveState:
+    spark: SparkSession
+    root: str
+
+    def prior(self, since: date, lookback: timedelta = DEFAULT_LOOKBACK) -> PriorState:
+        """First copies received in the ``lookback`` before ``since`` and the latest ordering state before it."""
+        lookback_days = max(1, math.ceil(lookback / timedelta(days=1)))
+        seen_paths = [
+            path
+            for n in range(lookback_days, 0, -1)
+            if path_exists(self.spark, path := f"{self.root}/seen/date={since - timedelta(days=n)}")
+        ]
+        seen = None
+        if seen_paths:
+            start_us = int(datetime.combine(since, datetime.min.time(), UTC).timestamp() * 1_000_000)
+            seen = (
+                self.spark.read.parquet(*seen_paths)
+                .select(*SEEN_COLUMNS)
+                .where(F.col("received_us") >= F.lit(start_us - int(lookback / timedelta(microseconds=1))))
+            )
+        state_from = self._latest_before(since)
+        last = None
+        if state_from is not None:
+            last = self.spark.read.parquet(f"{self.root}/last/date={state_from}").select(*LAST_COLUMNS)
+        return PriorState(seen, last, lookback_days, state_from)
+
+    def _latest_before(self, since: date) -> date | None:
+        fs, root = hadoop_path(self.spark, f"{self.root}/last")
+        if not fs.exists(root):
+            return None
+        found = [folder_date(str(status.getPath())) for status in fs.listStatus(root) if status.isDirectory()]
+        return max((day for day in found if day is not None and day < since), default=None)
+
+    def write(self, seen: DataFrame, last: DataFrame, split_days: dict[int, date], last_day: date) -> None:
+        """This interval's first copies (by their file's date partition) and the ordering state at ``last_day``'s end."""
+        if not split_days:
+            return
+        day_of = self.spark.createDataFrame(
+            [(index, day.isoformat()) for index, day in split_days.items()], "split_index long, date string"
+        )
+        (
+            seen.withColumn("split_index", F.shiftright("record_id", LINE_BITS))
+            .join(F.broadcast(day_of), "split_index")
+            .select(*SEEN_COLUMNS, "date")
+            .coalesce(1)
+            .write.mode("overwrite")
+            .option("partitionOverwriteMode", "dynamic")
+            .partitionBy("date")
+            .parquet(f"{self.root}/seen")
+        )
+        target = f"{self.root}/last/date={last_day}"
+        last.select(*LAST_COLUMNS).coalesce(1).write.mode("overwrite").parquet(target)
+
+
+def split_days(splits: list[Split]) -> dict[int, date]:
+    """Split index -> the date partition of its file (files outside a date partition are left out)."""
+    found = {split.index: partition_date(split.uri) for split in splits}
+    return {index: day for index, day in found.items() if day is not None}
