@@ -154,17 +154,25 @@ def _compare_branches(w: Walker, old: View, new: View, old_kind: str, new_kind: 
     single = len(olds) == 1 and len(news) == 1
     judge = new_kind if old_kind != new_kind and (single or not pairs) else old_kind
     for branch in lost:
-        if not _repeats(w, branch, olds, old_kind):
+        if not _repeats(w, branch, olds, old_kind, {before.ptr for before, _ in pairs}):
             w.emit(_BRANCH_REMOVED[judge], branch.ptr, f"a branch of {old_kind} in {where} was removed")
     for branch in gained:
-        if not _repeats(w, branch, news, new_kind):
+        if not _repeats(w, branch, news, new_kind, {after.ptr for _, after in pairs}):
             w.emit(_BRANCH_ADDED[new_kind], branch.ptr, f"a branch was added to {new_kind} in {where}")
 
 
-def _repeats(w: Walker, branch: View, siblings: list[View], kind: str) -> bool:
-    """A branch equivalent to another branch of the same anyOf/allOf adds nothing (not so for oneOf)."""
+def _repeats(w: Walker, branch: View, siblings: list[View], kind: str, paired: set[str]) -> bool:
+    """A branch equivalent to a paired branch, or to an earlier one, of the same anyOf/allOf adds nothing
+    (not so for oneOf). Of several equivalent unpaired branches the first still counts."""
     if kind == "oneOf":
         return False
+    position = next(i for i, s in enumerate(siblings) if s.ptr == branch.ptr)
+    for i, other in enumerate(siblings):
+        if i != position and (i < position or other.ptr in paired):
+            probe = w.probe(other, branch)
+            if probe.backward and probe.forward and probe.changes == 0:
+                return True
+    return False
     for other in siblings:
         if other.ptr != branch.ptr:
             probe = w.probe(other, branch)

@@ -38,6 +38,7 @@ SPEC_PAIRS: list[tuple[str, Any, Any, tuple[bool, bool]]] = [
     ("one-of-reordered", {"oneOf": [STRING, INTEGER, NULL]}, {"oneOf": [NULL, STRING, INTEGER]}, (True, True)),
     ("any-of-duplicated", {"anyOf": [STRING, INTEGER]}, {"anyOf": [STRING, INTEGER, STRING]}, (True, True)),
     ("any-of-branch-replaced-by-a-duplicate", {"anyOf": [INTEGER, STRING]}, {"anyOf": [INTEGER, INTEGER]}, (False, True)),
+    ("any-of-duplicates-replaced", {"anyOf": [NULL, NULL]}, {"anyOf": [STRING, STRING]}, (False, False)),
     ("any-to-one-of-disjoint", {"anyOf": [STRING, INTEGER]}, {"oneOf": [INTEGER, STRING]}, (True, True)),
     ("any-to-one-of-overlapping", {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
      {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, (False, True)),
