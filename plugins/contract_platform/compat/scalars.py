@@ -8,6 +8,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .context import allowed_values, own_types
+from .dialects import IGNORED_PREFIX
 from .model import RuleId as R
 from .schema import (
     CONJUNCTION,
@@ -96,11 +97,19 @@ def compare_annotations(w: Walker, old: View, new: View, old_types: frozenset[st
         elif keyword == "$schema":
             w.emit(R.DIALECT_CHANGED, new.at(keyword), f"$schema of {where} changed from {before!r} to {after!r}")
         elif before is _MISSING:
-            w.emit(R.ANNOTATION_ADDED, new.at(keyword), f"{keyword} added to {where}")
+            w.emit(R.ANNOTATION_ADDED, new.at(keyword), f"{_named(keyword)} added to {where}")
         elif after is _MISSING:
-            w.emit(R.ANNOTATION_REMOVED, old.at(keyword), f"{keyword} removed from {where}")
+            w.emit(R.ANNOTATION_REMOVED, old.at(keyword), f"{_named(keyword)} removed from {where}")
         else:
-            w.emit(R.ANNOTATION_CHANGED, new.at(keyword), f"{keyword} of {where} changed")
+            w.emit(R.ANNOTATION_CHANGED, new.at(keyword), f"{_named(keyword)} of {where} changed")
+
+
+def _named(keyword: str) -> str:
+    """``x-not-in-draft-07:prefixItems`` (see ``dialects``) as the user wrote and the draft reads it."""
+    if keyword.startswith(IGNORED_PREFIX):
+        draft, _, name = keyword.removeprefix(IGNORED_PREFIX).partition(":")
+        return f"{name} (no keyword in {draft}, or beside a $ref there: it asserts nothing)"
+    return keyword
 
 
 # -- type and listed values ----------------------------------------------------------------------
