@@ -359,6 +359,7 @@ def _run_validation(
         splits, catalog_dir, bundle=shipped, oversize_bytes=oversize_bytes, statuses=statuses
     ).persist(StorageLevel.MEMORY_AND_DISK)
     flags: DataFrame | None = None
+    records: DataFrame | None = None
     duplicates: DataFrame | None = None
     try:
         sequence_paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
@@ -369,7 +370,10 @@ def _run_validation(
             StorageLevel.MEMORY_AND_DISK
         )
         flagged = flags.count()  # materializes them once, and says whether they are few enough to broadcast
-        records = all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS)
+        # one cached result that the report's aggregation and the quarantine both read
+        records = all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         figures = aggregate(records)
         if quarantine_dir is not None:
             reread = partial(reread_batches, catalog=shipped, oversize_bytes=oversize_bytes, statuses=statuses or None)
@@ -402,7 +406,7 @@ def _run_validation(
                 state.write(first_copies(checked, small), last_sequences(checked, small, prior.last), days, last_day)
     finally:
         checked.unpersist()
-        for cached in (flags, duplicates):
+        for cached in (records, flags, duplicates):
             if cached is not None:
                 cached.unpersist()
     if report_path is not None:

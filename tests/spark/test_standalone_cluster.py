@@ -1,0 +1,160 @@
+"""The Spark jobs on a real Spark standalone cluster, submitted the way the DAGs submit them.
+
+A master and one worker are started from the installed pyspark (``spark-class``, loopback only,
+free ports, 1 core, small memory); ``spark_default`` points at the master; validate_archive, the
+parity job and archive_last_seen go through the platform's operator (``spark-submit``, client
+mode) and their reports must equal what the same jobs give in local mode. The finalizer kills
+each process group, so no JVM outlives the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyspark
+import pytest
+from tests.spark.test_dual_publish_parity import V1, defective_archive
+
+from spark_jobs import archive_last_seen, dual_publish_parity, validate_archive
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+VOLATILE = {"elapsed_seconds", "throughput", "started_at", "archive", "catalog"}  # differ run to run, not result
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def master_state(ui_port: int) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as answer:
+            return dict(json.load(answer))
+    except OSError:
+        return {}
+
+
+def alive_workers(ui_port: int) -> int:
+    return int(master_state(ui_port).get("aliveworkers", 0))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """(``spark://127.0.0.1:PORT``, master web UI port) of a running master with one registered worker."""
+    logs = tmp_path_factory.mktemp("cluster-logs")
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_WORKER_DIR": str(logs / "work"),
+        "SPARK_DAEMON_MEMORY": "256m",
+    }
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    port, ui_port = free_port(), free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    commands = [
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+         "--webui-port", str(ui_port)],
+        [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", str(free_port()),
+         "--webui-port", str(free_port()), "--cores", "1", "--memory", "1g", master_url],
+    ]  # fmt: skip
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for n, command in enumerate(commands):
+            log = (logs / f"daemon-{n}.log").open("wb")
+            processes.append(
+                subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            )
+            if n == 0:
+                wait_for(lambda: alive_workers(ui_port) == 0 and _answers(port), "the Spark master")
+        wait_for(lambda: alive_workers(ui_port) == 1, "the Spark worker to register")
+        yield master_url, ui_port
+    finally:
+        for process in reversed(processes):
+            os.killpg(process.pid, signal.SIGKILL)  # the whole group: spark-class and its JVM
+            process.wait(timeout=30)
+
+
+def _answers(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def submit(job: str, args: list[str], master_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``job`` through the operator the DAGs use, on ``spark_default`` pointing at the cluster."""
+    from contract_platform_airflow.spark import spark_submit
+
+    host, port = master_url.rsplit(":", 1)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": host, "port": port}))
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")  # the driver (client mode) listens on loopback too
+    task = spark_submit(
+        task_id=job, job=job, application_args=args, conf={"spark.executor.memory": "512m", "spark.cores.max": "1"}
+    )
+    task.execute({})
+
+
+def stable(report: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in report.items() if key not in VOLATILE}
+
+
+def test_the_jobs_on_a_standalone_cluster_report_what_local_mode_reports(
+    cluster: tuple[str, int], spark, catalog, catalog_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generated = defective_archive(tmp_path / "archive", catalog)
+    generated.archive.write()
+    root = str(generated.archive.root)
+    monkeypatch.setenv("CONTRACT_REGISTRY_URL", f"sqlite:///{tmp_path / 'registry.db'}")
+    monkeypatch.setenv("CONTRACT_PLATFORM_HOME", str(tmp_path / "data"))
+    local, remote = tmp_path / "local", tmp_path / "cluster"
+    local.mkdir()
+    remote.mkdir()
+
+    def validate_args(out: Path) -> list[str]:
+        return [root, "--catalog", str(catalog_dir), "--report", str(out / "validation.json"), "--no-fail-on-findings"]
+
+    def parity_args(out: Path) -> list[str]:
+        return [V1, "--archive", root, "--catalog", str(catalog_dir), "--report", str(out / "parity.json"),
+                "--no-fail-on-findings"]  # fmt: skip
+
+    def last_seen_args(out: Path) -> list[str]:
+        return [root, "--out", str(out / "last-seen.json")]
+
+    # local mode: the same entry points, in this process's local session
+    assert validate_archive.main(validate_args(local)) == 0
+    assert dual_publish_parity.main(parity_args(local)) == 0
+    assert archive_last_seen.main(last_seen_args(local)) == 0
+
+    master_url, ui_port = cluster
+    submit("validate_archive", validate_args(remote), master_url, monkeypatch)
+    submit("dual_publish_parity", parity_args(remote), master_url, monkeypatch)
+    submit("archive_last_seen", last_seen_args(remote), master_url, monkeypatch)
+    ran = master_state(ui_port).get("completedapps", [])
+    assert len(ran) == 3, ran  # the cluster ran all three, none fell back to local mode
+    for name in ("validation.json", "parity.json", "last-seen.json"):
+        here = json.loads((local / name).read_text())
+        there = json.loads((remote / name).read_text())
+        assert stable(there) == stable(here), name
+    validation = json.loads((remote / "validation.json").read_text())
+    assert validation["totals"]["records"] > 0 and validation["totals"]["invalid"] > 0
