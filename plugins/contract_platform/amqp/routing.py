@@ -39,6 +39,7 @@ __all__ = [
     "Route",
     "binding_matches",
     "headers_match",
+    "index_bindings",
     "route_message",
     "topic_matches",
 ]
@@ -212,17 +213,26 @@ class Route:
         return f"{hops} -> {self.queue}{alternate}{sure}"
 
 
+def index_bindings(bindings: Iterable[BindingInfo]) -> dict[str, list[BindingInfo]]:
+    """Bindings by source exchange: build once, route many messages (a broker may hold thousands)."""
+    by_source: dict[str, list[BindingInfo]] = {}
+    for binding in bindings:
+        by_source.setdefault(binding.source, []).append(binding)
+    return by_source
+
+
 def route_message(
     exchange: str,
     routing_key: str,
     headers: HeaderModel,
     exchanges: Mapping[str, ExchangeInfo],
-    bindings: Iterable[BindingInfo],
+    bindings: Iterable[BindingInfo] | Mapping[str, Sequence[BindingInfo]],
 ) -> list[Route]:
-    """Every queue a message published to ``exchange`` reaches, with how; unknown exchanges route nowhere."""
-    by_source: dict[str, list[BindingInfo]] = {}
-    for binding in bindings:
-        by_source.setdefault(binding.source, []).append(binding)
+    """Every queue a message published to ``exchange`` reaches, with how; unknown exchanges route nowhere.
+
+    ``bindings``: the bindings, or ``index_bindings`` of them.
+    """
+    by_source = bindings if isinstance(bindings, Mapping) else index_bindings(bindings)
     found: dict[str, Route] = {}
     visited: dict[str, Match] = {}  # the best certainty each exchange was reached with (cycles end here)
     # (exchange, path so far, certainty so far, reached through an alternate exchange)

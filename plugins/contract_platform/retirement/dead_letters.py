@@ -261,7 +261,7 @@ def _scan_discovered(
             scan = _scan_queue(connect(entry.vhost), contract, entry.queue, info, version, max_messages)
             scan.vhost = entry.vhost
             scan.found = tuple(str(f) for f in entry.found)
-            scan.why = tuple(entry.why)
+            scan.why = entry.reasons
             scans.append(scan)
     return DeadLetterScan("broker", tuple(scans), scope, ".".join(map(str, version)) if version else None)
 

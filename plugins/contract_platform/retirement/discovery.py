@@ -21,14 +21,21 @@ if the version reaches it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from contract_platform.amqp.bridge import tap_queue_name
 from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, VhostTopology
-from contract_platform.amqp.routing import ANY_KEY, HeaderModel, Match, Route, route_message
+from contract_platform.amqp.routing import (
+    ANY_KEY,
+    HeaderModel,
+    Match,
+    Route,
+    index_bindings,
+    route_message,
+)
 from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.catalog.model import Contract
 from contract_platform.retirement.model import TYPE_HEADERS
@@ -60,6 +67,9 @@ DEFAULT_DEAD_LETTER_SUFFIXES = (
 )
 
 
+_KEPT_REASONS = 3  # sentences kept per queue and per way it was found beyond the first; the rest are counted
+
+
 class Found(StrEnum):
     """How a queue came to be considered (stable ids, shown in the report and the UI)."""
 
@@ -81,12 +91,23 @@ class Considered:
     role: Role | None = None  # the platform's role for its own queues
     certain: bool = True  # False: reached only through a headers binding that may match
     readers: tuple[ConsumerInfo, ...] = ()
+    more: int = 0  # further reasons not kept (a DLX shared by many queues gives each DLQ many)
 
-    def add(self, found: Found, why: str) -> None:
-        if why not in self.why:
-            self.why.append(why)
-        if found not in self.found:
+    def add(self, found: Found, why: str | Callable[[], str]) -> None:
+        """Record one way the queue was found; the sentence is made (``why()``) only while fewer than a few are kept."""
+        new = found not in self.found
+        if new:
             self.found.append(found)
+        if len(self.why) >= _KEPT_REASONS and not new:
+            self.more += 1
+            return
+        text = why() if callable(why) else why
+        if text not in self.why:
+            self.why.append(text)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return (*self.why, f"and {self.more} more") if self.more else tuple(self.why)
 
     @property
     def how(self) -> str:
@@ -97,7 +118,7 @@ class Considered:
             "vhost": self.vhost,
             "queue": self.queue,
             "foundBy": [str(f) for f in self.found],
-            "why": list(self.why),
+            "why": list(self.reasons),
             "role": str(self.role) if self.role else None,
             "certain": self.certain,
             "readers": [reader.to_dict() for reader in self.readers],
@@ -131,10 +152,10 @@ def _receivers(contract: Contract, plan: TopologyPlan, topology: BrokerTopology,
         entry.add(Found.PLATFORM, f"{queue.role} queue of {contract.message_type} in the catalogue")
     headers = headers_of(contract)
     for vhost, hosted in topology.vhosts.items():
-        routes = route_message(
+        reached = route_message(
             contract.transport.exchange, contract.transport.routing_key, headers, hosted.exchanges, hosted.bindings
         )
-        for route in routes:
+        for route in reached:
             entry = _entry(table, vhost, route.queue)
             entry.add(Found.BINDING, f"routed {route.describe()} with key {contract.transport.routing_key}")
             if vhost == home and route.queue == tap_queue_name(contract.message_type):
@@ -143,9 +164,18 @@ def _receivers(contract: Contract, plan: TopologyPlan, topology: BrokerTopology,
     return table
 
 
-def _dead_letter_routes(hosted: VhostTopology) -> Iterable[tuple[Found, str, Route]]:
+def _dead_letter_routes(hosted: VhostTopology) -> Iterable[tuple[Found, Callable[[], str], Route]]:
     """(how, why, route) for every queue the broker dead-letters into, in one virtual host."""
     anything = HeaderModel()
+    by_source = index_bindings(hosted.bindings)
+    routed: dict[tuple[str, str | None], list[Route]] = {}  # many queues share one DLX: route each once
+
+    def routes(exchange: Any, key: Any) -> list[Route]:
+        target = (str(exchange), str(key) if key else None)
+        if target not in routed:
+            routed[target] = route_message(target[0], target[1] or ANY_KEY, anything, hosted.exchanges, by_source)
+        return routed[target]
+
     for queue in hosted.queues.values():
         exchange = queue.setting("x-dead-letter-exchange", "dead-letter-exchange")
         if exchange is None:
@@ -156,25 +186,22 @@ def _dead_letter_routes(hosted: VhostTopology) -> Iterable[tuple[Found, str, Rou
         if exchange == "" and delayed:
             continue  # a delayed-retry queue handing messages back to a work queue
         source = f"{'the policy on ' if by_policy else ''}{queue.name}"
-        for route in route_message(
-            str(exchange), str(key) if key else ANY_KEY, anything, hosted.exchanges, hosted.bindings
-        ):
+        for route in routes(exchange, key):
             yield (
                 Found.POLICY if by_policy else Found.DLX,
-                f"dead letters of {source} go {route.describe()}",
+                lambda source=source, route=route: f"dead letters of {source} go {route.describe()}",
                 route,
             )
     for policy in hosted.policies:
         exchange = policy.definition.get("dead-letter-exchange")
         if exchange is None or policy.apply_to == "exchanges":
             continue
-        key = policy.definition.get("dead-letter-routing-key")
-        for route in route_message(
-            str(exchange), str(key) if key else ANY_KEY, anything, hosted.exchanges, hosted.bindings
-        ):
+        for route in routes(exchange, policy.definition.get("dead-letter-routing-key")):
             yield (
                 Found.POLICY,
-                f"{policy.kind} {policy.name} (pattern {policy.pattern}) dead-letters {route.describe()}",
+                lambda policy=policy, route=route: (
+                    f"{policy.kind} {policy.name} (pattern {policy.pattern}) dead-letters {route.describe()}"
+                ),
                 route,
             )
 

@@ -106,7 +106,7 @@ def _look(entry: Considered, state: QueueState, home_vhost: str) -> QueueLook:
         entry.role,
         state,
         tuple(str(f) for f in entry.found),
-        tuple(entry.why),
+        entry.reasons,
         entry.vhost,
         entry.readers,
     )

@@ -152,3 +152,25 @@ def test_the_platform_bridge_tap_queue_is_known_as_the_platforms(v1: Contract) -
     receivers = found(discover_queues(v1, plan_topology(v1), topology, home_vhost=HOME).receivers)
 
     assert receivers[tap] == {Found.BINDING, Found.PLATFORM}
+
+
+def test_a_dlq_found_many_times_over_keeps_a_few_reasons_and_counts_the_rest(v1: Contract) -> None:
+    topology = broker(
+        v1,
+        queues=[QueueInfo(HOME, "shared.kept", "classic")],
+        exchanges=[ExchangeInfo("shared.dlx", "fanout")],
+        bindings=[BindingInfo("shared.dlx", "shared.kept", "queue")],
+        policies=[
+            PolicyInfo(f"team{n}", f"^team{n}\\.", "queues", {"dead-letter-exchange": "shared.dlx"}) for n in range(10)
+        ],
+    )
+
+    entry = next(
+        e
+        for e in discover_queues(v1, plan_topology(v1), topology, home_vhost=HOME).dead_letter_queues
+        if e.queue == "shared.kept"
+    )
+
+    assert entry.found == [Found.POLICY]
+    assert len(entry.reasons) == 4 and entry.reasons[-1] == "and 7 more"
+    assert entry.reasons[0].startswith("policy team0 (pattern ^team0\\.) dead-letters shared.dlx -> shared.kept")
