@@ -62,6 +62,11 @@ FIXED: dict[str, str] = {
     # The asset watcher registers only for unpaused DAGs, and a paused DAG never runs its schedule.
     "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
     "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+    # Task processes report to the api-server's execution API. When the components start together the
+    # scheduler queues tasks before the api-server answers (40 s seen on two loaded cores); Airflow's 5
+    # attempts give up after ~15 s and the task fails "with state failed, but ... queued". 10 attempts
+    # (exponential waits up to 90 s) outlast a slow start.
+    "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "10",
 }
 
 
