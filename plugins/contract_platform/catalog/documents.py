@@ -84,7 +84,47 @@ def _read_text(path: Path) -> str:
 
 
 MAX_YAML_NODES = 100_000  # nodes a YAML document may hold once its aliases are expanded
-_YAML_INT = re.compile(r"[-+]?[0-9][0-9_]*")
+# PyYAML's own int forms (YAML 1.1): binary, octal, decimal, hexadecimal, sexagesimal
+_YAML_INT = re.compile(r"[-+]?(?:0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+|[1-9][0-9_]*(?::[0-5]?[0-9])+)")
+_LOG10_2 = 0.30103
+_SHORTEST_LONG_INTEGER = 1_000  # a YAML integer written in fewer characters has fewer than 4,300 digits
+
+
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _bad_timestamp(text: str) -> str | None:
+    """What is wrong with a plain scalar YAML reads as a date or time (``2026-13-45``), or None."""
+    node = yaml.ScalarNode(_TIMESTAMP_TAG, text)
+    loader = yaml.SafeLoader("")
+    if loader.resolve(yaml.ScalarNode, text, (True, False)) != _TIMESTAMP_TAG:
+        return None
+    try:
+        loader.construct_yaml_timestamp(node)
+    except (ValueError, OverflowError) as exc:
+        return f"{text[:40]!r} is not a date or time YAML can read ({exc}); quote it to keep it as text"
+    return None
+
+
+def _integer_digits(text: str) -> int:
+    """How many decimal digits the YAML integer ``text`` has (more than ``MAX_INTEGER_DIGITS``: too many to read)."""
+    digits = text.lstrip("+-").replace("_", "")
+    if digits.isdigit() and not (digits.startswith("0") and len(digits) > 1):
+        return len(digits)
+    try:
+        node = yaml.ScalarNode("tag:yaml.org,2002:int", text)
+        value = yaml.SafeLoader("").construct_yaml_int(node)
+    except ValueError:  # a decimal part too long to read
+        return MAX_INTEGER_DIGITS + 1
+    return int(abs(value).bit_length() * _LOG10_2) + 1
 
 
 class _Open:
@@ -147,15 +187,27 @@ def _measure_yaml(path: Path, text: str) -> None:
             completed(opened.nodes + 1, "?")
         elif isinstance(event, yaml.ScalarEvent):
             value = event.value
-            if event.implicit[0] and len(value) > MAX_INTEGER_DIGITS and _YAML_INT.fullmatch(value):
-                if stack and stack[-1].mapping and not stack[-1].wants_key:
-                    digits = sum(c.isdigit() for c in value)
-                    raise refuse(f"an integer of {digits} digits is too long (at most {MAX_INTEGER_DIGITS})")
-                raise refuse(f"a key of {len(value)} digits is too long (at most {MAX_INTEGER_DIGITS})")
+            if (
+                event.implicit[0]
+                and len(value) > _SHORTEST_LONG_INTEGER
+                and _YAML_INT.fullmatch(value)
+                and (digits := _integer_digits(value)) > MAX_INTEGER_DIGITS
+            ):
+                if stack and stack[-1].mapping and stack[-1].wants_key:
+                    raise refuse(f"a key of {digits} digits is too long (at most {MAX_INTEGER_DIGITS})")
+                raise refuse(f"an integer of {digits} digits is too long (at most {MAX_INTEGER_DIGITS})")
+            if event.implicit[0] and value[:1].isdigit() and (problem := _bad_timestamp(value)) is not None:
+                raise refuse(problem)
+            if not value.isascii() and not _is_text(value):
+                if stack and stack[-1].mapping and stack[-1].wants_key:  # the key itself: name it, escaped
+                    stack[-1].key = value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+                raise refuse('a string holds a lone surrogate ("\\ud800"...), which is not text; remove it')
             if event.anchor is not None:
                 sizes[event.anchor] = 1
             completed(1, value)
         elif isinstance(event, yaml.AliasEvent):
+            if any(opened.anchor == event.anchor for opened in stack):
+                raise refuse(f"the alias *{event.anchor} refers to a value that holds it: it never ends")
             completed(sizes.get(event.anchor or "", 1), "?")
 
 
@@ -167,9 +219,10 @@ def read_yaml(path: Path) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise DocumentProblem(Problem(str(path), "", f"not valid YAML: {where}{exc.problem}")) from exc
-    except yaml.YAMLError as exc:
-        raise DocumentProblem(Problem(str(path), "", f"not valid YAML: {exc}")) from exc
+        problem = " ".join(str(exc.problem).split())  # one line
+        raise DocumentProblem(Problem(str(path), "", f"not valid YAML: {where}{problem}")) from exc
+    except yaml.YAMLError as exc:  # e.g. a character YAML does not allow: PyYAML says where on a second line
+        raise DocumentProblem(Problem(str(path), "", f"not valid YAML: {' '.join(str(exc).split())}")) from exc
 
 
 class _LongInteger(str):

@@ -61,6 +61,35 @@ def test_a_yaml_alias_bomb_is_refused_before_it_expands(catalog: Path, capsys, v
     assert expected in err
 
 
+def test_an_alias_inside_the_value_it_names_is_refused(catalog: Path, capsys) -> None:
+    path = catalog / VERSION / "contract.yaml"
+    path.write_text(path.read_text() + "loop: &x [1, *x]\n")
+
+    code, err = contractctl(capsys, "lint", str(catalog))
+
+    assert code == 2
+    assert f"contractctl: {path}#/loop/1: the alias *x refers to a value that holds it: it never ends" in err
+
+
+@pytest.mark.parametrize(
+    ("line", "pointer", "says"),
+    [
+        ("odd: 2026-13-45", "/odd", "is not a date or time YAML can read"),
+        ('odd: {"\\ud800": 1}', "/odd/\\ud800", "lone surrogate"),
+        ("odd: 0x" + "f" * 5000, "/odd", "digits is too long"),
+    ],
+)
+def test_values_yaml_cannot_turn_into_text_are_bad_input(catalog: Path, capsys, line, pointer, says) -> None:
+    path = catalog / VERSION / "contract.yaml"
+    path.write_text(path.read_text() + line + "\n")
+
+    code, err = contractctl(capsys, "lint", str(catalog))
+
+    mine = [text for text in err if text.startswith(f"contractctl: {path}#{pointer}: ")]
+    assert code == 2
+    assert len(mine) == 1 and says in mine[0], err
+
+
 def test_yaml_nested_ten_thousand_deep_is_one_line_naming_file_and_pointer(catalog: Path, capsys) -> None:
     path = catalog / VERSION / "contract.yaml"
     path.write_text(path.read_text() + "extra: " + "[" * 10_000 + "]" * 10_000 + "\n")
