@@ -24,6 +24,8 @@ Daily evidence for every deprecated contract version, and retirement where it is
    retirement bundle is kept under `<data>/retirement-bundles/<messageType>/` and, with
    `topology.removeOnRetire`, its queues are removed (exchanges other contracts use stay).
 
+The audit searches the connection's virtual host and those in `CONTRACT_RABBITMQ_VHOSTS`; the DLQ
+naming net is `CONTRACT_DEAD_LETTER_SUFFIXES` (see `docs/retirement-audit.md`).
 A broker or registry outage fails the task and Airflow retries it. **Trigger by hand** with
 *dead_letter_prefix* to scan only the DLQs and parking lots whose names start with it (a virtual
 host shared with others); empty scans every one on the broker.
