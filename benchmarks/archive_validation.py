@@ -7,6 +7,10 @@ valid fixtures with fresh ids and ~2% defects of every kind, gzipped JSON Lines,
 in one Spark session, times for each size (median of ``--repeat`` runs, after a warm-up):
 
 * ``bare``: ``spark.read.text(...).count()`` of the same files (the floor: reading only);
+* ``jvm``: the honest limit of a validation that reads every field, all in the JVM: every record
+  parsed (``from_json``), its ``body`` parsed with Spark 4's ``try_parse_json``, and a dozen
+  envelope predicates over the result (``variant_get``), no Python per record. The job is reported
+  as a multiple of it (``validate_over_jvm``) and as a fraction of its throughput;
 * ``check``: reading and the job's record-level rules alone (``check_records(...).count()``);
 * ``validate``: the whole job, ``run_validation`` (rules, duplicates and ordering, report, quarantine);
 
@@ -51,6 +55,46 @@ def _seconds(action: Callable[[], Any], repeat: int) -> float:
 
 def _bare_count(spark: Any, path: str) -> int:
     return int(spark.read.option("recursiveFileLookup", "true").text(path).count())
+
+
+RECORD_DDL = (
+    "exchange string, routingKey string, receivedAt string, redelivered boolean, "
+    "properties struct<messageId: string, type: string, contentType: string, deliveryMode: int>, "
+    "body string, bodyBase64 string"
+)
+
+
+def _jvm_pass(spark: Any, path: str) -> int:
+    """Records failing any of a dozen envelope predicates, computed by Spark alone (the JVM pass)."""
+    from pyspark.sql import functions as F
+
+    record = F.from_json(F.col("value"), RECORD_DDL)
+    body = F.try_parse_json(record["body"])
+
+    def field(pointer: str, kind: str = "string") -> Any:
+        return F.try_variant_get(body, pointer, kind)
+
+    checks = [
+        record.isNull(),
+        body.isNull(),
+        field("$.metadata.messageId").isNull(),
+        field("$.metadata.messageType").isNull(),
+        field("$.metadata.schemaVersion", "int").isNull(),
+        field("$.metadata.occurredAt", "timestamp").isNull(),
+        field("$.metadata.publishedAt", "timestamp").isNull(),
+        field("$.metadata.producer").isNull(),
+        field("$.metadata.correlationId").isNull(),
+        field("$.payload", "string").isNull() & F.try_variant_get(body, "$.payload", "variant").isNull(),
+        ~field("$.metadata.messageType").eqNullSafe(record["properties"]["type"]),
+        F.coalesce(record["properties"]["contentType"], F.lit("")) != "application/json",
+        F.octet_length(record["body"]) > 1_048_576,
+        F.to_timestamp(record["receivedAt"]).isNull(),
+    ]
+    failed = checks[0]
+    for check in checks[1:]:
+        failed = failed | F.coalesce(check, F.lit(True))
+    lines = spark.read.option("recursiveFileLookup", "true").text(path)
+    return int(lines.where(failed).count())
 
 
 def _check_count(spark: Any, path: str, catalog_dir: str) -> int:
@@ -132,12 +176,14 @@ def run_benchmark(
     smallest = str(archives[sizes[0]].root)
     run_validation(spark, smallest, catalog_dir)  # warm-up: JVM, Python workers, compiled schemas
     _bare_count(spark, smallest)
+    _jvm_pass(spark, smallest)
 
     rows = []
     for size in sizes:
         archive = archives[size]
         path = str(archive.root)
         bare = _seconds(partial(_bare_count, spark, path), repeat)
+        jvm = _seconds(partial(_jvm_pass, spark, path), repeat)
         check = _seconds(partial(_check_count, spark, path, catalog_dir), repeat)
         reports: list[Any] = []
 
@@ -158,6 +204,10 @@ def run_benchmark(
                 "line_bytes": report.figures.line_bytes,
                 "invalid": report.totals.invalid,
                 "bare_count_seconds": round(bare, 3),
+                "jvm_pass_seconds": round(jvm, 3),
+                "validate_over_jvm": round(seconds / jvm, 3),
+                "fraction_of_jvm_throughput": round(jvm / seconds, 3),
+                "jvm_records_per_second": round(archive.records / jvm),
                 "check_seconds": round(check, 3),
                 "validate_seconds": round(seconds, 3),
                 "validate_records_per_second": round(archive.records / seconds),

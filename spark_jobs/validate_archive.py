@@ -114,6 +114,8 @@ SPLIT_SCHEMA = from_arrow_schema(pa.schema(list(SPLIT_FIELDS)))
 CHECKED_SCHEMA = from_arrow_schema(pa.schema(list(CHECKED_FIELDS)))
 REREAD_SCHEMA = from_arrow_schema(pa.schema(list(REREAD_FIELDS)))
 _GZIP_WEIGHT = 8  # a gzipped byte is worth about this many plain ones to read and check
+_PARTITION_WORK = 16 * 2**20  # a partition's least work: a small archive is not spread over every core
+_SMALL_INPUT = 64 * 2**20  # input bytes below which the flagged records are broadcast without counting them
 
 
 # -- extract ------------------------------------------------------------------------------------
@@ -156,7 +158,8 @@ def archive_splits(
         split_bytes = _bytes_setting(spark.conf.get("spark.sql.files.maxPartitionBytes", None), DEFAULT_SPLIT_BYTES)
     splits = plan_splits(files, split_bytes)
     context = spark.sparkContext
-    bins = _packed(splits, 2 * context.defaultParallelism)
+    enough = 1 + sum(_work(split) for split in splits) // _PARTITION_WORK  # each Python worker compiles the catalogue
+    bins = _packed(splits, min(2 * context.defaultParallelism, enough))
     rows = context.parallelize([[_split_row(s) for s in part] for part in bins], len(bins)).flatMap(lambda part: part)
     return splits, spark.createDataFrame(rows, SPLIT_SCHEMA)
 
@@ -364,12 +367,15 @@ def _run_validation(
     try:
         sequence_paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
         duplicates = find_duplicates(checked, prior.seen).persist(StorageLevel.MEMORY_AND_DISK)
-        copies = duplicates.count()  # once: the ordering rule and the union below both read them
+        # A small input has few flagged records for certain; a large one counts them (materializing the
+        # cache once) to know whether they are few enough to broadcast.
+        small_input = sum(size for _, size in files) <= _SMALL_INPUT
+        copies = 0 if small_input else duplicates.count()
         small = F.broadcast(duplicates) if copies <= _BROADCAST_ROWS else duplicates
         flags = duplicates.unionByName(find_out_of_order(checked, sequence_paths, small, prior.last)).persist(
             StorageLevel.MEMORY_AND_DISK
         )
-        flagged = flags.count()  # materializes them once, and says whether they are few enough to broadcast
+        flagged = 0 if small_input else flags.count()
         # one cached result that the report's aggregation and the quarantine both read
         records = all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS).persist(
             StorageLevel.MEMORY_AND_DISK

@@ -23,7 +23,14 @@ def test_the_benchmark_produces_its_figures(spark, catalog_dir: Path, tmp_path: 
     assert [row["messages"] for row in figures["sizes"]] == [1000, 2000]
     for row in figures["sizes"]:
         assert row["records"] >= row["messages"] and row["invalid"] > 0
-        for key in ("bare_count_seconds", "check_seconds", "validate_seconds", "validate_records_per_second"):
+        for key in (
+            "bare_count_seconds",
+            "jvm_pass_seconds",
+            "check_seconds",
+            "validate_seconds",
+            "validate_records_per_second",
+            "validate_over_jvm",
+        ):
             assert row[key] > 0, key
         assert row["fraction_of_bare_throughput"] > 0
     assert figures["naive_udf"]["records_per_second"] > 0 and figures["speedup_over_naive"] > 0
