@@ -143,6 +143,25 @@ def test_the_invalid_rate_is_summed_over_the_window(
     assert refusal(ctx, contract, Status.ACTIVE) == expected
 
 
+def test_a_day_validated_twice_counts_once_with_its_latest_evidence(
+    ctx: Ctx, prove: Prove, make_contract: Callable[..., Contract]
+) -> None:
+    contract = make_contract("billing.rerun.v1")
+    for kind in ("compatibility", "envelope_quality"):
+        prove(contract, kind)
+    day = {"since": "2026-07-02", "until": "2026-07-03"}
+    prove(
+        contract, "archive_validation", "fail", {"invalid": 5, "total": 1000, "interval": day}, age=timedelta(hours=3)
+    )
+    prove(
+        contract, "archive_validation", "pass", {"invalid": 1, "total": 1000, "interval": day}, age=timedelta(hours=1)
+    )
+    prove(
+        contract, "archive_validation", "fail", {"invalid": 2, "total": 1000, "interval": None}
+    )  # a whole-archive run
+    assert refusal(ctx, contract, Status.ACTIVE) == rate_refusal("0.150%", 3, 2000)  # not 8 of 3000
+
+
 def test_archive_validation_without_traffic_is_refused(
     ctx: Ctx, prove: Prove, make_contract: Callable[..., Contract]
 ) -> None:
