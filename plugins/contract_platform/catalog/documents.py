@@ -201,7 +201,10 @@ def _measure_yaml(path: Path, text: str) -> None:
             if not value.isascii() and not _is_text(value):
                 if stack and stack[-1].mapping and stack[-1].wants_key:  # the key itself: name it, escaped
                     stack[-1].key = value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
-                raise refuse('a string holds a lone surrogate ("\\ud800"...), which is not text; remove it')
+                raise refuse(
+                    'a string holds a surrogate ("\\ud800"...), which is not text (YAML does not join a pair of '
+                    'them into one character): write the character itself, or "\\U0001F600" style'
+                )
             if event.anchor is not None:
                 sizes[event.anchor] = 1
             completed(1, value)

@@ -75,7 +75,7 @@ def test_an_alias_inside_the_value_it_names_is_refused(catalog: Path, capsys) ->
     ("line", "pointer", "says"),
     [
         ("odd: 2026-13-45", "/odd", "is not a date or time YAML can read"),
-        ('odd: {"\\ud800": 1}', "/odd/\\ud800", "lone surrogate"),
+        ('odd: {"\\ud800": 1}', "/odd/\\ud800", "holds a surrogate"),
         ("odd: 0x" + "f" * 5000, "/odd", "digits is too long"),
     ],
 )
