@@ -106,11 +106,11 @@ def run(args: argparse.Namespace) -> int:
 def _sample(old: Any, new: Any, compatible: bool, args: argparse.Namespace) -> list[Any]:
     """The sampling check of a compatible verdict, in the directions its mode claims (none for NONE)."""
     try:
-        import hypothesis_jsonschema  # noqa: F401 - a dev dependency: say so instead of an internal error
+        import hypothesis_jsonschema  # noqa: F401 - an optional extra: say so instead of an internal error
 
         from contract_platform.compat.soundness import verify_samples
     except ImportError as exc:
-        raise UsageError(f"--verify-samples needs {exc.name}: pip install 'contract-lifecycle-platform[dev]'") from exc
+        raise UsageError(f"--verify-samples needs {exc.name}: pip install 'contract-lifecycle-platform[verify]'") from exc
 
     claimed = {"backward": ["backward"], "forward": ["forward"], "full": ["backward", "forward"]}.get(args.mode, [])
     if not compatible or not claimed:
