@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from contract_platform.amqp.bridge import tap_queue_name
@@ -164,6 +165,14 @@ def _receivers(contract: Contract, plan: TopologyPlan, topology: BrokerTopology,
     return table
 
 
+def _dlx_reason(source: str, route: Route) -> str:
+    return f"dead letters of {source} go {route.describe()}"
+
+
+def _policy_reason(policy: Any, route: Route) -> str:
+    return f"{policy.kind} {policy.name} (pattern {policy.pattern}) dead-letters {route.describe()}"
+
+
 def _dead_letter_routes(hosted: VhostTopology) -> Iterable[tuple[Found, Callable[[], str], Route]]:
     """(how, why, route) for every queue the broker dead-letters into, in one virtual host."""
     anything = HeaderModel()
@@ -189,7 +198,7 @@ def _dead_letter_routes(hosted: VhostTopology) -> Iterable[tuple[Found, Callable
         for route in routes(exchange, key):
             yield (
                 Found.POLICY if by_policy else Found.DLX,
-                lambda source=source, route=route: f"dead letters of {source} go {route.describe()}",
+                partial(_dlx_reason, source, route),
                 route,
             )
     for policy in hosted.policies:
@@ -199,9 +208,7 @@ def _dead_letter_routes(hosted: VhostTopology) -> Iterable[tuple[Found, Callable
         for route in routes(exchange, policy.definition.get("dead-letter-routing-key")):
             yield (
                 Found.POLICY,
-                lambda policy=policy, route=route: (
-                    f"{policy.kind} {policy.name} (pattern {policy.pattern}) dead-letters {route.describe()}"
-                ),
+                partial(_policy_reason, policy, route),
                 route,
             )
 
