@@ -445,18 +445,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--oversize-bytes", type=int, default=DEFAULT_OVERSIZE_BYTES, help="OVERSIZE above this")
     parser.add_argument(
-        "--status", type=_status, action="append", default=[], help="TYPE=STATUS effective status (repeatable)"
+        "--status",
+        type=_status,
+        action="append",
+        default=[],
+        help="TYPE=STATUS[@ISO time it took effect] effective status (repeatable)",
     )
     return parser
 
 
 def registry_statuses(registry_url: str) -> dict[str, str]:
-    """Effective statuses from the registry, so a retired version's traffic counts as RETIRED_TYPE."""
+    """Effective statuses from the registry, so a retired version's traffic counts as RETIRED_TYPE.
+
+    A retired version's status carries the moment it was retired (``retired@<ISO time>``; retired is
+    terminal, so its last update is the retirement): what was archived before it is history, not a finding.
+    """
+    from contract_platform.catalog.model import Status
     from contract_platform.store import Registry
 
     registry = Registry.open(registry_url)
     try:
-        return {state.message_type: str(state.status) for state in registry.all_effective()}
+        return {
+            state.message_type: (
+                f"{state.status}@{state.updated_at.isoformat()}"
+                if state.status is Status.RETIRED
+                else str(state.status)
+            )
+            for state in registry.all_effective()
+        }
     finally:
         registry.close()
 

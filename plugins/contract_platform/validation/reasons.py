@@ -39,7 +39,9 @@ PII_IN_HEADERS             yes       a header value equals the value at one of t
                                      pointers, or a header name names a PII field (the last token of
                                      a PII pointer, case-insensitively, ignoring ``-`` and ``_``)
                                      (``/properties/headers/<name>``)
-RETIRED_TYPE               yes       the message's version is retired (``/metadata/messageType``)
+RETIRED_TYPE               yes       the message's version is retired (``/metadata/messageType``); with
+                                     the retirement's time known, only a message received after it
+                                     (one received before counts as DEPRECATED_TYPE: it is history)
 DEPRECATED_TYPE            no        the message's version is deprecated (``/metadata/messageType``)
 =========================  ========  ==============================================================
 

@@ -34,7 +34,15 @@ from contract_platform.validation.model import CheckedRecord, Finding
 from contract_platform.validation.reasons import Reason
 from contract_platform.validation.schemas import FastValidator
 
-__all__ = ["DEFAULT_OVERSIZE_BYTES", "NotJson", "RecordChecker", "effective_statuses", "parse_json", "payload_hash"]
+__all__ = [
+    "DEFAULT_OVERSIZE_BYTES",
+    "NotJson",
+    "RecordChecker",
+    "effective_statuses",
+    "parse_json",
+    "payload_hash",
+    "retirement_times",
+]
 
 DEFAULT_OVERSIZE_BYTES = 1_048_576  # 1 MiB
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -78,7 +86,11 @@ def payload_hash(payload: Any) -> bytes:
 
 
 def effective_statuses(catalog: Catalog, statuses: Mapping[str, str] | None) -> dict[str, Status]:
-    """messageType -> status: the caller's (effective, from the registry) or else the declared one."""
+    """messageType -> status: the caller's (effective, from the registry) or else the declared one.
+
+    A status may carry the moment it took effect after an ``@`` (``retired@2026-11-24T06:00:00+00:00``):
+    see :func:`retirement_times`.
+    """
     given = dict(statuses or {})
     found: dict[str, Status] = {}
     for contract in catalog:
@@ -86,11 +98,30 @@ def effective_statuses(catalog: Catalog, statuses: Mapping[str, str] | None) -> 
         if value is None:
             found[contract.message_type] = contract.status
             continue
+        word, _, _ = str(value).partition("@")
         try:
-            found[contract.message_type] = Status(str(value).lower())
+            found[contract.message_type] = Status(word.lower())
         except ValueError:
             allowed = ", ".join(s.value for s in Status)
             raise ValueError(f"status {value!r} given for {contract.message_type} is not one of {allowed}") from None
+    return found
+
+
+def retirement_times(statuses: Mapping[str, str] | None) -> dict[str, int]:
+    """messageType -> when it was retired (µs since the epoch), for statuses given as ``retired@<ISO time>``.
+
+    A message received before its version was retired was published while the version was still in service
+    (deprecated): it counts as DEPRECATED_TYPE, not as RETIRED_TYPE. Without a time, every message of a
+    retired version is RETIRED_TYPE.
+    """
+    found: dict[str, int] = {}
+    for message_type, value in (statuses or {}).items():
+        word, sep, when = str(value).partition("@")
+        if sep and word.lower() == Status.RETIRED.value:
+            moment = _epoch_us(when)
+            if moment is None:
+                raise ValueError(f"status {value!r} given for {message_type}: {when!r} is not an ISO 8601 time")
+            found[message_type] = moment
     return found
 
 
@@ -206,16 +237,30 @@ class _PiiRule:
 class _ContractRules:
     """What the record-level rules need of one contract, worked out once per checker."""
 
-    def __init__(self, contract: Contract, status: Status, validator: FastValidator | EnvelopeValidator) -> None:
+    def __init__(
+        self,
+        contract: Contract,
+        status: Status,
+        validator: FastValidator | EnvelopeValidator,
+        retired_us: int | None = None,
+    ) -> None:
         self.contract = contract
         self.exchange = contract.transport.exchange
         self.routing_key = contract.transport.routing_key
         self.pii = _PiiRule(contract) if contract.pii.fields else None
         self.status = _status_findings(contract, status)
+        self.retired_us = retired_us if status is Status.RETIRED else None
+        self.in_service = _status_findings(contract, Status.DEPRECATED)  # before it was retired
         self.ordering = None
         if contract.ordering is not None:
             self.ordering = (pointer_reader(contract.ordering.key), pointer_reader(contract.ordering.sequence))
         self.payload_issues = partial(validator.payload_issues, contract)
+
+    def status_findings(self, received_us: int | None) -> tuple[Finding, ...]:
+        """The status finding of a message received at ``received_us`` (unknown time: as if received now)."""
+        if self.retired_us is not None and received_us is not None and received_us < self.retired_us:
+            return self.in_service
+        return self.status
 
 
 def _status_findings(contract: Contract, status: Status) -> tuple[Finding, ...]:
@@ -243,9 +288,12 @@ class RecordChecker:
         self.oversize_bytes = oversize_bytes
         self.validator = validator or FastValidator(catalog)
         self.statuses = effective_statuses(catalog, statuses)
+        retired = retirement_times(statuses)
         self.depth_limit = depth_limit()  # read once: the environment is slow to ask per record
         self._rules = {
-            c.message_type: _ContractRules(c, self.statuses.get(c.message_type, c.status), self.validator)
+            c.message_type: _ContractRules(
+                c, self.statuses.get(c.message_type, c.status), self.validator, retired.get(c.message_type)
+            )
             for c in catalog
         }
 
@@ -372,7 +420,7 @@ class RecordChecker:
             if pii:
                 findings.extend(pii)
         if rules.status:
-            findings.extend(rules.status)
+            findings.extend(rules.status_findings(checked.received_us))
         if rules.ordering is not None:
             _read_ordering(document, rules.ordering, checked)
 

@@ -202,6 +202,28 @@ def test_version_status_defaults_to_the_declared_one_and_the_caller_may_override
     assert [(f.code, f.path) for f in check(effective, order)] == [(R.RETIRED_TYPE, "/metadata/messageType")]
 
 
+def test_a_retired_version_s_messages_from_before_its_retirement_are_history_not_findings(catalog, envelope, record):
+    before = record(envelope("order.order-created.v1"))
+    before["receivedAt"] = "2026-07-01T10:15:32.120Z"
+    after = record(envelope("order.order-created.v1"))
+    after["receivedAt"] = "2026-07-02T00:00:00.001Z"
+    retired = RecordChecker(catalog, statuses={"order.order-created.v1": "retired@2026-07-02T00:00:00+00:00"})
+    assert codes(check(retired, before)) == [R.DEPRECATED_TYPE]  # published while still in service
+    assert codes(check(retired, after)) == [R.RETIRED_TYPE]
+    unknown_time = record(envelope("order.order-created.v1"))
+    del unknown_time["receivedAt"]
+    assert R.RETIRED_TYPE in codes(check(retired, unknown_time))  # no time: judged as if received now
+    # without a retirement time every message of a retired version is RETIRED_TYPE, as before
+    assert codes(check(RecordChecker(catalog, statuses={"order.order-created.v1": "retired"}), before)) == [
+        R.RETIRED_TYPE
+    ]
+
+
+def test_a_retirement_time_that_is_not_a_time_is_refused(catalog):
+    with pytest.raises(ValueError, match="not an ISO 8601 time"):
+        RecordChecker(catalog, statuses={"order.order-created.v1": "retired@yesterday"})
+
+
 def test_an_unknown_status_is_refused(catalog):
     with pytest.raises(ValueError, match="not one of"):
         RecordChecker(catalog, statuses={"order.order-created.v1": "gone"})
