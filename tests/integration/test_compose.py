@@ -315,6 +315,15 @@ def test_the_settings_environment_is_set_and_the_paths_are_shared_volumes(config
     assert len({worker_mounts[environment(worker)[s]][1] for s in PATH_SETTINGS}) == len(PATH_SETTINGS)
 
 
+def test_the_dead_letter_naming_net_is_the_platform_s_default(config):
+    from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES
+
+    for name in AIRFLOW_SERVICES:
+        env = environment(service(config, name))
+        assert tuple(env["CONTRACT_DEAD_LETTER_SUFFIXES"].split(",")) == DEFAULT_DEAD_LETTER_SUFFIXES, name
+        assert env["CONTRACT_RABBITMQ_MANAGEMENT_URL"] == "http://rabbitmq:15672", name
+
+
 def test_health_checks_and_start_order(config):
     for name in ("postgres", "registry-db", "rabbitmq", "spark-master", "spark-worker", *LONG_RUNNING_AIRFLOW):
         healthcheck = service(config, name).get("healthcheck") or {}
