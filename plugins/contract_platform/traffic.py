@@ -44,7 +44,9 @@ def sample_envelopes(
     """``count`` valid envelopes of ``contract``, oldest first, ending just before ``now``.
 
     With ``ordering``, messages are spread over ``keys`` partition keys (default count // 4, at
-    least 1) and each key's sequence increases by one per message.
+    least 1) and each key's sequence increases by one per message. The keys are new to each call (a
+    batch tag in the key), as new aggregates would be: a second batch never restarts an earlier
+    batch's sequences, which the archive validation would rightly call OUT_OF_ORDER.
     """
     fixtures = [f.document for f in contract.fixtures if f.valid]
     if not fixtures:
@@ -52,6 +54,7 @@ def sample_envelopes(
     rng = random.Random(seed)
     moment = (now or datetime.now(UTC)) - timedelta(seconds=count + 5)
     key_count = max(1, keys if keys is not None else count // 4)
+    batch = f"{rng.getrandbits(32):08x}"
     sequences: dict[str, int] = {}
     for index in range(count):
         envelope = copy.deepcopy(fixtures[index % len(fixtures)])
@@ -72,7 +75,7 @@ def sample_envelopes(
         if contract.kind == "event" and not metadata.get("causationId"):
             metadata["causationId"] = str(uuid.uuid4())
         if contract.ordering is not None:
-            key = f"{contract.name}-{index % key_count:05d}"
+            key = f"{contract.name}-{batch}-{index % key_count:05d}"
             sequences[key] = sequences.get(key, 0) + 1
             _set(envelope, contract.ordering.key, key)
             _set(envelope, contract.ordering.sequence, sequences[key])

@@ -40,3 +40,11 @@ def test_ordered_contracts_get_increasing_sequences_per_key(catalog):
     for e in sample_envelopes(contract, 40, keys=5, seed=1):
         seen[e["metadata"]["partitionKey"]].append(e["payload"]["aggregateVersion"])
     assert len(seen) == 5 and all(seq == list(range(1, len(seq) + 1)) for seq in seen.values())
+
+
+def test_each_batch_orders_its_own_keys_so_a_second_batch_never_restarts_a_sequence(catalog):
+    contract = catalog.get("order.order-created.v1")
+    first = {e["metadata"]["partitionKey"] for e in sample_envelopes(contract, 20, keys=4)}
+    second = {e["metadata"]["partitionKey"] for e in sample_envelopes(contract, 20, keys=4)}
+    assert len(first) == len(second) == 4
+    assert not first & second
