@@ -123,8 +123,18 @@ def listed(vhost: str, queue: str) -> bool:
 
 
 def consumers_listed(vhost: str, queue: str) -> bool:
+    """The management API lists a consumer of ``queue`` with its connection described.
+
+    The broker fills a consumer's ``channel_details`` from its statistics, a few seconds after the
+    consumer itself is listed: until then the audit can only say "an unnamed connection".
+    """
     answer = httpx.get(f"{API}/consumers/{quote(vhost, safe='')}", auth=AUTH, timeout=5).json()
-    return any(item["queue"]["name"] == queue for item in answer)
+    return any(
+        item["queue"]["name"] == queue
+        and isinstance(item.get("channel_details"), dict)
+        and item["channel_details"].get("connection_name")
+        for item in answer
+    )
 
 
 def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str) -> AuditResult:
