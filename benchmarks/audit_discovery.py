@@ -25,67 +25,16 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from contract_platform.amqp import plan_topology
-from contract_platform.amqp.management import BrokerTopology, PolicyInfo, QueueInfo, VhostTopology
-from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
-from contract_platform.catalog.model import (
-    Consumer,
-    Contract,
-    Kind,
-    Owner,
-    Pii,
-    Retention,
-    Status,
-    TopologySettings,
-    Transport,
-)
-from contract_platform.retirement.discovery import discover_queues
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the topology builder is shared with the tests (docs/contributing.md#test-support)
+    sys.path.insert(0, str(ROOT))
 
-V1 = "billing.invoice-issued.v1"
+from tests.support.contracts import V1, build_contract  # noqa: E402
+from tests.support.topologies import many_services  # noqa: E402
 
-
-def contract() -> Contract:
-    return Contract(
-        message_type=V1,
-        kind=Kind.EVENT,
-        version="1.0.0",
-        status=Status.DEPRECATED,
-        description="An invoice has been issued.",
-        owner=Owner(team="billing-platform", service="billing-service"),
-        transport=Transport(exchange="billing.events", routing_key="billing.invoice.issued.v1"),
-        compatibility="BACKWARD",
-        compatibility_policy="strict",
-        idempotency_key="/metadata/messageId",
-        pii=Pii(contains_pii=False, fields=()),
-        retention=Retention(queue=timedelta(days=14), dlq=timedelta(days=14), archive=timedelta(days=90)),
-        directory=Path("/catalogue/billing/invoice-issued/v1"),
-        payload_schema={"type": "object"},
-        consumers=(Consumer("accounting-service", f"accounting-service.{V1}"),),
-        topology=TopologySettings(retry_delays=(timedelta(seconds=30),)),
-    )
-
-
-def topology(services: int) -> BrokerTopology:
-    exchanges = {"billing.events": ExchangeInfo("billing.events", "topic"), "shared.dlx": ExchangeInfo("shared.dlx")}
-    queues: dict[str, QueueInfo] = {}
-    bindings: list[BindingInfo] = []
-    policies = []
-    for n in range(services):
-        svc = f"svc{n:06d}"
-        exchanges[f"{svc}.dlx"] = ExchangeInfo(f"{svc}.dlx", "fanout")
-        queues[f"{svc}.in"] = QueueInfo("/", f"{svc}.in", "classic", {"x-dead-letter-exchange": f"{svc}.dlx"})
-        queues[f"{svc}.dead"] = QueueInfo("/", f"{svc}.dead", "classic")
-        queues[f"{svc}_error"] = QueueInfo("/", f"{svc}_error", "classic")
-        pattern = "billing.*.issued.#" if n % 10 == 0 else f"other.{svc}.#"
-        bindings += [
-            BindingInfo("billing.events", f"{svc}.in", "queue", pattern),
-            BindingInfo(f"{svc}.dlx", f"{svc}.dead", "queue"),
-            BindingInfo("shared.dlx", f"{svc}.dead", "queue", f"{svc}.#"),
-        ]
-    for n in range(20):
-        policies.append(PolicyInfo(f"p{n}", f"^team{n}\\.", "queues", {"dead-letter-exchange": "shared.dlx"}))
-    hosted = VhostTopology("/", exchanges, tuple(bindings), queues, tuple(policies), {})
-    return BrokerTopology({"/": hosted}, "http://synthetic")
+from contract_platform.amqp import plan_topology  # noqa: E402
+from contract_platform.catalog.model import Status  # noqa: E402
+from contract_platform.retirement.discovery import discover_queues  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,11 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--services", type=int, nargs="+", default=[1000, 5000, 20000])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    version = contract()
+    version = build_contract(
+        V1, status=Status.DEPRECATED, consumers=("accounting-service",), retry_delays=(timedelta(seconds=30),)
+    )
     plan = plan_topology(version)
     figures = []
     for services in args.services:
-        broker = topology(services)
+        broker = many_services(services)
         hosted = broker.vhosts["/"]
         times = []
         for _ in range(args.repeat):

@@ -1,25 +1,14 @@
-"""A contract builder for the AMQP unit tests (no broker needed)."""
+"""The AMQP unit tests' contract: ``tests.support.contracts.build_contract`` as a fixture (no broker needed)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.contracts import build_contract
 
-from contract_platform.catalog.model import (
-    Consumer,
-    Contract,
-    Kind,
-    Owner,
-    Pii,
-    Retention,
-    Status,
-    TopologySettings,
-    Transport,
-)
+from contract_platform.catalog.model import Contract
 
 PAYLOAD_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -32,31 +21,12 @@ PAYLOAD_SCHEMA = {
 
 @pytest.fixture
 def make_contract() -> Callable[..., Contract]:
+    """v1.2.0 of billing.invoice-issued.v1, read by the accounting service; ``queues`` names the consumer queues."""
+
     def build(
-        *,
-        queues: tuple[str, ...] = ("accounting-service.billing.invoice-issued.v1",),
-        queue_type: str = "quorum",
-        retry_delays: tuple[timedelta, ...] = (timedelta(seconds=30), timedelta(minutes=5)),
-        **overrides: Any,
+        *, queues: tuple[str, ...] = ("accounting-service.billing.invoice-issued.v1",), **overrides: Any
     ) -> Contract:
-        fields: dict[str, Any] = {
-            "message_type": "billing.invoice-issued.v1",
-            "kind": Kind.EVENT,
-            "version": "1.2.0",
-            "status": Status.ACTIVE,
-            "description": "An invoice has been issued.",
-            "owner": Owner(team="billing-platform", service="billing-service"),
-            "transport": Transport(exchange="billing.events", routing_key="billing.invoice.issued.v1"),
-            "compatibility": "BACKWARD",
-            "compatibility_policy": "strict",
-            "idempotency_key": "/metadata/messageId",
-            "pii": Pii(contains_pii=False, fields=()),
-            "retention": Retention(queue=timedelta(days=14), dlq=timedelta(days=14), archive=timedelta(days=90)),
-            "directory": Path("contracts/billing/invoice-issued/v1"),
-            "payload_schema": PAYLOAD_SCHEMA,
-            "consumers": tuple(Consumer(q.split(".")[0], q) for q in queues),
-            "topology": TopologySettings(queue_type=queue_type, retry_delays=retry_delays),
-        }
-        return Contract(**(fields | overrides))
+        defaults = {"version": "1.2.0", "payload_schema": PAYLOAD_SCHEMA}
+        return build_contract(consumers=[queue.split(".")[0] for queue in queues], **(defaults | overrides))
 
     return build

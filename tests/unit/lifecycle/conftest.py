@@ -3,41 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.contracts import V1, V2, build_contract
 
-from contract_platform.catalog.model import Contract, Kind, Owner, Pii, Retention, Status, Transport
+from contract_platform.catalog.model import Contract, Status
 from contract_platform.lifecycle import GuardContext
 from contract_platform.store import EvidenceKind, EvidenceRecord, Registry
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
-V1 = "billing.invoice-issued.v1"
-V2 = "billing.invoice-issued.v2"
-
-
-def build_contract(message_type: str = V1, **changes: Any) -> Contract:
-    major = int(message_type.rsplit(".v", 1)[1])
-    contract = Contract(
-        message_type=message_type,
-        kind=Kind.EVENT,
-        version=f"{major}.0.0",
-        status=Status.ACTIVE,
-        description="An invoice has been issued and is visible to downstream systems.",
-        owner=Owner(team="billing-platform", service="billing-service", contact="billing-platform@example.com"),
-        transport=Transport(exchange="billing.events", routing_key=f"billing.invoice.issued.v{major}"),
-        compatibility="BACKWARD",
-        compatibility_policy="strict",
-        idempotency_key="/metadata/messageId",
-        pii=Pii(contains_pii=False, fields=()),
-        retention=Retention(queue=timedelta(days=14), dlq=timedelta(days=14), archive=timedelta(days=90)),
-        directory=Path("/catalogue/billing/invoice-issued") / f"v{major}",
-        payload_schema={"type": "object"},
-    )
-    return replace(contract, **changes)
 
 
 @pytest.fixture()

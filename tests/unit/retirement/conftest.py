@@ -7,7 +7,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from retirement_builders import NOW, V1, V2, build_contract
+from tests.support.contracts import DURING_MIGRATION as NOW
+from tests.support.contracts import V1, V2, migrating_contract
 
 from contract_platform.catalog.model import Contract
 from contract_platform.store import Registry
@@ -20,17 +21,17 @@ def now() -> datetime:
 
 @pytest.fixture()
 def make_contract() -> Callable[..., Contract]:
-    return build_contract
+    return migrating_contract
 
 
 @pytest.fixture()
 def v1() -> Contract:
-    return build_contract(V1)
+    return migrating_contract(V1)
 
 
 @pytest.fixture()
 def v2() -> Contract:
-    return build_contract(V2)
+    return migrating_contract(V2)
 
 
 @pytest.fixture()

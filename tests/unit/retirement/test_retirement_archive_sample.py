@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from retirement_builders import V1, V2, build_contract
+from tests.support.contracts import V1, V2, migrating_contract
 
 from contract_platform.retirement import last_archived, mask_pii
 from contract_platform.retirement.archive import MASK
@@ -49,7 +49,7 @@ def test_the_sample_is_the_latest_records_of_the_type_oldest_first_and_masked(tm
     write(exchange / "date=2026-07-02" / "a.jsonl", [record(V1, "2026-07-02T10:00:00.000Z", 10)])
     (exchange / "date=2026-07-02" / "c.jsonl").write_text("{ partial line")
 
-    sample = last_archived(root, build_contract(V1), limit=4)
+    sample = last_archived(root, migrating_contract(V1), limit=4)
 
     assert [r["properties"]["messageId"] for r in sample] == ["m-3", "m-4", "m-10", "m-11"]
     for item in sample:
@@ -60,7 +60,7 @@ def test_the_sample_is_the_latest_records_of_the_type_oldest_first_and_masked(tm
 
 
 def test_nothing_archived_gives_an_empty_sample(tmp_path: Path) -> None:
-    assert last_archived(tmp_path / "nowhere", build_contract(V1)) == []
+    assert last_archived(tmp_path / "nowhere", migrating_contract(V1)) == []
 
 
 def test_a_body_that_cannot_be_masked_is_left_out() -> None:

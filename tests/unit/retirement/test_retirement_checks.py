@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from retirement_builders import V1, V2, build_contract, catalog_of
+from tests.support.contracts import V1, V2, catalog_of, migrating_contract
 
 from contract_platform.amqp.inspection import QueueState
 from contract_platform.amqp.topology import Role
@@ -94,7 +94,7 @@ def series(*points: tuple[timedelta, int | None], queues: tuple[str, ...] = (QUE
 
 def test_three_zero_audits_spanning_eight_days_pass() -> None:
     samples = series((timedelta(days=8), 0), (timedelta(days=4), 0), (timedelta(0), 0))
-    result = check_consumers_over_time(build_contract(), samples, now=NOW)
+    result = check_consumers_over_time(migrating_contract(), samples, now=NOW)
     assert result.verdict is Verdict.PASS
     assert result.figures["streak"]["observations"] == 3
     assert result.figures["passedAt"] == iso(NOW - timedelta(days=1))
@@ -102,14 +102,14 @@ def test_three_zero_audits_spanning_eight_days_pass() -> None:
 
 def test_a_consumer_at_the_latest_audit_fails_without_a_date() -> None:
     samples = series((timedelta(days=8), 0), (timedelta(days=4), 0), (timedelta(0), 2))
-    result = check_consumers_over_time(build_contract(), samples, now=NOW)
+    result = check_consumers_over_time(migrating_contract(), samples, now=NOW)
     assert result.verdict is Verdict.FAIL and result.clears_at is None
     assert f"{QUEUE} 2" in (result.blocker or "")
 
 
 def test_a_consumer_seen_earlier_restarts_the_clock_and_it_says_when_it_passes() -> None:
     samples = series((timedelta(days=8), 0), (timedelta(days=2), 1), (timedelta(days=1), 0), (timedelta(0), 0))
-    result = check_consumers_over_time(build_contract(), samples, now=NOW)
+    result = check_consumers_over_time(migrating_contract(), samples, now=NOW)
     assert result.verdict is Verdict.FAIL
     assert result.figures["streak"]["observations"] == 2
     assert result.clears_at == NOW - timedelta(days=1) + timedelta(days=7)  # span is the binding constraint
@@ -117,7 +117,7 @@ def test_a_consumer_seen_earlier_restarts_the_clock_and_it_says_when_it_passes()
 
 
 def test_enough_span_but_too_few_audits_clears_after_the_missing_audits() -> None:
-    contract = build_contract(retirement=RetirementSettings(observations=5, observation_span=timedelta(days=7)))
+    contract = migrating_contract(retirement=RetirementSettings(observations=5, observation_span=timedelta(days=7)))
     samples = series((timedelta(days=9), 0), (timedelta(0), 0))
     result = check_consumers_over_time(contract, samples, now=NOW)
     assert result.verdict is Verdict.FAIL
@@ -125,14 +125,14 @@ def test_enough_span_but_too_few_audits_clears_after_the_missing_audits() -> Non
 
 
 def test_no_observation_yet_fails_and_an_unknown_count_is_unknown() -> None:
-    assert check_consumers_over_time(build_contract(), [], now=NOW).verdict is Verdict.FAIL
-    unknown = check_consumers_over_time(build_contract(), series((timedelta(0), None)), now=NOW)
+    assert check_consumers_over_time(migrating_contract(), [], now=NOW).verdict is Verdict.FAIL
+    unknown = check_consumers_over_time(migrating_contract(), series((timedelta(0), None)), now=NOW)
     assert unknown.verdict is Verdict.UNKNOWN and QUEUE in (unknown.blocker or "")
 
 
 def test_only_the_queues_asked_for_count() -> None:
     samples = [*series((timedelta(days=8), 0), (timedelta(0), 0)), Obs("someone-else", NOW, 5)]
-    result = check_consumers_over_time(build_contract(), samples, now=NOW, queues=[QUEUE, f"{QUEUE}.dlq"])
+    result = check_consumers_over_time(migrating_contract(), samples, now=NOW, queues=[QUEUE, f"{QUEUE}.dlq"])
     assert result.figures["streak"]["observations"] == 2
 
 
@@ -144,13 +144,13 @@ def seen(days_ago: float) -> LastSeen:
 
 
 def test_retention_passes_once_the_longer_of_queue_and_dlq_retention_has_elapsed() -> None:
-    result = check_retention(build_contract(), seen(14), now=NOW)  # queue 14d, dlq 10d
+    result = check_retention(migrating_contract(), seen(14), now=NOW)  # queue 14d, dlq 10d
     assert result.verdict is Verdict.PASS
     assert result.figures["archiveKeepsUntil"] == iso(NOW - timedelta(days=14) + timedelta(days=90))
 
 
 def test_retention_not_elapsed_fails_and_says_when_it_passes() -> None:
-    result = check_retention(build_contract(), seen(11), now=NOW)
+    result = check_retention(migrating_contract(), seen(11), now=NOW)
     assert result.verdict is Verdict.FAIL
     assert result.clears_at == NOW + timedelta(days=3)
     assert iso(NOW + timedelta(days=3)) in (result.blocker or "")
@@ -158,9 +158,9 @@ def test_retention_not_elapsed_fails_and_says_when_it_passes() -> None:
 
 
 def test_retention_never_archived_passes_only_when_an_archive_was_scanned() -> None:
-    scanned = check_retention(build_contract(), LastSeen({}, scanned=True, source="f"), now=NOW)
+    scanned = check_retention(migrating_contract(), LastSeen({}, scanned=True, source="f"), now=NOW)
     assert scanned.verdict is Verdict.PASS and scanned.figures["neverArchived"] is True
-    unscanned = check_retention(build_contract(), LastSeen(source="f (missing)"), now=NOW)
+    unscanned = check_retention(migrating_contract(), LastSeen(source="f (missing)"), now=NOW)
     assert unscanned.verdict is Verdict.UNKNOWN
     assert "archive_last_seen" in (unscanned.blocker or "")
 
@@ -169,7 +169,7 @@ def test_retention_never_archived_passes_only_when_an_archive_was_scanned() -> N
 
 
 def test_holds_in_force_fail_and_clear_the_day_after_the_last_one() -> None:
-    contract = build_contract(
+    contract = migrating_contract(
         holds=(
             Hold("audit", date(2026, 12, 31), "FY2026 tax audit"),
             Hold("legal", date(2027, 1, 15), "litigation"),
@@ -185,17 +185,17 @@ def test_holds_in_force_fail_and_clear_the_day_after_the_last_one() -> None:
 
 
 def test_successor_consumers_name_the_services_that_have_not_moved() -> None:
-    v1 = build_contract(V1)
-    v2 = replace(build_contract(V2), consumers=(Consumer("accounting-service", "accounting-service.v2"),))
+    v1 = migrating_contract(V1)
+    v2 = replace(migrating_contract(V2), consumers=(Consumer("accounting-service", "accounting-service.v2"),))
     result = check_successor_consumers(v1, catalog_of(v1, v2))
     assert result.verdict is Verdict.FAIL
     assert result.figures["notMoved"] == ["notification-service"]
     assert "notification-service" in (result.blocker or "") and V2 in (result.blocker or "")
-    assert check_successor_consumers(v1, catalog_of(v1, build_contract(V2))).verdict is Verdict.PASS
+    assert check_successor_consumers(v1, catalog_of(v1, migrating_contract(V2))).verdict is Verdict.PASS
 
 
 def test_a_missing_successor_fails() -> None:
-    v1: Contract = build_contract(V1)
+    v1: Contract = migrating_contract(V1)
     result = check_successor_consumers(v1, catalog_of(v1))
     assert result.verdict is Verdict.FAIL and V2 in (result.blocker or "")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from retirement_builders import V1, V2, build_contract
+from tests.support.contracts import V1, V2, migrating_contract
 
 from contract_platform.amqp.topology import plan_topology
 from contract_platform.evidence import Verdict
@@ -126,7 +126,7 @@ class FakeConnection:
 
 
 def test_the_scan_reads_up_to_the_depth_and_requeues_everything_with_one_nack() -> None:
-    contract = build_contract(V1)
+    contract = migrating_contract(V1)
     messages = [
         (Props(type=V1, message_id="a"), b""),
         (Props(type=V2, message_id="b"), b""),
@@ -152,7 +152,7 @@ def test_the_scan_reads_up_to_the_depth_and_requeues_everything_with_one_nack() 
 
 
 def test_verdicts_fail_on_a_message_of_the_type_and_are_unknown_when_not_everything_was_read() -> None:
-    contract = build_contract(V1)
+    contract = migrating_contract(V1)
     clean = QueueScan("a.dlq", depth=3, inspected=3, family={V2: 3})
     holding = QueueScan("b.parking-lot", depth=2, inspected=2, matching=1, matching_ids=["m-1"])
     skipped = QueueScan("c.dlq", depth=4, skipped="quorum queue with a delivery limit of 5: ...")

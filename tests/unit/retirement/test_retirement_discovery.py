@@ -5,32 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tests.support.topologies import HOME
+from tests.support.topologies import broker_topology as broker
+
 from contract_platform.amqp import plan_topology
 from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, PolicyInfo, QueueInfo, VhostTopology
 from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
 from contract_platform.catalog.model import Contract
 from contract_platform.retirement.discovery import Found, discover_queues
-
-HOME = "/"
-
-
-def broker(
-    contract: Contract,
-    *,
-    queues: Iterable[QueueInfo] = (),
-    bindings: Iterable[BindingInfo] = (),
-    exchanges: Iterable[ExchangeInfo] = (),
-    policies: Iterable[PolicyInfo] = (),
-    consumers: dict[str, tuple[ConsumerInfo, ...]] | None = None,
-) -> BrokerTopology:
-    """The version's provisioned topology as the management API would list it, plus ``queues``, ``bindings``..."""
-    plan = plan_topology(contract)
-    listed = {q.name: QueueInfo(HOME, q.name, q.queue_type, dict(q.arguments)) for q in plan.queues}
-    listed |= {q.name: q for q in queues}
-    known = {x.name: ExchangeInfo(x.name, x.type) for x in plan.exchanges} | {x.name: x for x in exchanges}
-    wired = [BindingInfo(b.exchange, b.queue, "queue", b.routing_key) for b in plan.bindings] + list(bindings)
-    hosted = VhostTopology(HOME, known, tuple(wired), listed, tuple(policies), consumers or {})
-    return BrokerTopology({HOME: hosted}, "http://broker:15672")
 
 
 def found(entries: Iterable[Any]) -> dict[str, set[Found]]:

@@ -7,7 +7,8 @@ from dataclasses import replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from retirement_builders import NOW, V1, V2, build_contract, catalog_of
+from tests.support.contracts import DURING_MIGRATION as NOW
+from tests.support.contracts import V1, V2, catalog_of, migrating_contract
 
 from contract_platform.catalog.model import Contract, Hold, Status
 from contract_platform.evidence import EvidenceKind, Verdict
@@ -68,7 +69,7 @@ def test_the_bundle_has_latest_and_timestamped_json_and_markdown(tmp_path: Path)
 
 
 def test_the_recorded_evidence_is_what_the_lifecycle_guard_reads(registry: Registry, tmp_path: Path) -> None:
-    contract = replace(build_contract(V1), status=Status.RETIRED)
+    contract = replace(migrating_contract(V1), status=Status.RETIRED)
     paths = write_audit_bundle(audit(RETENTION), tmp_path)
     record = record_audit(audit(RETENTION), registry, reference=paths.snapshot)
 
@@ -90,12 +91,12 @@ def deprecate(registry: Registry, message_type: str = V1) -> None:
 
 
 def test_not_declared_retired_keeps_it_deprecated_with_the_audit_blockers(registry: Registry) -> None:
-    contract = build_contract(V1)  # declared deprecated
+    contract = migrating_contract(V1)  # declared deprecated
     deprecate(registry)
     record_audit(audit(RETENTION), registry)
 
     outcome = retire_if_proven(
-        contract, catalog_of(contract, build_contract(V2)), registry, None, actor="t", run_id="r", now=NOW
+        contract, catalog_of(contract, migrating_contract(V2)), registry, None, actor="t", run_id="r", now=NOW
     )
 
     assert not outcome.retired and outcome.effective == "deprecated"
@@ -105,12 +106,12 @@ def test_not_declared_retired_keeps_it_deprecated_with_the_audit_blockers(regist
 
 
 def test_stale_evidence_is_refused_by_the_guard_and_recorded(registry: Registry) -> None:
-    contract: Contract = replace(build_contract(V1), status=Status.RETIRED)
+    contract: Contract = replace(migrating_contract(V1), status=Status.RETIRED)
     deprecate(registry)
     record_audit(audit(at=NOW - timedelta(days=3)), registry)  # passed, but three days ago (freshness 2d)
 
     outcome = retire_if_proven(
-        contract, catalog_of(contract, build_contract(V2)), registry, None, actor="t", run_id="r", now=NOW
+        contract, catalog_of(contract, migrating_contract(V2)), registry, None, actor="t", run_id="r", now=NOW
     )
 
     assert not outcome.retired and registry.effective(V1).status is Status.DEPRECATED  # type: ignore[union-attr]
@@ -121,17 +122,17 @@ def test_stale_evidence_is_refused_by_the_guard_and_recorded(registry: Registry)
 
 def test_a_hold_blocks_retirement_even_with_a_passing_audit(registry: Registry) -> None:
     hold = Hold("legal", date(2027, 1, 31), "litigation")
-    contract = replace(build_contract(V1), status=Status.RETIRED, holds=(hold,))
+    contract = replace(migrating_contract(V1), status=Status.RETIRED, holds=(hold,))
     deprecate(registry)
     record_audit(audit(), registry)
 
     outcome = retire_if_proven(
-        contract, catalog_of(contract, build_contract(V2)), registry, None, actor="t", run_id="r", now=NOW
+        contract, catalog_of(contract, migrating_contract(V2)), registry, None, actor="t", run_id="r", now=NOW
     )
     assert not outcome.retired and any("legal hold in force until 2027-01-31" in r for r in outcome.reasons)
 
 
 def test_only_deprecated_versions_are_retired(registry: Registry) -> None:
-    contract = replace(build_contract(V1), status=Status.RETIRED)
+    contract = replace(migrating_contract(V1), status=Status.RETIRED)
     outcome = retire_if_proven(contract, catalog_of(contract), registry, None, actor="t", run_id="r", now=NOW)
     assert not outcome.retired and "unregistered" in outcome.reasons[0]
