@@ -6,14 +6,13 @@ message-type prefix and deletes its rows at the end. The upgrade test uses a scr
 
 from __future__ import annotations
 
-import multiprocessing
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
+from tests.support.races import assert_one_winner_per_round, run_race
 
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
@@ -126,53 +125,12 @@ def test_wrong_credentials_are_a_store_error_without_the_password(pg_url: str) -
 # -- two processes, one transition ----------------------------------------------------------------------
 
 
-def race(url: str, message_types: list[str], name: str, barrier: Any, results: Any) -> None:
-    """Child process: read the same expected state as the rival, wait for it, then both apply."""
-    with Registry.open(url) as registry:
-        for message_type in message_types:
-            try:
-                expected = registry.effective(message_type)
-                assert expected is not None
-                barrier.wait(timeout=60)
-                registry.apply_transition(
-                    message_type, expected=expected, to=Status.EXPERIMENTAL, actor=name, reason="race"
-                )
-                results.put((message_type, name, "applied", ""))
-            except ConcurrentTransition as exc:
-                results.put((message_type, name, "refused", str(exc)))
-            except Exception as exc:  # report it, and free the rival instead of leaving it at the barrier
-                results.put((message_type, name, "error", repr(exc)))
-                barrier.abort()
-                return
-
-
 def test_two_processes_racing_for_one_transition(pg_url: str, registry: Registry) -> None:
     rounds = [mt(f"race-{n}") for n in range(5)]
     for message_type in rounds:
         registry.register(message_type, "1.0.0", actor="setup")
-    context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(2), context.Queue()
-    workers = [
-        context.Process(target=race, args=(pg_url, rounds, name, barrier, results)) for name in ("dag:one", "dag:two")
-    ]
-    for worker in workers:
-        worker.start()
-    outcomes = []
-    for _ in range(2 * len(rounds)):
-        outcomes.append(results.get(timeout=120))
-        if outcomes[-1][2] == "error":
-            break
-    for worker in workers:
-        worker.join(timeout=60)
-    assert [outcome for outcome in outcomes if outcome[2] == "error"] == []
-    assert [worker.exitcode for worker in workers] == [0, 0]
-    for message_type in rounds:
-        mine = [outcome for outcome in outcomes if outcome[0] == message_type]
-        assert sorted(outcome[2] for outcome in mine) == ["applied", "refused"], mine
-        winner = next(outcome[1] for outcome in mine if outcome[2] == "applied")
-        assert f"by {winner}" in next(outcome[3] for outcome in mine if outcome[2] == "refused")
-        steps = [t for t in registry.history(message_type) if t.to_status is Status.EXPERIMENTAL]
-        assert [t.actor for t in steps] == [winner]
+    outcomes = run_race(pg_url, rounds)
+    assert_one_winner_per_round(registry, outcomes, rounds)
 
 
 # -- upgrade, in a scratch database ---------------------------------------------------------------------

@@ -7,73 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, text
+from tests.support.races import assert_one_winner_per_round, run_race
 
-from contract_platform.catalog.model import Status
-from contract_platform.errors import ConcurrentTransition
 from contract_platform.store import LATEST_VERSION, Registry
 
 ROUNDS = 5
-
-
-def race(url: str, message_types: list[str], name: str, barrier: Any, results: Any) -> None:
-    """Child process: read the same expected state as the rival, wait for it, then both apply."""
-    with Registry.open(url) as registry:
-        for message_type in message_types:
-            try:
-                expected = registry.effective(message_type)
-                assert expected is not None
-                barrier.wait(timeout=60)
-                registry.apply_transition(
-                    message_type, expected=expected, to=Status.EXPERIMENTAL, actor=name, reason="race"
-                )
-                results.put((message_type, name, "applied", ""))
-            except ConcurrentTransition as exc:
-                results.put((message_type, name, "refused", str(exc)))
-            except Exception as exc:  # report it, and free the rival instead of leaving it at the barrier
-                results.put((message_type, name, "error", repr(exc)))
-                barrier.abort()
-                return
 
 
 def open_at_once(url: str, barrier: Any, results: Any) -> None:
     barrier.wait(timeout=60)
     with Registry.open(url) as registry:
         results.put(registry.schema_version())
-
-
-def run_race(url: str, message_types: list[str]) -> list[tuple[str, str, str, str]]:
-    context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(2), context.Queue()
-    workers = [
-        context.Process(target=race, args=(url, message_types, name, barrier, results))
-        for name in ("dag:one", "dag:two")
-    ]
-    for worker in workers:
-        worker.start()
-    outcomes = []
-    for _ in range(2 * len(message_types)):
-        outcomes.append(results.get(timeout=120))
-        if outcomes[-1][2] == "error":
-            break
-    for worker in workers:
-        worker.join(timeout=60)
-    assert [outcome for outcome in outcomes if outcome[2] == "error"] == []
-    assert [worker.exitcode for worker in workers] == [0, 0]
-    return outcomes
-
-
-def assert_one_winner_per_round(
-    registry: Registry, outcomes: list[tuple[str, str, str, str]], rounds: list[str]
-) -> None:
-    for message_type in rounds:
-        mine = [outcome for outcome in outcomes if outcome[0] == message_type]
-        assert sorted(outcome[2] for outcome in mine) == ["applied", "refused"], mine
-        winner = next(outcome[1] for outcome in mine if outcome[2] == "applied")
-        loser_message = next(outcome[3] for outcome in mine if outcome[2] == "refused")
-        assert f"by {winner}" in loser_message
-        steps = [t for t in registry.history(message_type) if t.to_status is Status.EXPERIMENTAL]
-        assert [t.actor for t in steps] == [winner]
-        assert registry.effective(message_type).revision == 2  # type: ignore[union-attr]
 
 
 def test_two_processes_racing_for_one_transition_on_sqlite(tmp_path: Path) -> None:
