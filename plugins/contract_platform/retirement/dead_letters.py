@@ -6,20 +6,9 @@ dead-letter convention (``.dlq``, ``.dead``, ``_error``, ``.parking-lot``...; co
 version's own DLQs and parking lots, in every watched virtual host (``retirement.discovery``). Without
 the management API only the version's own can be found, and the check says so (unknown).
 
-How a message is read without losing or reordering anything: on a dedicated channel, ``basic.get``
-without auto-ack, at most as many times as the queue's depth when we looked, then every fetched
-message goes back with ONE ``basic.nack(multiple, requeue)`` of the last delivery tag. A classic queue
-puts requeued messages back at their original positions; a quorum queue redelivers returned messages
-first, in the order returned. Should the connection drop midway, the broker requeues the unacked
-messages itself. What requeueing cannot guarantee is flagged and the queue is not read:
-
-- a quorum queue with a delivery limit (``x-delivery-limit``, or ``delivery-limit`` in its policy), and
-  every quorum queue on RabbitMQ 4 or later (default limit 20): each requeue counts as a delivery, so a
-  message near its limit would be dead-lettered or dropped;
-- stream queues (``basic.get`` is not supported on streams).
-
-A quorum queue on RabbitMQ 3.x without a limit is read; its messages' ``x-delivery-count`` goes up by
-one, which the figures record.
+A queue is read with the platform's non-destructive peek (``amqp.peek``: ``basic.get`` without ack up to
+the depth, then one ``basic.nack(multiple, requeue)``); a queue that requeueing could harm (a quorum
+queue with a delivery limit, every quorum queue on RabbitMQ 4+, streams) is not read, and says why.
 
 A message's type is its AMQP ``type`` property, else a type header, else the body's
 ``metadata.messageType``; its id is its AMQP ``message_id``, else the body's ``metadata.messageId``.
@@ -36,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pika
-import pika.exceptions as px
 
 from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
-from contract_platform.amqp.inspection import NOT_FOUND, ManagementClient, passive_queue
+from contract_platform.amqp.inspection import ManagementClient
 from contract_platform.amqp.management import BrokerTopology
+from contract_platform.amqp.peek import peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.catalog.model import Contract
 from contract_platform.evidence import Verdict
@@ -63,7 +52,6 @@ __all__ = [
 DEAD_LETTER_SUFFIXES = DEFAULT_DEAD_LETTER_SUFFIXES
 DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and reported as incomplete
 _SHOWN_IDS = 10
-_DEFAULT_DELIVERY_LIMIT_FROM = (4,)
 
 
 def message_type_of(properties: Any, body: bytes | None) -> tuple[str | None, str | None]:
@@ -99,38 +87,6 @@ def message_id_of(properties: Any, body: bytes | None) -> str | None:
         return str(declared)
     found = _body_metadata(body).get("messageId")
     return str(found) if isinstance(found, str | int) and found != "" else None
-
-
-def requeue_risk(
-    queue_type: str | None,
-    arguments: Mapping[str, Any] | None,
-    policy: Mapping[str, Any] | None,
-    version: tuple[int, ...] | None,
-) -> str | None:
-    """Why reading this queue by requeueing is not safe, or None when it is."""
-    if queue_type == "stream":
-        return "a stream queue cannot be read with basic.get"
-    if queue_type != "quorum":
-        return None  # classic: requeued messages keep their positions and no delivery count applies
-    limit = (arguments or {}).get("x-delivery-limit")
-    if limit is None:
-        limit = (policy or {}).get("delivery-limit")
-    modern = version is not None and version >= _DEFAULT_DELIVERY_LIMIT_FROM
-    if limit is not None:
-        if modern and isinstance(limit, int) and limit < 0:
-            return None  # RabbitMQ 4+: a negative limit disables it
-        return (
-            f"quorum queue with a delivery limit of {limit}: each requeue counts as a delivery, so reading it could "
-            "dead-letter or drop messages"
-        )
-    if version is None:
-        return "quorum queue on a broker of unknown version (RabbitMQ 4+ applies a default delivery limit of 20)"
-    if modern:
-        return (
-            f"quorum queue on RabbitMQ {'.'.join(map(str, version))}: the default delivery limit (20) counts every "
-            "requeue, so reading it could dead-letter or drop messages"
-        )
-    return None
 
 
 @dataclass
@@ -290,54 +246,19 @@ def _connections(connection: Any, home_vhost: str) -> Iterator[Callable[[str], A
 def _scan_queue(
     connection: Any, contract: Contract, name: str, info: Mapping[str, Any], version: Any, max_messages: int
 ) -> QueueScan:
-    counts = passive_queue(connection, name)
-    if counts is None:
-        return QueueScan(name, vanished=True)
-    scan = QueueScan(name, depth=counts[0])
-    unacked = info.get("messages_unacknowledged")
-    scan.unacked = unacked if isinstance(unacked, int) and not isinstance(unacked, bool) else None
-    if scan.depth == 0:
-        return scan
-    policy = info.get("effective_policy_definition")
-    risk = requeue_risk(
-        info.get("type") if isinstance(info.get("type"), str) else None,
-        info.get("arguments") if isinstance(info.get("arguments"), dict) else None,
-        policy if isinstance(policy, dict) else None,
-        version,
-    )
-    if risk is not None:
-        scan.skipped = risk
-        return scan
-    _read_and_requeue(connection, contract, scan, min(scan.depth, max_messages))
-    scan.delivery_count_raised = scan.inspected > 0 and info.get("type") == "quorum"
+    scan = QueueScan(name)
+
+    def visit(_method: Any, properties: Any, body: bytes) -> None:
+        _tally(scan, contract, properties, body)
+
+    outcome = peek(connection, name, limit=max_messages, info=info, version=version, visit=visit)
+    scan.depth, scan.inspected, scan.unacked = outcome.depth, outcome.inspected, outcome.unacked
+    scan.skipped, scan.vanished, scan.exhausted = outcome.skipped, outcome.vanished, outcome.exhausted
+    scan.delivery_count_raised = outcome.delivery_count_raised
     return scan
 
 
-def _read_and_requeue(connection: Any, contract: Contract, scan: QueueScan, limit: int) -> None:
-    """basic.get up to ``limit`` messages, tally them, then give them all back with one nack."""
-    channel = connection.channel()
-    last_tag: int | None = None
-    try:
-        for _ in range(limit):
-            method, properties, body = channel.basic_get(scan.queue, auto_ack=False)
-            if method is None:
-                scan.exhausted = True
-                break
-            last_tag = method.delivery_tag
-            _tally(scan, contract, properties, body)
-    except px.ChannelClosedByBroker as exc:
-        if exc.reply_code != NOT_FOUND:
-            raise
-        scan.vanished = True  # deleted while being read: its messages went with it, not by our doing
-    finally:
-        if last_tag is not None and channel.is_open:
-            channel.basic_nack(delivery_tag=last_tag, multiple=True, requeue=True)
-        if channel.is_open:
-            channel.close()  # anything still unacked (none after the nack) is requeued by the broker
-
-
 def _tally(scan: QueueScan, contract: Contract, properties: Any, body: bytes | None) -> None:
-    scan.inspected += 1
     found, _where = message_type_of(properties, body)
     if found == contract.message_type:
         scan.matching += 1

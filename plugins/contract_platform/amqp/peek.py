@@ -1,0 +1,159 @@
+"""Read a queue without taking anything from it: the platform's one non-destructive peek.
+
+On a dedicated channel, ``basic.get`` without auto-ack, at most as many times as the queue's depth when
+we looked (and at most ``limit``), then every fetched message goes back with ONE
+``basic.nack(multiple, requeue)`` of the last delivery tag. A classic queue puts requeued messages back
+at their original positions; a quorum queue redelivers returned messages first, in the order returned.
+Should the connection drop midway, the broker requeues the unacked messages itself. ``nack`` rather
+than ``reject``: RabbitMQ 4.3 counts ``reject(requeue)`` against a quorum queue's delivery limit.
+
+What requeueing cannot guarantee is flagged and the queue is not read (``requeue_risk``):
+
+- a quorum queue with a delivery limit (``x-delivery-limit``, or ``delivery-limit`` in its policy), and
+  every quorum queue on RabbitMQ 4 or later (default limit 20): each requeue counts as a delivery, so a
+  message near its limit would be dead-lettered or dropped;
+- stream queues (``basic.get`` is not supported on streams).
+
+A quorum queue on RabbitMQ 3.x without a limit is read; its messages' ``x-delivery-count`` goes up by
+one, which the outcome records (``delivery_count_raised``).
+
+Users: the retirement audit's ``dead_letters`` check and replay's in-flight messages
+(``replay.inflight``). Each passes a ``visit(method, properties, body)`` that looks at one message; a
+visitor must not raise for a message's content (the peek still gives every message back if it does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pika.exceptions as px
+
+from contract_platform.amqp.inspection import NOT_FOUND, passive_queue
+
+__all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk"]
+
+Visit = Callable[[Any, Any, bytes], None]
+_DEFAULT_DELIVERY_LIMIT_FROM = (4,)
+
+
+def requeue_risk(
+    queue_type: str | None,
+    arguments: Mapping[str, Any] | None,
+    policy: Mapping[str, Any] | None,
+    version: tuple[int, ...] | None,
+) -> str | None:
+    """Why reading this queue by requeueing is not safe, or None when it is."""
+    if queue_type == "stream":
+        return "a stream queue cannot be read with basic.get"
+    if queue_type != "quorum":
+        return None  # classic: requeued messages keep their positions and no delivery count applies
+    limit = (arguments or {}).get("x-delivery-limit")
+    if limit is None:
+        limit = (policy or {}).get("delivery-limit")
+    modern = version is not None and version >= _DEFAULT_DELIVERY_LIMIT_FROM
+    if limit is not None:
+        if modern and isinstance(limit, int) and limit < 0:
+            return None  # RabbitMQ 4+: a negative limit disables it
+        return (
+            f"quorum queue with a delivery limit of {limit}: each requeue counts as a delivery, so reading it could "
+            "dead-letter or drop messages"
+        )
+    if version is None:
+        return "quorum queue on a broker of unknown version (RabbitMQ 4+ applies a default delivery limit of 20)"
+    if modern:
+        return (
+            f"quorum queue on RabbitMQ {'.'.join(map(str, version))}: the default delivery limit (20) counts every "
+            "requeue, so reading it could dead-letter or drop messages"
+        )
+    return None
+
+
+@dataclass
+class PeekOutcome:
+    """What a peek of one queue saw (or why it did not read it)."""
+
+    queue: str
+    depth: int = 0  # ready messages when we looked
+    inspected: int = 0
+    unacked: int | None = None  # held by some consumer (management API only): not readable here
+    skipped: str | None = None  # why it was not read
+    vanished: bool = False  # absent, or deleted while being read
+    exhausted: bool = False  # basic.get found it empty before the depth was reached (someone else took some)
+    delivery_count_raised: bool = False  # quorum queue read: x-delivery-count went up by one
+
+    @property
+    def complete(self) -> bool:
+        """Every message the queue held was seen (a vanished queue holds nothing)."""
+        if self.vanished:
+            return True
+        read_all = self.inspected >= self.depth or self.exhausted
+        return self.skipped is None and read_all and not self.unacked
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def peek(
+    connection: Any,
+    queue: str,
+    *,
+    limit: int,
+    info: Mapping[str, Any],
+    version: tuple[int, ...] | None,
+    visit: Visit,
+) -> PeekOutcome:
+    """Show ``visit`` up to ``limit`` messages of ``queue`` and give them all back, order and depth unchanged.
+
+    ``info`` is what is known of the queue (the management API's queue object, or the topology plan's):
+    ``type``, ``arguments``, ``effective_policy_definition``, ``messages_unacknowledged``; all optional.
+    Broker errors other than the queue's absence are not mapped (the caller knows which broker it is).
+    """
+    counts = passive_queue(connection, queue)
+    if counts is None:
+        return PeekOutcome(queue, vanished=True)
+    outcome = PeekOutcome(queue, depth=counts[0])
+    unacked = info.get("messages_unacknowledged")
+    outcome.unacked = unacked if isinstance(unacked, int) and not isinstance(unacked, bool) else None
+    if outcome.depth == 0:
+        return outcome
+    queue_type = _text(info.get("type"))
+    risk = requeue_risk(
+        queue_type, _mapping(info.get("arguments")), _mapping(info.get("effective_policy_definition")), version
+    )
+    if risk is not None:
+        outcome.skipped = risk
+        return outcome
+    _read_and_requeue(connection, outcome, min(outcome.depth, limit), visit)
+    outcome.delivery_count_raised = outcome.inspected > 0 and queue_type == "quorum"
+    return outcome
+
+
+def _read_and_requeue(connection: Any, outcome: PeekOutcome, limit: int, visit: Visit) -> None:
+    """basic.get up to ``limit`` messages, show each to ``visit``, then give them all back with one nack."""
+    channel = connection.channel()
+    last_tag: int | None = None
+    try:
+        for _ in range(limit):
+            method, properties, body = channel.basic_get(outcome.queue, auto_ack=False)
+            if method is None:
+                outcome.exhausted = True
+                break
+            last_tag = method.delivery_tag
+            outcome.inspected += 1
+            visit(method, properties, body)
+    except px.ChannelClosedByBroker as exc:
+        if exc.reply_code != NOT_FOUND:
+            raise
+        outcome.vanished = True  # deleted while being read: its messages went with it, not by our doing
+    finally:
+        if last_tag is not None and channel.is_open:
+            channel.basic_nack(delivery_tag=last_tag, multiple=True, requeue=True)
+        if channel.is_open:
+            channel.close()  # anything still unacked (none after the nack) is requeued by the broker
