@@ -9,6 +9,8 @@ test's own names on the shared broker; ``consumers`` names the reading services 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import uuid
 from collections.abc import Iterable
 from dataclasses import replace
@@ -142,3 +144,29 @@ def invoice_envelope(number: int = 0, message_type: str = V1, **payload: Any) ->
         },
         "payload": {"invoiceId": invoice, "amount": "129.95", "currency": "EUR"} | payload,
     }
+
+
+def with_prefix(contract: Contract, prefix: str) -> Contract:
+    """``contract`` with its exchange and consumer queues under ``prefix`` (the messageType stays canonical)."""
+    transport = replace(contract.transport, exchange=f"{prefix}{contract.transport.exchange}")
+    consumers = tuple(Consumer(c.service, f"{prefix}{c.queue}") for c in contract.consumers)
+    return replace(contract, transport=transport, consumers=consumers)
+
+
+def prefixed_catalog(target: Path, prefix: str, source: Path = REPO_ROOT / "contracts") -> Path:
+    """A copy of the catalogue at ``target`` with every exchange and consumer queue name under ``prefix``,
+    so a test owns its topology on the shared broker (``prefix`` includes its separator: ``t-1a2b3c4d.``)."""
+    shutil.copytree(source, target)
+    for path in target.glob("*/*/v*/contract.yaml"):
+        text = re.sub(r"exchange: ([a-z.]+)", rf"exchange: {prefix}\1", path.read_text())
+        # consumer queues (a dotted name), not retention.queue (a duration)
+        path.write_text(re.sub(r"queue: ([a-z0-9-]+\.[a-z0-9.-]+)", rf"queue: {prefix}\1", text))
+    return target
+
+
+def family_copy(target: Path, source: Path = REPO_ROOT / "contracts") -> Path:
+    """A catalogue at ``target`` of the billing.invoice-issued family alone (and the envelope schema):
+    what the retirement audit needs, whatever else the real catalogue holds today."""
+    shutil.copytree(source / "envelope", target / "envelope")
+    shutil.copytree(source / "billing" / "invoice-issued", target / "billing" / "invoice-issued")
+    return target

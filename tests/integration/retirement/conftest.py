@@ -6,28 +6,24 @@ prefix, the dead-letter scan is scoped to that prefix, and teardown deletes ever
 
 from __future__ import annotations
 
-import contextlib
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pika.exceptions
 import pytest
-from retirement_broker import prefixed
+from tests.support import broker
+from tests.support.contracts import with_prefix
 
 from contract_platform.amqp import ManagementClient, open_connection
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.catalog.model import Catalog
 from contract_platform.store import Registry
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def prefix() -> str:
-    return f"t-{uuid.uuid4().hex[:8]}."
+    return broker.prefix()
 
 
 @pytest.fixture
@@ -44,24 +40,14 @@ def connection(rabbitmq_url: str, prefix: str, management: ManagementClient) -> 
     conn = open_connection(rabbitmq_url)
     yield conn
     close_quietly(conn)
-    cleanup = open_connection(rabbitmq_url)
-    try:
-        queues = set(management.queue_names(prefix) or []) | set(management.queue_names(f"archive.{prefix}") or [])
-        for kind, names in (("queue", queues), ("exchange", set(management.exchange_names(prefix) or []))):
-            for name in sorted(names):
-                channel = cleanup.channel()
-                with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):  # already gone is fine
-                    (channel.queue_delete if kind == "queue" else channel.exchange_delete)(name)
-                    channel.close()
-    finally:
-        close_quietly(cleanup)
+    broker.delete_prefixed(rabbitmq_url, management, prefix)
 
 
 @pytest.fixture
 def contracts(catalog: Catalog, prefix: str) -> Catalog:
     """The real catalogue, with the billing.invoice-issued family's exchange and queues prefixed."""
     changed = {
-        mt: prefixed(c, prefix) if c.family == "billing.invoice-issued" else c for mt, c in catalog.contracts.items()
+        mt: with_prefix(c, prefix) if c.family == "billing.invoice-issued" else c for mt, c in catalog.contracts.items()
     }
     return replace(catalog, contracts=changed)
 

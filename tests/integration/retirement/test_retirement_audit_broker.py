@@ -11,7 +11,9 @@ from typing import Any
 
 import pika
 import pytest
-from retirement_broker import V1, V2, provision_family, seed_quiet_history, wait_for_stats
+from tests.support.broker import wait_for_stats
+from tests.support.contracts import V1, V2
+from tests.support.retirement import provision_family, seed_quiet_history
 
 from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.inspection import exchange_exists, passive_queue

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from retirement_broker import V1, provision_family, seed_quiet_history, wait_for_stats
+from tests.support.broker import wait_for_stats
+from tests.support.contracts import V1, prefixed_catalog
+from tests.support.retirement import provision_family, seed_quiet_history
 
 from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.topology import Role
@@ -19,15 +19,6 @@ from contract_platform.cli.main import main
 from contract_platform.store import Registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
-
-
-def prefixed_copy(source: Path, target: Path, prefix: str) -> Path:
-    """The real catalogue with every exchange and consumer queue name prefixed (as tests/airflow does)."""
-    shutil.copytree(source, target)
-    for path in target.glob("*/*/v*/contract.yaml"):
-        text = re.sub(r"exchange: ([a-z.]+)", rf"exchange: {prefix}\1", path.read_text())
-        path.write_text(re.sub(r"queue: ([a-z0-9-]+\.[a-z0-9.-]+)", rf"queue: {prefix}\1", text))
-    return target
 
 
 def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
@@ -39,7 +30,7 @@ def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    catalog = load_catalog(prefixed_copy(catalog_dir, tmp_path / "contracts", prefix))
+    catalog = load_catalog(prefixed_catalog(tmp_path / "contracts", prefix, catalog_dir))
     v1 = catalog.contracts[V1]
     provision_family(connection, catalog)
     registry_url = f"sqlite:///{tmp_path / 'registry.db'}"

@@ -7,7 +7,8 @@ from typing import Any
 
 import pika
 import pytest
-from retirement_broker import V1, V2
+from tests.support import broker
+from tests.support.contracts import V1, V2
 
 from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.inspection import passive_queue
@@ -35,15 +36,8 @@ def publish_mixed(channel: Any, queue: str, tag: str) -> list[str]:
 
 
 def drain(connection: Any, queue: str) -> list[tuple[str, Any]]:
-    channel = connection.channel()
-    found = []
-    while True:
-        method, properties, _ = channel.basic_get(queue, auto_ack=True)
-        if method is None:
-            break
-        found.append((properties.message_id, (properties.headers or {}).get("x-delivery-count")))
-    channel.close()
-    return found
+    """Every message now in ``queue``: (messageId, x-delivery-count) in order."""
+    return [(p.message_id, (p.headers or {}).get("x-delivery-count")) for p, _body in broker.drain(connection, queue)]
 
 
 @pytest.mark.parametrize("queue_type", ["classic", "quorum"])

@@ -9,8 +9,6 @@ queue (and who reads it), and must leave every queue's depth and order as it fou
 from __future__ import annotations
 
 import json
-import shutil
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,7 +19,11 @@ from urllib.parse import quote
 import httpx
 import pika
 import pytest
-from retirement_broker import V1, V2, provision_family, seed_quiet_history
+from tests.support import broker
+from tests.support.broker import API, AUTH, STATS_INTERVAL, url_of
+from tests.support.contracts import V1, V2, family_copy
+from tests.support.retirement import provision_family, seed_quiet_history
+from tests.support.waiting import wait_until
 
 from contract_platform.amqp import ManagementClient, open_connection
 from contract_platform.amqp.connection import close_quietly
@@ -34,50 +36,24 @@ from contract_platform.store import Registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-API = "http://127.0.0.1:15672/api"
-AUTH = ("guest", "guest")
-STATS_DEADLINE = 30.0  # the management API lists new queues and consumers after its statistics interval
 
-
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = STATS_DEADLINE) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.3)
+def wait_for(condition: Callable[[], Any], what: str) -> Any:
+    """The management API lists new queues and consumers after its statistics interval."""
+    return wait_until(condition, STATS_INTERVAL, 0.3, what=what)
 
 
 @pytest.fixture(scope="module")
 def family(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Catalog:
     """The billing.invoice-issued family alone (the audit needs nothing else from the catalogue)."""
-    target = tmp_path_factory.mktemp("catalog") / "contracts"
-    shutil.copytree(catalog_dir / "envelope", target / "envelope")
-    shutil.copytree(catalog_dir / "billing" / "invoice-issued", target / "billing" / "invoice-issued")
-    return load_catalog(target)
+    return load_catalog(family_copy(tmp_path_factory.mktemp("catalog") / "contracts", catalog_dir))
 
 
 @pytest.fixture
 def vhost(rabbitmq_url: str) -> Iterator[str]:
-    try:
-        httpx.get(f"{API}/overview", auth=AUTH, timeout=5).raise_for_status()
-    except httpx.HTTPError:
+    if not broker.management_answers():
         pytest.skip("the RabbitMQ management API is not answering on 15672")
-    name = f"t-retire-{uuid.uuid4().hex[:8]}"
-    httpx.put(f"{API}/vhosts/{quote(name, safe='')}", auth=AUTH, timeout=10).raise_for_status()
-    httpx.put(
-        f"{API}/permissions/{quote(name, safe='')}/guest",
-        auth=AUTH,
-        json={"configure": ".*", "write": ".*", "read": ".*"},
-        timeout=10,
-    ).raise_for_status()
-    yield name
-    httpx.delete(f"{API}/vhosts/{quote(name, safe='')}", auth=AUTH, timeout=30)
-
-
-def url_of(vhost: str) -> str:
-    return f"amqp://guest:guest@127.0.0.1:5672/{quote(vhost, safe='')}"
+    with broker.private_vhost(f"t-retire-{uuid.uuid4().hex[:8]}") as name:
+        yield name
 
 
 @pytest.fixture
@@ -117,27 +93,8 @@ def publish(channel: Any, exchange: str, key: str, message_id: str, *, with_id: 
     channel.basic_publish(exchange, key, v1_body(message_id), properties)
 
 
-def listed(vhost: str, queue: str) -> bool:
-    response = httpx.get(f"{API}/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}", auth=AUTH, timeout=5)
-    return response.status_code == httpx.codes.OK
-
-
-def consumers_listed(vhost: str, queue: str) -> bool:
-    """The management API lists a consumer of ``queue`` with its connection described.
-
-    The broker fills a consumer's ``channel_details`` from its statistics, a few seconds after the
-    consumer itself is listed: until then the audit can only say "an unnamed connection".
-    """
-    answer = httpx.get(f"{API}/consumers/{quote(vhost, safe='')}", auth=AUTH, timeout=5).json()
-    return any(
-        item["queue"]["name"] == queue
-        and isinstance(item.get("channel_details"), dict)
-        and item["channel_details"].get("connection_name")
-        for item in answer
-    )
-
-
-def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str) -> AuditResult:
+def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str, vhosts: tuple[str, ...] = ()) -> AuditResult:
+    """Audit v1 from ``vhost`` (and the watched ``vhosts``); v1 was last seen 30 days ago."""
     connection, registry = platform
     last_seen = LastSeen({V1: TypeLastSeen(datetime.now(UTC) - timedelta(days=30), 12)}, scanned=True, source="test")
     return audit_version(
@@ -149,32 +106,48 @@ def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str) -> Au
         now=datetime.now(UTC),
         run_id="test",
         management=ManagementClient.from_amqp_url(url_of(vhost)),
+        vhosts=list(vhosts),
     )
+
+
+def blocker(result: AuditResult, check: str) -> str:
+    """The check failed: what it says blocks retirement."""
+    outcome = result.check(check)
+    assert outcome.verdict is Verdict.FAIL, f"{check}: {outcome.verdict}"
+    return outcome.blocker or ""
+
+
+def holding(channel: Any, vhost: str, queue: str, ids: list[str], kinds: tuple[str, ...] = ()) -> None:
+    """Declare ``queue``, publish ``ids`` into it (types ``kinds``, else v1) and wait until the API lists it."""
+    channel.queue_declare(queue, durable=True)
+    for n, message_id in enumerate(ids):
+        publish(channel, "", queue, message_id, kind=kinds[n] if kinds else V1)
+    wait_for(lambda: broker.queue_listed(vhost, queue), f"{queue} listed by the management API")
+
+
+def dead_lettered(foreign: Any, vhost: str, work: str, dlq: str, ids: list[str]) -> None:
+    """Publish ``ids`` into ``work`` and reject them: wait until the broker moved them into ``dlq``, listed."""
+    channel = foreign.channel()
+    for message_id in ids:
+        publish(channel, "", work, message_id)
+    wait_for(lambda: passive_queue(foreign, work) == (len(ids), 0), f"{len(ids)} messages in {work}")
+    for _ in ids:
+        method, _properties, _body = channel.basic_get(work, auto_ack=False)
+        assert method is not None
+        channel.basic_reject(method.delivery_tag, requeue=False)
+    wait_for(lambda: passive_queue(foreign, dlq) == (len(ids), 0), f"the broker dead-lettered them into {dlq}")
+    wait_for(lambda: broker.queue_listed(vhost, dlq), f"{dlq} listed by the management API")
 
 
 def contents(connection: Any, queue: str) -> list[str]:
     """Drain a queue (end of test) and return its messages' ids in order."""
-    channel = connection.channel()
-    ids = []
-    while True:
-        method, properties, body = channel.basic_get(queue, auto_ack=True)
-        if method is None:
-            return ids
-        ids.append(json.loads(body)["metadata"]["messageId"])
+    return [json.loads(body)["metadata"]["messageId"] for _properties, body in broker.drain(connection, queue)]
 
 
 def considered(result: AuditResult, check: str, queue: str) -> dict[str, Any]:
     entries = [q for q in result.check(check).figures["queues"] if q["queue"] == queue]
     assert entries, f"{queue} is not among the queues the {check} check considered"
     return entries[0]
-
-
-def reject_into_dead_letters(foreign: Any, queue: str, count: int) -> None:
-    channel = foreign.channel()
-    for _ in range(count):
-        method, _properties, _body = channel.basic_get(queue, auto_ack=False)
-        assert method is not None
-        channel.basic_reject(method.delivery_tag, requeue=False)
 
 
 @pytest.mark.parametrize("suffix", [".dead", ".graveyard"])  # a conventional name, and one only topology reveals
@@ -194,18 +167,12 @@ def test_a_message_the_broker_dead_lettered_from_a_service_queue_blocks(
     channel.queue_declare(f"{service}.in", durable=True, arguments={"x-dead-letter-exchange": f"{service}.dlx"})
     channel.queue_bind(f"{service}.in", "billing.events", routing_key="billing.invoice.issued.v1")
     ids = [f"{service}-1", f"{service}-2"]
-    for message_id in ids:
-        publish(channel, "", f"{service}.in", message_id)
-    wait_until(lambda: passive_queue(foreign, f"{service}.in") == (2, 0), "both messages in the service queue")
-    reject_into_dead_letters(foreign, f"{service}.in", 2)
-    wait_until(lambda: passive_queue(foreign, f"{service}{suffix}") == (2, 0), "the broker dead-lettered both")
-    wait_until(lambda: listed(vhost, f"{service}{suffix}"), "the DLQ listed by the management API")
+    dead_lettered(foreign, vhost, f"{service}.in", f"{service}{suffix}", ids)
 
     result = run_audit(platform, family, vhost)
 
-    dead = result.check("dead_letters")
-    assert dead.verdict is Verdict.FAIL
-    assert f"{service}{suffix}" in (dead.blocker or "") and ids[0] in (dead.blocker or "")
+    blocked = blocker(result, "dead_letters")
+    assert f"{service}{suffix}" in blocked and ids[0] in blocked
     assert "DLX topology" in considered(result, "dead_letters", f"{service}{suffix}")["foundBy"]
     assert "binding" in considered(result, "queues", f"{service}.in")["foundBy"]
     assert passive_queue(foreign, f"{service}{suffix}") == (2, 0)
@@ -219,18 +186,12 @@ def test_an_error_queue_by_naming_convention_blocks_and_keeps_its_order(
     platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
 ) -> None:
     queue = f"{service}_error"  # the convention of several .NET and Java frameworks
-    channel = foreign.channel()
-    channel.queue_declare(queue, durable=True)
     ids = [f"{service}-a", f"{service}-b", f"{service}-c"]
-    publish(channel, "", queue, ids[0])
-    publish(channel, "", queue, ids[1], kind=V2)
-    publish(channel, "", queue, ids[2])
-    wait_until(lambda: listed(vhost, queue), "the error queue listed")
+    holding(foreign.channel(), vhost, queue, ids, kinds=(V1, V2, V1))
 
     result = run_audit(platform, family, vhost)
 
-    dead = result.check("dead_letters")
-    assert dead.verdict is Verdict.FAIL and queue in (dead.blocker or "")
+    assert queue in blocker(result, "dead_letters")
     entry = considered(result, "dead_letters", queue)
     assert entry["foundBy"] == ["name convention"] and entry["matching"] == 2 and entry["family"] == {V2: 1}
     assert passive_queue(foreign, queue) == (3, 0)
@@ -244,13 +205,11 @@ def test_a_dead_letter_without_amqp_message_id_is_named_by_its_body(
     channel = foreign.channel()
     channel.queue_declare(queue, durable=True)
     publish(channel, "", queue, f"{service}-bodyonly", with_id=False)
-    wait_until(lambda: listed(vhost, queue), "the DLQ listed")
+    wait_for(lambda: broker.queue_listed(vhost, queue), f"{queue} listed by the management API")
 
     result = run_audit(platform, family, vhost)
 
-    dead = result.check("dead_letters")
-    assert dead.verdict is Verdict.FAIL
-    assert f"{service}-bodyonly" in (dead.blocker or "")
+    assert f"{service}-bodyonly" in blocker(result, "dead_letters")
     assert considered(result, "dead_letters", queue)["matchingIds"] == [f"{service}-bodyonly"]
 
 
@@ -269,23 +228,18 @@ def test_a_policy_defined_dead_letter_exchange_makes_its_queues_dlqs(
     channel.queue_declare(f"{service}.kept", durable=True)  # no argument, no conventional name: only the policy
     channel.queue_bind(f"{service}.kept", f"{service}.pdlx")
     channel.queue_declare(f"{service}.work", durable=True)
-    wait_until(
+    wait_for(
         lambda: (
             httpx.get(f"{API}/queues/{quote(vhost, safe='')}/{service}.work", auth=AUTH, timeout=5).json().get("policy")
             == policy
         ),
         "the policy applied to the work queue",
     )
-    publish(channel, "", f"{service}.work", f"{service}-p")
-    wait_until(lambda: passive_queue(foreign, f"{service}.work") == (1, 0), "the message in the work queue")
-    reject_into_dead_letters(foreign, f"{service}.work", 1)
-    wait_until(lambda: passive_queue(foreign, f"{service}.kept") == (1, 0), "dead-lettered through the policy")
-    wait_until(lambda: listed(vhost, f"{service}.kept"), "the kept queue listed")
+    dead_lettered(foreign, vhost, f"{service}.work", f"{service}.kept", [f"{service}-p"])
 
     result = run_audit(platform, family, vhost)
 
-    dead = result.check("dead_letters")
-    assert dead.verdict is Verdict.FAIL and f"{service}.kept" in (dead.blocker or "")
+    assert f"{service}.kept" in blocker(result, "dead_letters")
     assert considered(result, "dead_letters", f"{service}.kept")["foundBy"] == ["policy"]
     assert contents(foreign, f"{service}.kept") == [f"{service}-p"]
 
@@ -298,13 +252,12 @@ def test_a_foreign_consumer_on_its_own_bound_queue_blocks_and_is_named(
     channel.queue_declare(queue, durable=True)
     channel.queue_bind(queue, "billing.events", routing_key="billing.invoice.issued.v1")
     channel.basic_consume(queue, lambda *args: None)
-    wait_until(lambda: consumers_listed(vhost, queue), "the consumer listed by the management API")
+    wait_for(lambda: broker.consumer_described(vhost, queue), "the consumer listed by the management API")
 
     result = run_audit(platform, family, vhost)
 
-    queues = result.check("queues")
-    assert queues.verdict is Verdict.FAIL
-    assert queue in (queues.blocker or "") and f"{service}-reader" in (queues.blocker or "")
+    blocked = blocker(result, "queues")
+    assert queue in blocked and f"{service}-reader" in blocked
     entry = considered(result, "queues", queue)
     assert entry["foundBy"] == ["binding"] and entry["role"] == "foreign"
     assert entry["readers"][0]["clientName"] == f"{service}-reader" and entry["readers"][0]["peerHost"]
@@ -324,14 +277,12 @@ def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_versi
         channel.queue_declare(queue, durable=True)
         channel.queue_bind(queue, f"{service}.by-type", arguments={"x-match": "all", "message-type": version})
         channel.basic_consume(queue, lambda *args: None)
-    wait_until(lambda: consumers_listed(vhost, f"{service}.typed-v2"), "the consumers listed")
+    wait_for(lambda: broker.consumer_described(vhost, f"{service}.typed-v2"), "the consumers listed")
 
     result = run_audit(platform, family, vhost)
 
-    queues = result.check("queues")
-    assert queues.verdict is Verdict.FAIL
-    assert f"{service}.typed-v1" in (queues.blocker or "")
-    assert f"{service}.typed-v2" not in (queues.blocker or "")
+    blocked = blocker(result, "queues")
+    assert f"{service}.typed-v1" in blocked and f"{service}.typed-v2" not in blocked
     why = considered(result, "queues", f"{service}.typed-v1")["why"][0]
     assert f"billing.events -> {service}.by-type -> {service}.typed-v1" in why
 
@@ -339,41 +290,15 @@ def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_versi
 def test_a_watched_second_virtual_host_is_searched_and_read_over_its_own_connection(
     platform: tuple[Any, Registry], family: Catalog, vhost: str, service: str
 ) -> None:
-    other = f"{vhost}-legacy"
-    httpx.put(f"{API}/vhosts/{quote(other, safe='')}", auth=AUTH, timeout=10).raise_for_status()
-    try:
-        httpx.put(
-            f"{API}/permissions/{quote(other, safe='')}/guest",
-            auth=AUTH,
-            json={"configure": ".*", "write": ".*", "read": ".*"},
-            timeout=10,
-        ).raise_for_status()
+    with broker.private_vhost(f"{vhost}-legacy") as other:
         legacy = pika.BlockingConnection(pika.URLParameters(url_of(other)))
         try:
-            channel = legacy.channel()
-            channel.queue_declare(f"{service}_skipped", durable=True)
-            publish(channel, "", f"{service}_skipped", f"{service}-legacy")
-            wait_until(lambda: listed(other, f"{service}_skipped"), "the queue listed in the second vhost")
-            connection, registry = platform
-            last_seen = LastSeen({V1: TypeLastSeen(datetime.now(UTC) - timedelta(days=30), 1)}, scanned=True)
+            holding(legacy.channel(), other, f"{service}_skipped", [f"{service}-legacy"])
 
-            result = audit_version(
-                family.contracts[V1],
-                family,
-                registry,
-                connection,
-                last_seen,
-                now=datetime.now(UTC),
-                run_id="test",
-                management=ManagementClient.from_amqp_url(url_of(vhost)),
-                vhosts=[other],
-            )
+            result = run_audit(platform, family, vhost, vhosts=(other,))
 
-            dead = result.check("dead_letters")
-            assert dead.verdict is Verdict.FAIL and f"(vhost {other})" in (dead.blocker or "")
+            assert f"(vhost {other})" in blocker(result, "dead_letters")
             assert considered(result, "dead_letters", f"{service}_skipped")["vhost"] == other
             assert contents(legacy, f"{service}_skipped") == [f"{service}-legacy"]
         finally:
             close_quietly(legacy)
-    finally:
-        httpx.delete(f"{API}/vhosts/{quote(other, safe='')}", auth=AUTH, timeout=30)

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.support.contracts import V1, family_copy
 
 from contract_platform.amqp.management import ENABLE_COMMAND
 from contract_platform.cli.main import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-V1 = "billing.invoice-issued.v1"
 
 
 def closed_port() -> int:
@@ -35,9 +33,7 @@ def test_the_audit_verb_stops_with_exit_3_and_the_command_that_enables_the_plugi
     monkeypatch.setenv("CONTRACT_RABBITMQ_URL", rabbitmq_url)
     monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{closed_port()}")
     registry = tmp_path / "registry.db"
-    family = tmp_path / "contracts"  # the one family the audit needs, whatever else the catalogue holds today
-    shutil.copytree(catalog_dir / "envelope", family / "envelope")
-    shutil.copytree(catalog_dir / "billing" / "invoice-issued", family / "billing" / "invoice-issued")
+    family = family_copy(tmp_path / "contracts", catalog_dir)
 
     code = main(["audit", V1, "--catalog", str(family), "--registry", f"sqlite:///{registry}"])
 
