@@ -1,0 +1,1 @@
+"""Replay: real traffic, archived and in flight, checked against a candidate contract (docs/replay.md)."""
