@@ -17,6 +17,7 @@ class EvidenceKind(StrEnum):
     MIGRATION_SPEC = "migration_spec"
     MIGRATION_PARITY = "migration_parity"
     RETIREMENT_AUDIT = "retirement_audit"
+    REPLAY = "replay"  # archived and in-flight traffic checked against a candidate version (docs/replay.md)
 
 
 class Verdict(StrEnum):
