@@ -8,7 +8,9 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.errors import UsageError
 from contract_platform.evidence import EvidenceKind
 
-__all__ = ["contract_status", "overview"]
+__all__ = ["contract_status", "overview", "replay_by_version"]
+
+_RECENT_REPLAYS = 50  # replay evidence looked at for the latest of each version
 
 
 def _iso(value: Any) -> str | None:
@@ -16,7 +18,18 @@ def _iso(value: Any) -> str | None:
 
 
 def _summary(figures: dict[str, Any]) -> str:
-    keys = ("invalid_rate", "total", "invalid", "failed_expectations", "parity", "blockers", "findings")
+    keys = (
+        "invalid_rate",
+        "total",
+        "invalid",
+        "failed_expectations",
+        "parity",
+        "blockers",
+        "findings",
+        "decision",
+        "replayed",
+        "rejected",
+    )
     return ", ".join(f"{k}={figures[k]}" for k in keys if k in figures)
 
 
@@ -77,4 +90,55 @@ def contract_status(catalog: Catalog, registry: Any, message_type: str) -> dict[
             for r in registry.refusals(message_type, limit=5)
         ],
         "evidence": evidence,
+        "replay": replay_by_version(registry, message_type),
+    }
+
+
+def replay_by_version(registry: Any, message_type: str) -> list[dict[str, Any]]:
+    """The latest replay evidence of each version of ``message_type`` (newest first), as status shows it.
+
+    Figures are those of docs/replay.md; any that a record lacks show as None (or empty), never invented.
+    """
+    latest: dict[str, dict[str, Any]] = {}
+    for record in registry.evidence(message_type, EvidenceKind.REPLAY, limit=_RECENT_REPLAYS):
+        if record.contract_version not in latest:
+            latest[record.contract_version] = _replay(record)
+    return list(latest.values())
+
+
+def _number(value: Any) -> int | float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _replay(record: Any) -> dict[str, Any]:
+    figures = record.figures
+    in_flight = figures.get("in_flight") if isinstance(figures.get("in_flight"), dict) else {}
+    return {
+        "version": record.contract_version,
+        "decision": str(figures.get("decision") or "unknown"),
+        "verdict": str(record.verdict),
+        "collectedAt": _iso(record.collected_at),
+        "runId": record.run_id,
+        "staticVerdict": figures.get("static_verdict"),
+        "since": figures.get("since"),
+        "until": figures.get("until"),
+        "windowDays": _number(figures.get("window_days")),
+        "minMessages": _number(figures.get("min_messages")),
+        "threshold": _number(figures.get("threshold")),
+        "replayed": _number(figures.get("replayed")),
+        "rejected": _number(figures.get("rejected")),
+        "rejectionRate": _number(figures.get("rejection_rate")),
+        "alreadyInvalid": _number(figures.get("already_invalid")),
+        "topPointers": [p for p in _list(figures.get("top_pointers")) if isinstance(p, dict)],
+        "sampleMessageIds": [str(i) for i in _list(figures.get("sample_message_ids"))],
+        "inFlight": {
+            "inspected": _number(in_flight.get("inspected")),
+            "rejected": _number(in_flight.get("rejected")),
+            "queues": [q for q in _list(in_flight.get("queues")) if isinstance(q, dict)],
+        },
+        "reasons": [str(r) for r in _list(figures.get("reasons"))],
     }

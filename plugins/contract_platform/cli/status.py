@@ -76,3 +76,37 @@ def _print_detail(detail: dict[str, Any]) -> None:
         out("  (none)")
     for kind, e in detail["evidence"].items():
         out(f"  {kind:<20} {e['verdict']:<8} {e['collectedAt']}  {e.get('summary', '')}")
+    if detail.get("replay"):
+        out("")
+        out("Replay (latest per version):")
+        for replay in detail["replay"]:
+            _print_replay(replay)
+
+
+def _print_replay(replay: dict[str, Any]) -> None:
+    rate = replay["rejectionRate"]
+    shown_rate = f" ({rate:.2%})" if isinstance(rate, int | float) else ""
+    run = f"  run {replay['runId']}" if replay["runId"] else ""
+    out(
+        f"  {replay['version']:<10} {replay['decision']:<21} replayed {_count(replay['replayed'])}, "
+        f"rejected {_count(replay['rejected'])}{shown_rate}  {replay['collectedAt']}{run}"
+    )
+    for pointer in replay["topPointers"]:
+        out(f"    {pointer.get('pointer')} [{pointer.get('keyword')}]: {pointer.get('count')}")
+    in_flight = replay["inFlight"]
+    if in_flight["inspected"] is None:
+        out("    in flight: not checked")
+    else:
+        out(f"    in flight: {in_flight['inspected']} inspected, {_count(in_flight['rejected'])} rejected")
+    for queue in in_flight["queues"]:
+        skipped = f"  skipped: {queue['skipped']}" if queue.get("skipped") else ""
+        out(
+            f"      {queue.get('queue')} (vhost {queue.get('vhost')}): {queue.get('inspected')} inspected, "
+            f"{_count(queue.get('rejected'))} rejected{skipped}"
+        )
+    for reason in replay["reasons"]:
+        out(f"    - {reason}")
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else str(value)
