@@ -1,8 +1,23 @@
-"""Evidence: what the lifecycle decides on. Each kind is produced by one check and read by the guards."""
+"""Evidence: what the lifecycle decides on. Each kind is produced by one check and read by the guards.
+
+- ``EvidenceKind`` and ``Verdict``: the closed vocabularies (here);
+- ``records``: the registry's rows (``EvidenceRecord``, ``VersionState``, ...), with no SQL import;
+- ``figures``: one typed, snake_case figures class per kind, and ``figures_of(record)``;
+- ``registry``: the ``Registry`` protocol the domain depends on (``store.Registry`` satisfies it);
+- ``writer``: ``record(...)``, the one way to write evidence (docs/design.md#evidence).
+"""
 
 from enum import StrEnum
 
-__all__ = ["EvidenceKind", "Verdict"]
+__all__ = [
+    "EvidenceKind",
+    "EvidenceRecord",
+    "Figures",
+    "Registry",
+    "Verdict",
+    "figures_of",
+    "record",
+]
 
 
 class EvidenceKind(StrEnum):
@@ -24,3 +39,10 @@ class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     UNKNOWN = "unknown"  # still running, or could not be decided: never counts as pass
+
+
+# The submodules read EvidenceKind and Verdict from this package, so they are imported after both exist.
+from contract_platform.evidence.figures import Figures, figures_of  # noqa: E402
+from contract_platform.evidence.records import EvidenceRecord  # noqa: E402
+from contract_platform.evidence.registry import Registry  # noqa: E402
+from contract_platform.evidence.writer import record  # noqa: E402

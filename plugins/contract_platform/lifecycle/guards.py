@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.durations import format_duration
-from contract_platform.store.records import EvidenceKind, EvidenceRecord, Verdict, VersionState
+from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence.records import EvidenceRecord, VersionState
 
 __all__ = [
     "EvidenceReader",

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.errors import ConcurrentTransition, TransitionRefused
+from contract_platform.evidence.records import TransitionRecord, VersionState
+from contract_platform.evidence.registry import Registry
 from contract_platform.lifecycle.guards import GuardContext
 from contract_platform.lifecycle.states import check_step, guard_names, next_status
-from contract_platform.store.records import TransitionRecord, VersionState
-from contract_platform.store.registry import Registry
 
 __all__ = ["Plan", "Refusal", "Step", "apply_plan", "reconcile", "request_transition"]
 

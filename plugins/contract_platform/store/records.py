@@ -1,18 +1,17 @@
-"""What the registry store returns: typed, frozen rows (never loose dicts), and the closed vocabularies.
+"""The rows the store returns, defined in ``contract_platform.evidence.records`` (no SQL there).
 
-Every datetime here is timezone-aware UTC, whatever the database gave back.
+Re-exported here for the store's own modules; the domain imports them from ``contract_platform.evidence``.
 """
 
-from __future__ import annotations
-
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from enum import StrEnum
-from typing import Any
-
-from contract_platform.catalog.model import Status
 from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence.records import (
+    EvidenceRecord,
+    Observation,
+    ObservationSource,
+    RefusalRecord,
+    TransitionRecord,
+    VersionState,
+)
 
 __all__ = [
     "EvidenceKind",
@@ -24,81 +23,3 @@ __all__ = [
     "Verdict",
     "VersionState",
 ]
-
-
-class ObservationSource(StrEnum):
-    AMQP = "amqp"  # passive queue declare: consumers and ready only
-    MANAGEMENT = "management"  # management API: consumers, ready and unacked
-
-
-@dataclass(frozen=True)
-class VersionState:
-    """The effective status of one message type; ``revision`` is what optimistic concurrency compares."""
-
-    message_type: str
-    status: Status
-    contract_version: str
-    revision: int
-    updated_at: datetime
-
-
-@dataclass(frozen=True)
-class TransitionRecord:
-    """One applied lifecycle step; ``from_status`` is None for the registration. Never updated or deleted."""
-
-    id: int
-    message_type: str
-    revision: int  # the revision this transition produced
-    from_status: Status | None
-    to_status: Status
-    at: datetime
-    actor: str  # a user name, or "dag:<dag_id>"
-    run_id: str | None
-    reason: str
-    evidence_id: int | None
-
-
-@dataclass(frozen=True)
-class RefusalRecord:
-    """One step a guard refused, with every reason, as the UI shows it."""
-
-    id: int
-    message_type: str
-    from_status: Status | None
-    to_status: Status
-    at: datetime
-    actor: str
-    run_id: str | None
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class EvidenceRecord:
-    id: int
-    message_type: str
-    contract_version: str
-    kind: EvidenceKind
-    collected_at: datetime
-    verdict: Verdict
-    figures: Mapping[str, Any]
-    reference: str | None  # path or URL of the full report
-    run_id: str | None
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict is Verdict.PASS
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One look at one queue; ``unacked`` is None when the source cannot see it."""
-
-    id: int
-    message_type: str
-    queue: str
-    observed_at: datetime
-    consumers: int | None
-    ready: int | None
-    unacked: int | None
-    source: ObservationSource
-    run_id: str | None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -39,6 +39,9 @@ from contract_platform.store.tables import (
     schema_snapshots,
     transitions,
 )
+
+if TYPE_CHECKING:
+    from contract_platform.evidence.registry import Registry as DomainRegistry
 
 __all__ = ["Registry"]
 
@@ -485,3 +488,10 @@ def _lost_race(conn: Connection, expected: VersionState, to: Status) -> Concurre
         f"({current.status}, version {current.contract_version}), not {expected.revision} ({expected.status})"
         f"{winner}; re-read the effective status and reconcile again"
     )
+
+
+if TYPE_CHECKING:
+
+    def _satisfies_the_protocol(store: Registry) -> DomainRegistry:
+        """mypy proves here that the SQL store is the ``Registry`` the domain depends on."""
+        return store

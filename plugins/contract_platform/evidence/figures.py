@@ -1,0 +1,327 @@
+"""The figures of each evidence kind, typed: one frozen dataclass per kind, snake_case everywhere.
+
+A figures class names its kind (``KIND``); its field names are the JSON keys stored in the registry
+(``to_json``), and ``from_json`` reads them back. Reading is forgiving, because the registry on a
+user's machine holds rows written by older versions:
+
+- camelCase keys (``auditedAt``, ``semverProblems``, ``messageType``, ``clearsAt`` of a blocker) are
+  read as their snake_case twins, which win when both are present;
+- a missing key takes the field's default; a value of the wrong JSON type is read as the default too
+  (``None`` for the optional counts), so a guard can say "record it again" instead of failing;
+- keys no field names are left out of the typed view (the stored row keeps them).
+
+``figures_of(record)`` gives the typed figures of a stored ``EvidenceRecord``; ``KIND_FIGURES`` maps
+each kind to its class.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from contract_platform.evidence import EvidenceKind
+from contract_platform.evidence.records import EvidenceRecord
+
+__all__ = [
+    "KIND_FIGURES",
+    "ArchiveValidationFigures",
+    "CompatibilityFigures",
+    "EnvelopeQualityFigures",
+    "Figures",
+    "FixturesFigures",
+    "LintFigures",
+    "MigrationParityFigures",
+    "MigrationSpecFigures",
+    "RetirementAuditFigures",
+    "TopologyFigures",
+    "figures_of",
+    "snake_case",
+]
+
+F = TypeVar("F", bound="Figures")
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def snake_case(key: str) -> str:
+    """``semverProblems`` -> ``semver_problems``; a snake_case key is returned as is."""
+    return _CAMEL.sub(lambda match: "_" + match.group(1).lower(), key)
+
+
+def _snake_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Top-level keys in snake_case; a key already in snake_case wins over its camelCase twin."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = snake_case(str(key))
+        if name == key or name not in data:
+            out[name] = value
+    return out
+
+
+def _read(kind_hint: Any, value: Any, default: Any) -> Any:
+    """``value`` as the field's type says, or ``default`` when the JSON holds something else."""
+    origin = get_origin(kind_hint)
+    if origin in (Union, types.UnionType):
+        options = [option for option in get_args(kind_hint) if option is not type(None)]
+        if value is None:
+            return None
+        for option in options:
+            read = _read(option, value, _NOT_READ)
+            if read is not _NOT_READ:
+                return read
+        return default
+    if kind_hint is Any:
+        return value
+    if kind_hint is bool:
+        return value if isinstance(value, bool) else default
+    if kind_hint is int:
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+    if kind_hint is float:
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+    if kind_hint is str:
+        return value if isinstance(value, str) else default
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            return default
+        (item,) = get_args(kind_hint)[:1]
+        read_items = [_read(item, entry, _NOT_READ) for entry in value]
+        return tuple(entry for entry in read_items if entry is not _NOT_READ)
+    if origin is Mapping or kind_hint is Mapping:
+        return dict(value) if isinstance(value, Mapping) else default
+    return value
+
+
+_NOT_READ = object()
+
+
+def _json(value: Any) -> Any:
+    """Tuples become lists and mappings plain dicts, recursively: what ``json.dumps`` writes."""
+    if isinstance(value, Mapping):
+        return {str(key): _json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Base of every kind's figures: ``to_json`` and ``from_json`` live here, once."""
+
+    KIND: ClassVar[EvidenceKind]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object stored in the registry: one key per field, snake_case."""
+        return {item.name: _json(getattr(self, item.name)) for item in fields(self)}
+
+    @classmethod
+    def from_json(cls: type[F], data: Mapping[str, Any]) -> F:
+        """Read stored figures, including rows written by older versions (see the module docstring)."""
+        source = cls._upgrade(_snake_keys(data if isinstance(data, Mapping) else {}))
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            if item.default is not MISSING:
+                default = item.default
+            elif item.default_factory is not MISSING:
+                default = item.default_factory()
+            else:  # every figures field has a default; a subclass without one still reads
+                default = None
+            values[item.name] = _read(hints[item.name], source[item.name], default) if item.name in source else default
+        return cls(**values)
+
+    @classmethod
+    def of(cls: type[F], record: EvidenceRecord) -> F:
+        """The typed figures of ``record``, which must be of this class's kind."""
+        if record.kind is not cls.KIND:
+            raise ValueError(f"evidence #{record.id} is {record.kind} evidence, not {cls.KIND}")
+        return cls.from_json(record.figures)
+
+    @classmethod
+    def _upgrade(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Kind-specific reading of older rows below the top level; most kinds need none."""
+        return data
+
+
+# -- catalogue checks: counted for the contract's current version -----------------------------------
+
+
+@dataclass(frozen=True)
+class LintFigures(Figures):
+    """The contract's lint findings other than the fixture rules; fail iff any is an error."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.LINT
+
+    errors: int = 0
+    warnings: int = 0
+    findings: tuple[Mapping[str, Any], ...] = ()  # the first 50, as ``Finding.to_dict`` gives them
+    fixtures: int = 0  # how many fixtures the contract has
+
+
+@dataclass(frozen=True)
+class FixturesFigures(LintFigures):
+    """The findings of the fixture rules alone (same figures as lint)."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.FIXTURES
+
+
+@dataclass(frozen=True)
+class CompatibilityFigures(Figures):
+    """The schema against the earlier versions of its major the registry has seen."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.COMPATIBILITY
+
+    message_type: str | None = None
+    mode: str | None = None
+    policy: str | None = None
+    against: tuple[str, ...] = ()
+    compatible: bool | None = None
+    ok: bool | None = None
+    changes: tuple[Mapping[str, Any], ...] = ()
+    semver_problems: tuple[str, ...] = ()
+    note: str | None = None  # set when there was nothing to compare with
+
+
+@dataclass(frozen=True)
+class TopologyFigures(Figures):
+    """What provisioning declared on the broker, step by step."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.TOPOLOGY
+
+    broker: str | None = None
+    message_type: str | None = None
+    steps: tuple[Mapping[str, Any], ...] = ()  # kind, name, outcome, detail
+
+
+@dataclass(frozen=True)
+class MigrationSpecFigures(Figures):
+    """``migration.yaml`` of a new major checked against both schemas and the fixtures."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.MIGRATION_SPEC
+
+    source: str | None = None
+    target: str | None = None
+    ok: bool | None = None
+    fixtures_checked: int = 0
+    problem_count: int = 0
+    problems: tuple[str, ...] = ()
+
+
+# -- traffic evidence: about the message type on the wire -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArchiveValidationFigures(Figures):
+    """One archive validation run for one message type; ``total``/``invalid`` are None when unreadable."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.ARCHIVE_VALIDATION
+
+    total: int | None = None
+    invalid: int | None = None
+    invalid_rate: float | None = None
+    by_reason: Mapping[str, int] = field(default_factory=dict)
+    window: Mapping[str, Any] = field(default_factory=dict)
+    invalid_rate_target: float | None = None
+    interval: Mapping[str, Any] | None = None  # the days an incremental run covered (since, until)
+
+    @property
+    def interval_key(self) -> tuple[Any, Any] | None:
+        """``(since, until)`` of an incremental run; None for a whole-archive run."""
+        if not self.interval or not (self.interval.get("since") or self.interval.get("until")):
+            return None
+        return (self.interval.get("since"), self.interval.get("until"))
+
+
+@dataclass(frozen=True)
+class EnvelopeQualityFigures(Figures):
+    """The envelope expectations over real traffic; pass iff every one met its threshold."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.ENVELOPE_QUALITY
+
+    evaluated: int = 0
+    failed: int = 0
+    failed_expectations: tuple[str, ...] = ()
+    unexpected: Mapping[str, Any] = field(default_factory=dict)
+    samples: Mapping[str, Any] = field(default_factory=dict)
+    rows: int = 0
+    mostly: Mapping[str, Any] = field(default_factory=dict)
+    skipped: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MigrationParityFigures(Figures):
+    """Dual publishing or the bridge, v1 against v2: recorded under the older message type."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.MIGRATION_PARITY
+
+    mode: str | None = None  # "bridge" or "dual-publish"
+    target: str | None = None
+    parity: float | None = None
+    v1_total: int = 0
+    v2_total: int = 0
+    matched: int = 0
+    missing: int = 0
+    missing_not_migratable: int = 0
+    extra: int = 0
+    duplicates: int = 0
+    redeliveries: int = 0
+    mismatches: int = 0
+    out_of_order: int = 0
+    ordering_checked: bool = False
+    lag_p50_ms: float | None = None
+    lag_p99_ms: float | None = None
+    samples: Mapping[str, Any] = field(default_factory=dict)
+    window: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetirementAuditFigures(Figures):
+    """One retirement audit: every check, and the blockers with when each might clear."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.RETIREMENT_AUDIT
+
+    verdict: str | None = None
+    audited_at: str | None = None  # ISO 8601, Z
+    failed_checks: tuple[str, ...] = ()
+    blockers: tuple[Mapping[str, Any], ...] = ()  # check, verdict, blocker, clears_at
+    clears_at: Mapping[str, str | None] = field(default_factory=dict)  # check name -> ISO 8601 or None
+    checks: Mapping[str, Any] = field(default_factory=dict)  # check name -> its result and figures
+
+    @classmethod
+    def _upgrade(cls, data: dict[str, Any]) -> dict[str, Any]:
+        blockers = data.get("blockers")
+        if isinstance(blockers, list | tuple):
+            data["blockers"] = [_snake_keys(b) if isinstance(b, Mapping) else b for b in blockers]
+        checks = data.get("checks")
+        if isinstance(checks, Mapping):
+            data["checks"] = {
+                name: (_snake_keys(check) if isinstance(check, Mapping) else check) for name, check in checks.items()
+            }
+        return data
+
+
+KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {
+    figures.KIND: figures
+    for figures in (
+        LintFigures,
+        FixturesFigures,
+        CompatibilityFigures,
+        TopologyFigures,
+        MigrationSpecFigures,
+        ArchiveValidationFigures,
+        EnvelopeQualityFigures,
+        MigrationParityFigures,
+        RetirementAuditFigures,
+    )
+}
+
+
+def figures_of(record: EvidenceRecord) -> Figures:
+    """The typed figures of any stored record (``KIND_FIGURES[record.kind]``); use ``X.of`` for one kind."""
+    try:
+        kind = KIND_FIGURES[record.kind]
+    except KeyError:
+        raise ValueError(f"evidence #{record.id}: no figures class for kind {record.kind}") from None
+    return kind.from_json(record.figures)
