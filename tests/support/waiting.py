@@ -9,11 +9,19 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(condition: Callable[[], T], timeout: float = 30.0, interval: float = 0.1, *, what: str) -> T:
+def wait_until(
+    condition: Callable[[], T],
+    timeout: float = 30.0,
+    interval: float = 0.1,
+    *,
+    what: str,
+    diagnose: Callable[[], str] | None = None,
+) -> T:
     """Call ``condition`` until it returns something truthy, and return that.
 
     Fails the test with ``not within <timeout> s: <what> (last seen: <value>)`` when the deadline
-    passes, so the message says what the test waited for, not only that it waited.
+    passes, so the message says what the test waited for, not only that it waited; ``diagnose``
+    adds what would explain it (a log's tail, say).
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -21,7 +29,8 @@ def wait_until(condition: Callable[[], T], timeout: float = 30.0, interval: floa
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what} (last seen: {value!r})")
+            extra = f"\n{diagnose()}" if diagnose is not None else ""
+            raise AssertionError(f"not within {timeout:g} s: {what} (last seen: {value!r}){extra}")
         time.sleep(interval)
 
 

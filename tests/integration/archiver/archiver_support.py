@@ -6,34 +6,20 @@ import contextlib
 import json
 import socket
 import threading
-import time
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pika
-import pika.exceptions
+from tests.support import broker
+from tests.support.contracts import INVOICE_PAYLOAD_SCHEMA, V1, build_contract, invoice_envelope
 
-from contract_platform.amqp import archive_queue_name, basic_properties, encode_body, open_connection
-from contract_platform.amqp.inspection import passive_queue
-from contract_platform.catalog.model import Contract, Kind, Owner, Pii, Retention, Status, TopologySettings, Transport
+from contract_platform.amqp import archive_queue_name, basic_properties, encode_body
+from contract_platform.catalog.model import Contract
 
-MESSAGE_TYPE = "billing.invoice-issued.v1"
+MESSAGE_TYPE = V1
 ROUTING_KEY = "billing.invoice.issued.v1"
-PAYLOAD_SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["invoiceId", "amount", "currency"],
-    "properties": {
-        "invoiceId": {"type": "string", "pattern": "^inv-[0-9]+$"},
-        "amount": {"type": "string", "pattern": "^[0-9]+\\.[0-9]{2}$"},
-        "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -48,78 +34,20 @@ class Topic:
 
 def make_contract(prefix: str) -> Contract:
     """A contract whose exchange carries ``prefix``; no consumer queues, so only ``archive.<exchange>`` fills."""
-    return Contract(
-        message_type=MESSAGE_TYPE,
-        kind=Kind.EVENT,
-        version="1.0.0",
-        status=Status.ACTIVE,
-        description="An invoice has been issued.",
-        owner=Owner(team="billing-platform", service="billing-service"),
-        transport=Transport(exchange=f"{prefix}billing.events", routing_key=ROUTING_KEY),
-        compatibility="BACKWARD",
-        compatibility_policy="strict",
-        idempotency_key="/metadata/messageId",
-        pii=Pii(contains_pii=False, fields=()),
-        retention=Retention(queue=timedelta(days=14), dlq=timedelta(days=14), archive=timedelta(days=90)),
-        directory=Path("/nonexistent") / prefix,
-        payload_schema=PAYLOAD_SCHEMA,
-        consumers=(),
-        topology=TopologySettings(queue_type="quorum", retry_delays=()),
-    )
+    return build_contract(MESSAGE_TYPE, prefix=prefix, retry_delays=(), payload_schema=INVOICE_PAYLOAD_SCHEMA)
 
 
 def make_envelope(n: int = 0) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "messageId": str(uuid.uuid4()),
-            "messageType": MESSAGE_TYPE,
-            "schemaVersion": 1,
-            "messageVersion": "1.0.0",
-            "producer": "billing-service",
-            "producerVersion": "12.4.0",
-            "occurredAt": "2026-07-01T10:15:30Z",
-            "publishedAt": "2026-07-01T10:15:31Z",
-            "correlationId": "8c1d6f0e-3b2a-4f5e-9d7c-1a2b3c4d5e6f",
-            "traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
-            "tenantId": "tnt-northwind",
-            "partitionKey": f"inv-{10000 + n}",
-        },
-        "payload": {"invoiceId": f"inv-{10000 + n}", "amount": "129.95", "currency": "EUR"},
-    }
+    return invoice_envelope(n, MESSAGE_TYPE)
 
 
 def delete_topic(url: str, exchange: str) -> None:
-    connection = open_connection(url)
-    try:
-        for kind, name in (
-            ("queue", archive_queue_name(exchange)),
-            ("exchange", exchange),
-            ("exchange", f"{exchange}.dlx"),
-        ):
-            channel = connection.channel()
-            with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):  # already gone is fine here
-                (channel.queue_delete if kind == "queue" else channel.exchange_delete)(name)
-                channel.close()
-    finally:
-        connection.close()
-
-
-def ready(url: str, queue: str) -> int:
-    connection = open_connection(url)
-    try:
-        counts = passive_queue(connection, queue)
-    finally:
-        connection.close()
-    assert counts is not None, f"{queue} does not exist"
-    return counts[0]
+    broker.delete_names(url, [archive_queue_name(exchange)], [exchange, f"{exchange}.dlx"])
 
 
 def wait_ready(url: str, queue: str, expected: int, timeout: float = 15.0) -> None:
     """Wait until ``queue`` holds exactly ``expected`` ready messages."""
-    deadline = time.monotonic() + timeout
-    while (count := ready(url, queue)) != expected:
-        assert time.monotonic() < deadline, f"{queue}: {count} ready, expected {expected}"
-        time.sleep(0.05)
+    broker.wait_for_depth(url, queue, expected, timeout)
 
 
 def publish_raw(topic: Topic, count: int) -> list[str]:

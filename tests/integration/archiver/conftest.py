@@ -6,24 +6,21 @@ is ``archive.t-<uuid8>....``, and both (with the DLX) are deleted in teardown.
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from archiver_support import Topic, delete_topic, make_contract
+from tests.integration.archiver.archiver_support import Topic, delete_topic, make_contract
+from tests.support import broker
+from tests.support.contracts import catalog_of
 
 from contract_platform.amqp import archive_queue_name, open_connection, plan_topology, provision
-from contract_platform.catalog.model import Catalog
 from contract_platform.envelope import EnvelopeValidator
-
-ENVELOPE_SCHEMA = Path(__file__).resolve().parents[3] / "contracts" / "envelope" / "envelope.v1.schema.json"
 
 
 @pytest.fixture
 def topic(rabbitmq_url: str) -> Iterator[Topic]:
-    contract = make_contract(f"t-{uuid.uuid4().hex[:8]}.")
+    contract = make_contract(broker.prefix())
     exchange = contract.transport.exchange
     try:
         connection = open_connection(rabbitmq_url)
@@ -38,9 +35,4 @@ def topic(rabbitmq_url: str) -> Iterator[Topic]:
 
 @pytest.fixture
 def validator(topic: Topic, tmp_path: Path) -> EnvelopeValidator:
-    catalog = Catalog(
-        root=tmp_path,
-        envelope_schema=json.loads(ENVELOPE_SCHEMA.read_text()),
-        contracts={topic.contract.message_type: topic.contract},
-    )
-    return EnvelopeValidator(catalog)
+    return EnvelopeValidator(catalog_of(topic.contract, root=tmp_path, envelope_schema=True))

@@ -19,7 +19,7 @@ from typing import Any
 
 import pika
 import pytest
-from archiver_support import (
+from tests.integration.archiver.archiver_support import (
     ROUTING_KEY,
     TcpProxy,
     Topic,
@@ -28,10 +28,10 @@ from archiver_support import (
     lines_of,
     make_envelope,
     publish_raw,
-    ready,
     records_of,
     wait_ready,
 )
+from tests.support.broker import ready
 
 from contract_platform.amqp import Archiver, ArchiverConfig, ArchiveRunReport, Publisher, open_connection
 from contract_platform.envelope import EnvelopeValidator

@@ -9,7 +9,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from archiver_support import Topic, archive_files, publish_raw, ready, records_of
+from tests.integration.archiver.archiver_support import Topic, archive_files, publish_raw, records_of
+from tests.support.broker import ready
 
 from contract_platform.cli.main import main
 
