@@ -122,7 +122,7 @@ def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbi
 
         # 2. 200 messages from a moment after the first run: parity 1.0, v1 superseded then deprecated
         since = datetime.now(UTC).isoformat()
-        time.sleep(0.01)
+        time.sleep(0.01)  # the clock must move past `since`: the behaviour is "messages after that moment"
         published = publisher.publish_many(traffic.make(200))
         migrated = dagbag.get_dag("dual_publish_migration").test(run_conf=conf | {"parity_since": since})
 

@@ -9,13 +9,13 @@ v2 still uses.
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pika
 import pytest
+from tests.support import broker
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -99,16 +99,10 @@ def write_archive(root: Path, contract: Any, last: datetime, catalog_dir: Path) 
         (folder / "archiver-1-000001.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
-def wait_for_stats(names: list[str], timeout: float = 30.0) -> None:
+def wait_for_stats(names: list[str]) -> None:
     from contract_platform.amqp import ManagementClient
 
-    client = ManagementClient.from_amqp_url("amqp://guest:guest@127.0.0.1:5672/%2F")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all("messages_unacknowledged" in (client.queue(name) or {}) for name in names):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"the management API has no statistics for {names} after {timeout} s")
+    broker.wait_for_stats(ManagementClient.from_amqp_url("amqp://guest:guest@127.0.0.1:5672/%2F"), names)
 
 
 def move_observations(registry_url: str, run_id: str, to: datetime) -> None:

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from tests.support.waiting import wait_until
 from ui_seed import MISMATCHED, seed_registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,8 +230,8 @@ def test_catalogue_contract_page_and_run_link_in_a_browser(server: Server, brows
     assert run.status_code == 200 and run.json()["dag_run_id"] == RUN_ID  # and the run behind it exists
     links[0].click()
     _wait_for(browser, "#root")
-    time.sleep(3)  # the React UI renders the run page
-    assert "/dags/contract_change/runs/" in browser.current_url
+    wait_until(lambda: "/dags/contract_change/runs/" in browser.current_url, 30, 0.2, what="the run page's address")
+    _wait_for(browser, "#root *")  # the React UI rendered into its root
     _screenshot(browser, "dag-run")
 
 

@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import pyspark
 import pytest
 from tests.spark.test_dual_publish_parity import V1, defective_archive
+from tests.support.waiting import wait_until
 
 from spark_jobs import archive_last_seen, dual_publish_parity, validate_archive
 
@@ -39,12 +39,7 @@ def free_port() -> int:
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    wait_until(condition, timeout, 0.5, what=what)
 
 
 def master_state(ui_port: int) -> dict[str, Any]:

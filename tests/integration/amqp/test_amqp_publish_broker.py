@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.support import broker
 
 from contract_platform.amqp import Publisher, archive_queue_name, plan_topology, provision
 from contract_platform.amqp.inspection import passive_queue
@@ -22,15 +22,7 @@ Envelope = Callable[..., dict[str, Any]]
 
 def _get(connection: Any, queue: str, wait: float = 5.0) -> tuple[Any, Any, bytes]:
     """One message from ``queue`` (acked), waiting up to ``wait`` seconds for it to arrive."""
-    channel = connection.channel()
-    deadline = time.monotonic() + wait
-    while True:
-        method, properties, body = channel.basic_get(queue, auto_ack=True)
-        if method is not None or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    assert method is not None, f"nothing arrived in {queue} within {wait}s"
-    return method, properties, body
+    return broker.get_one(connection, queue, wait)
 
 
 def _depths(connection: Any, contract: Contract) -> dict[str, tuple[int, int] | None]:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.support.waiting import wait_until
 
 from contract_platform.amqp.offload import OffloadWorker, WorkerFailed
 
@@ -76,13 +77,12 @@ def test_the_helper_does_not_outlive_a_parent_killed_with_sigkill() -> None:
     try:
         assert parent.stdout is not None
         helper = int(parent.stdout.readline())
-        time.sleep(1.0)  # the helper is now blocked writing its results
+        # The scenario under test: the helper has finished slow() (0.5 s) and is blocked writing a result
+        # larger than the pipe. Nothing outside the helper shows that moment, so the test gives it the time.
+        time.sleep(1.0)
         parent.kill()
         parent.wait(10)
-        deadline = time.monotonic() + 5
-        while _alive(helper) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(helper)
+        wait_until(lambda: not _alive(helper), 5, what=f"the helper {helper} gone after its parent was killed")
     finally:
         if parent.poll() is None:
             parent.kill()
