@@ -28,6 +28,7 @@ __all__ = [
     "FixtureView",
     "MigrationView",
     "Point",
+    "ReplayView",
     "RetirementView",
     "RunActivity",
     "RunTouch",
@@ -58,6 +59,7 @@ EVIDENCE_DAGS: Mapping[EvidenceKind, str] = {
     EvidenceKind.ENVELOPE_QUALITY: "envelope_quality",
     EvidenceKind.MIGRATION_PARITY: "dual_publish_migration",
     EvidenceKind.RETIREMENT_AUDIT: "retirement_audit",
+    EvidenceKind.REPLAY: "contract_change",
 }
 
 _MANY = 10_000
@@ -149,6 +151,56 @@ class MigrationView:
 
 
 @dataclass(frozen=True)
+class ReplayView:
+    """The latest replay of one version (``status.replay_by_version``): its decision and what it rests on."""
+
+    version: str
+    decision: str  # confirmed | refused | accepted-on-evidence | unknown | not-applicable
+    verdict: str
+    collected_at: str | None
+    run_id: str | None
+    static_verdict: str | None
+    replayed: int | float | None
+    rejected: int | float | None
+    rejection_rate: int | float | None
+    already_invalid: int | float | None
+    min_messages: int | float | None
+    window_days: int | float | None
+    top_pointers: tuple[Mapping[str, Any], ...]
+    sample_message_ids: tuple[str, ...]
+    in_flight_checked: bool
+    in_flight_inspected: int | float | None
+    in_flight_rejected: int | float | None
+    in_flight_queues: tuple[Mapping[str, Any], ...]
+    reasons: tuple[str, ...]
+
+    @classmethod
+    def of(cls, shown: Mapping[str, Any]) -> ReplayView:
+        in_flight = shown["inFlight"]
+        return cls(
+            version=shown["version"],
+            decision=shown["decision"],
+            verdict=shown["verdict"],
+            collected_at=shown["collectedAt"],
+            run_id=shown["runId"],
+            static_verdict=shown["staticVerdict"],
+            replayed=shown["replayed"],
+            rejected=shown["rejected"],
+            rejection_rate=shown["rejectionRate"],
+            already_invalid=shown["alreadyInvalid"],
+            min_messages=shown["minMessages"],
+            window_days=shown["windowDays"],
+            top_pointers=tuple(shown["topPointers"]),
+            sample_message_ids=tuple(shown["sampleMessageIds"]),
+            in_flight_checked=in_flight["inspected"] is not None,
+            in_flight_inspected=in_flight["inspected"],
+            in_flight_rejected=in_flight["rejected"],
+            in_flight_queues=tuple(in_flight["queues"]),
+            reasons=tuple(shown["reasons"]),
+        )
+
+
+@dataclass(frozen=True)
 class ContractView:
     contract: Contract
     row: CatalogueRow
@@ -161,6 +213,7 @@ class ContractView:
     invalid_rates: Series
     migrations: tuple[MigrationView, ...]
     holds: tuple[str, ...] = field(default=())
+    replays: tuple[ReplayView, ...] = field(default=())  # the latest replay of each version, newest first
 
 
 @dataclass(frozen=True)
@@ -351,6 +404,7 @@ def contract_view(catalog: Catalog, registry: Any, message_type: str, now: datet
         invalid_rates=invalid_rate_series(registry, message_type),
         migrations=tuple(_migrations(catalog, registry, contract)),
         holds=tuple(f"{h.kind} until {h.until.isoformat()}: {h.reason}" for h in contract.holds_in_force(today)),
+        replays=tuple(ReplayView.of(shown) for shown in status["replay"]),
     )
 
 

@@ -197,4 +197,9 @@ def contract_detail(view: views.ContractView, urls: Urls) -> models.ContractDeta
             models.MigrationOut(from_type=m.from_type, to_type=m.to_type, parity=models.EvidenceOut.of(m.parity))
             for m in view.migrations
         ],
+        replay=[models.ReplayOut.of(r, _replay_run_url(urls, r.run_id)) for r in view.replays],
     )
+
+
+def _replay_run_url(urls: Urls, run_id: str | None) -> str | None:
+    return urls.dag_run(views.EVIDENCE_DAGS[EvidenceKind.REPLAY], run_id) if run_id else None

@@ -17,6 +17,7 @@ __all__ = [
     "ErrorOut",
     "EvidenceListOut",
     "EvidenceOut",
+    "ReplayOut",
     "RunOut",
 ]
 
@@ -175,6 +176,56 @@ class MigrationOut(_Out):
     parity: EvidenceOut | None
 
 
+class ReplayOut(_Out):
+    """The latest replay of one version: its decision, the figures behind it, and the run that recorded it."""
+
+    version: str
+    decision: str = Field(description="confirmed | refused | accepted-on-evidence | unknown | not-applicable")
+    verdict: str = Field(description="pass | fail | unknown")
+    collected_at: str | None
+    run_id: str | None
+    run_url: str | None = Field(description="The contract_change run in the Airflow UI.")
+    static_verdict: str | None = Field(description="compatible | breaking: the compatibility engine's verdict")
+    replayed: int | float | None
+    rejected: int | float | None
+    rejection_rate: int | float | None
+    already_invalid: int | float | None = Field(description="Rejected by the current version too: not held against it.")
+    min_messages: int | float | None
+    window_days: int | float | None
+    top_pointers: list[dict[str, Any]] = Field(description="[{pointer, keyword, count}], most frequent first")
+    sample_message_ids: list[str]
+    in_flight_checked: bool
+    in_flight_inspected: int | float | None
+    in_flight_rejected: int | float | None
+    in_flight_queues: list[dict[str, Any]] = Field(description="[{queue, vhost, inspected, rejected, skipped}]")
+    reasons: list[str]
+
+    @classmethod
+    def of(cls, replay: views.ReplayView, run_url: str | None) -> ReplayOut:
+        return cls(
+            version=replay.version,
+            decision=replay.decision,
+            verdict=replay.verdict,
+            collected_at=replay.collected_at,
+            run_id=replay.run_id,
+            run_url=run_url,
+            static_verdict=replay.static_verdict,
+            replayed=replay.replayed,
+            rejected=replay.rejected,
+            rejection_rate=replay.rejection_rate,
+            already_invalid=replay.already_invalid,
+            min_messages=replay.min_messages,
+            window_days=replay.window_days,
+            top_pointers=[dict(p) for p in replay.top_pointers],
+            sample_message_ids=list(replay.sample_message_ids),
+            in_flight_checked=replay.in_flight_checked,
+            in_flight_inspected=replay.in_flight_inspected,
+            in_flight_rejected=replay.in_flight_rejected,
+            in_flight_queues=[dict(q) for q in replay.in_flight_queues],
+            reasons=list(replay.reasons),
+        )
+
+
 class ContractDetailOut(ContractSummaryOut):
     description: str
     exchange: str
@@ -192,6 +243,7 @@ class ContractDetailOut(ContractSummaryOut):
     consumers_over_time: list[SeriesOut]
     invalid_rate_over_time: SeriesOut
     migrations: list[MigrationOut]
+    replay: list[ReplayOut] = Field(default=[], description="The latest replay of each version, newest first.")
 
 
 class EvidenceListOut(_Out):
