@@ -7,7 +7,6 @@ everything a test declared is deleted by ``delete_all``.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
@@ -21,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pika
-import pika.exceptions
+from tests.support import broker
 
 from contract_platform.amqp import basic_properties, encode_body, open_connection
 from contract_platform.amqp.bridge import prepare_tap
@@ -90,7 +88,7 @@ class Lane:
 
 
 def make_lane(url: str, into: Path, prefix: str | None = None) -> Lane:
-    prefix = prefix or f"t-{uuid.uuid4().hex[:8]}."
+    prefix = prefix or broker.prefix()
     root = prefixed_catalog(prefix, into)
     catalog = load_catalog(root)
     return Lane(url, prefix, root, catalog, resolve_route(catalog, TARGET))
@@ -111,18 +109,7 @@ def declare(lane: Lane, *, v2_bound: bool = True) -> None:
 
 
 def delete_all(lane: Lane) -> None:
-    connection = open_connection(lane.url)
-    try:
-        for queue in lane.queues():
-            channel = connection.channel()
-            with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
-                channel.queue_delete(queue)
-                channel.close()
-        channel = connection.channel()
-        with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
-            channel.exchange_delete(lane.exchange)
-    finally:
-        connection.close()
+    broker.delete_names(lane.url, lane.queues(), [lane.exchange])
 
 
 def v1_fixtures() -> list[dict[str, Any]]:
@@ -185,42 +172,17 @@ def publish_raw(lane: Lane, body: bytes, properties: Any) -> None:
 
 def ready(url: str, queue: str) -> int:
     """Ready messages in ``queue`` (declare-ok's count; a quorum queue may lag a moment behind)."""
-    connection = open_connection(url)
-    try:
-        return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
-    finally:
-        connection.close()
+    return broker.ready(url, queue)
 
 
 def wait_for(url: str, queue: str, count: int, timeout: float = 90.0) -> int:
-    """Wait until ``queue`` holds ``count`` ready messages (or the timeout); returns the last count seen."""
-    deadline = time.monotonic() + timeout
-    seen = ready(url, queue)
-    while seen != count and time.monotonic() < deadline:
-        time.sleep(0.1)
-        seen = ready(url, queue)
-    return seen
+    """Wait until ``queue`` holds ``count`` ready messages; returns the count (the failure names the last seen)."""
+    return broker.wait_for_depth(url, queue, count, timeout)
 
 
 def read_all(url: str, queue: str, *, idle: float = 2.0) -> list[tuple[Any, bytes]]:
     """Every message in ``queue`` (consumed and acknowledged), until none arrives for ``idle`` seconds."""
-    connection = open_connection(url)
-    messages: list[tuple[Any, bytes]] = []
-    try:
-        channel = connection.channel()
-        channel.basic_qos(prefetch_count=2000)
-        for method, properties, body in channel.consume(queue, inactivity_timeout=idle):
-            if method is None:
-                break
-            messages.append((properties, body))
-            if len(messages) % 500 == 0:
-                channel.basic_ack(method.delivery_tag, multiple=True)
-        channel.cancel()
-        if messages:
-            channel.basic_ack(0, multiple=True)
-    finally:
-        connection.close()
-    return messages
+    return broker.consume_until_idle(url, queue, idle=idle)
 
 
 def run_bridge(lane: Lane, *extra: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

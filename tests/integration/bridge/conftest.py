@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bridge_support import Lane, declare, delete_all, make_lane
+from tests.integration.bridge.bridge_support import Lane, declare, delete_all, make_lane
 
 
 @pytest.fixture

@@ -7,14 +7,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pika
 import pytest
-from bridge_support import (
+from tests.integration.bridge.bridge_support import (
     TARGET,
     Lane,
     publish,
@@ -26,6 +25,7 @@ from bridge_support import (
     v2_fixtures,
     wait_for,
 )
+from tests.support.waiting import wait_until
 
 from contract_platform.amqp.bridge import Bridge, BridgeConfig, BridgeReport, exit_code
 from contract_platform.amqp.translation import MigrationRoute, ParkReason
@@ -154,9 +154,7 @@ def test_sigterm_mid_run_loses_nothing_and_leaves_no_partial_state(lane: Lane) -
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while ready(lane.url, lane.v2_queue) < 2000 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: ready(lane.url, lane.v2_queue) >= 2000, 60, 0.05, what="2000 messages bridged to v2")
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=60)
     finally:

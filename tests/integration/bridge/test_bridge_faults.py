@@ -27,8 +27,8 @@ from typing import Any
 import pika
 import pika.exceptions
 import pytest
-from bridge_support import Lane, declare, make_lane, publish, read_all, v1_envelopes
-from private_node import NodeUnavailable, PrivateNode
+from tests.integration.bridge.bridge_support import Lane, declare, make_lane, publish, read_all, v1_envelopes
+from tests.integration.bridge.private_node import NodeUnavailable, PrivateNode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 

@@ -23,7 +23,7 @@ from typing import Any
 import pika
 import pika.exceptions
 import pytest
-from bridge_support import Lane, read_all, ready, run_bridge, v1_envelopes
+from tests.integration.bridge.bridge_support import Lane, read_all, ready, run_bridge, v1_envelopes
 
 from contract_platform.amqp import (
     Archiver,
