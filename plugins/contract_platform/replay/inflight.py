@@ -10,7 +10,8 @@ Which queues: the version's consumer queues, their retry queues, DLQs and parkin
 in the connection's virtual host; with the management API, also every dead-letter queue the broker's
 topology leads to (``retirement.discovery``: DLX bindings, policies, names by convention). Without it
 the version's own queues are still read (a passive declare gives their depth) and ``InFlight.discovered``
-is False with the reason: other DLQs were not looked for.
+is False with the reason: other DLQs were not looked for. Quorum queues are then not read at all: a
+policy's delivery limit cannot be seen without the API, and requeueing under one could lose messages.
 
 How: each queue is read with the platform's non-destructive peek (``amqp.peek``): depth and order stay
 as they were; a queue that requeueing could harm (a quorum queue on RabbitMQ 4+, a delivery limit, a
@@ -39,7 +40,7 @@ from typing import Any
 
 from contract_platform.amqp.archiver import to_record
 from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
-from contract_platform.amqp.inspection import ManagementClient
+from contract_platform.amqp.inspection import ManagementClient, passive_queue
 from contract_platform.amqp.management import BrokerTopology, probe_management, read_topology
 from contract_platform.amqp.peek import PeekOutcome, peek
 from contract_platform.amqp.topology import Role, dlx_name, plan_topology
@@ -56,6 +57,10 @@ DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and 
 _OWN_ROLES = (Role.CONSUMER, Role.RETRY, Role.DLQ, Role.PARKING_LOT)
 _DISCOVERED = "discovered"  # role of a dead-letter queue found by the broker's topology
 _ABSENT = "absent"  # the queue is not on the broker: nothing in flight there
+_UNSEEN_POLICY = (
+    "not read: a quorum queue whose policies cannot be seen without the management API (a delivery limit there "
+    "would count every requeue)"
+)
 
 
 @dataclass
@@ -119,10 +124,12 @@ def in_flight_records(
     home = _vhost_of(connection, management)
     queues: dict[str, InFlightQueue] = {}
     info: dict[str, Mapping[str, Any]] = {}
+    topology, note = _topology(management, home)
     for queue in plan.queues_of(*_OWN_ROLES):
         queues[queue.name] = InFlightQueue(queue.name, home, str(queue.role))
         info[queue.name] = {"type": queue.queue_type, "arguments": dict(queue.arguments)}
-    topology, note = _topology(management, home)
+        if topology is None and queue.queue_type == "quorum":
+            queues[queue.name].skipped = _UNSEEN_POLICY
     if topology is not None:
         hosted = topology.vhosts.get(home)
         discovery = discover_queues(contract, plan, topology, home_vhost=home)
@@ -142,6 +149,10 @@ def in_flight_records(
     reader = _Reader(contract, dlx_name(contract.transport.exchange))
     with broker_errors(describe_broker(connection)):
         for name, looked in queues.items():
+            if looked.skipped is not None:
+                counts = passive_queue(connection, name)
+                looked.depth, looked.skipped = (counts[0], looked.skipped) if counts else (0, _ABSENT)
+                continue
             outcome = peek(
                 connection,
                 name,

@@ -11,10 +11,13 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pika
 import pytest
 from tests.support import broker
+from tests.support.waiting import wait_until
 
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology
 from contract_platform.amqp.connection import broker_version, close_quietly
@@ -215,3 +218,50 @@ def test_a_queue_deleted_while_it_is_read_ends_the_peek_without_an_error(connect
 
     assert outcome.vanished and outcome.depth == 3 and seen[0] == "m-0"
     assert outcome.complete  # a vanished queue holds nothing: not a reason to call the look unfinished
+
+
+def test_a_quorum_queue_under_a_delivery_limit_policy_is_not_read(
+    connection: Any, management: ManagementClient, catalog: Catalog, vhost: str
+) -> None:
+    contract = order_contract(catalog, "quorum")
+    provision(connection, plan_topology(contract), management=management)
+    work = contract.consumers[0].queue
+    channel = connection.channel()
+    channel.confirm_delivery()
+    publish(channel, dlx_name(contract.transport.exchange), dlq_name(work), envelope(1), ORDER_V1, "m-1")
+    policy = {"pattern": r"\.dlq$", "definition": {"delivery-limit": 5}, "apply-to": "queues"}
+    path = f"policies/{quote(vhost, safe='')}/limit-dlqs"
+    httpx.put(f"{broker.API}/{path}", auth=broker.AUTH, json=policy, timeout=10).raise_for_status()
+    wait_until(
+        lambda: (
+            management.queue(dlq_name(work)) and management.queue(dlq_name(work)).get("effective_policy_definition")
+        ),
+        what=f"the policy applied to {dlq_name(work)}",
+    )
+
+    found = in_flight_records(connection, contract, management=management)
+
+    looked = {q.queue: q for q in found.queues}[dlq_name(work)]
+    assert looked.inspected == 0 and looked.skipped and "delivery limit of 5" in looked.skipped
+    assert not found.records and not found.complete
+    assert contents(connection, dlq_name(work)) == ["m-1"]
+
+
+def test_without_the_management_api_quorum_queues_are_not_read(
+    connection: Any, management: ManagementClient, catalog: Catalog
+) -> None:
+    contract = order_contract(catalog, "quorum")
+    provision(connection, plan_topology(contract), management=management)
+    work = contract.consumers[0].queue
+    channel = connection.channel()
+    channel.confirm_delivery()
+    publish(channel, contract.transport.exchange, contract.transport.routing_key, envelope(1), ORDER_V1, "m-1")
+    broker.wait_for_depth(broker.url_of(management.vhost), work, 1)
+
+    found = in_flight_records(connection, contract, management=None)
+
+    looked = {q.queue: q for q in found.queues}[work]
+    assert (looked.depth, looked.inspected) == (1, 0)  # its depth is known, its messages were not touched
+    assert looked.skipped and "policies cannot be seen" in looked.skipped
+    assert not found.records and not found.discovered
+    assert contents(connection, work) == ["m-1"]
