@@ -14,12 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contract_platform import evidence
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.fingerprint import fingerprint_catalog
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.checks import compatibility_of
 from contract_platform.errors import ContractPlatformError
-from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence import Registry, Verdict
+from contract_platform.evidence.figures import CompatibilityFigures, FixturesFigures, LintFigures, MigrationSpecFigures
 from contract_platform.lint import Finding, RuleId, Severity, lint_catalog
 
 __all__ = [
@@ -63,28 +65,29 @@ def _belongs_to(finding: Finding, contract: Contract) -> bool:
     return Path(finding.file).resolve().is_relative_to(contract.directory.resolve())
 
 
-def lint_contracts(catalog: Catalog, registry: Any, *, run_id: str | None = None) -> ChangeSummary:
+def lint_contracts(catalog: Catalog, registry: Registry, *, run_id: str | None = None) -> ChangeSummary:
     """Lint every contract and record ``lint`` and ``fixtures`` evidence for each."""
     summary = ChangeSummary("lint")
     findings = lint_catalog(catalog)
     for contract in catalog:
         own = [f for f in findings if _belongs_to(f, contract)]
-        for kind, selected in (
-            (EvidenceKind.LINT, [f for f in own if f.rule not in FIXTURE_RULES]),
-            (EvidenceKind.FIXTURES, [f for f in own if f.rule in FIXTURE_RULES]),
+        figures_class: type[LintFigures]
+        for figures_class, selected in (
+            (LintFigures, [f for f in own if f.rule not in FIXTURE_RULES]),
+            (FixturesFigures, [f for f in own if f.rule in FIXTURE_RULES]),
         ):
             errors = [f for f in selected if f.severity is Severity.ERROR]
-            registry.add_evidence(
+            evidence.record(
+                registry,
                 contract.message_type,
-                contract_version=contract.version,
-                kind=str(kind),
-                verdict=str(Verdict.FAIL if errors else Verdict.PASS),
-                figures={
-                    "errors": len(errors),
-                    "warnings": len(selected) - len(errors),
-                    "findings": [f.to_dict() for f in selected][:50],
-                    "fixtures": sum(1 for _ in contract.fixtures),
-                },
+                contract.version,
+                figures_class(
+                    errors=len(errors),
+                    warnings=len(selected) - len(errors),
+                    findings=tuple(f.to_dict() for f in selected[:50]),
+                    fixtures=sum(1 for _ in contract.fixtures),
+                ),
+                verdict=Verdict.FAIL if errors else Verdict.PASS,
                 run_id=run_id,
             )
             summary.problems.extend(str(f) for f in errors)
@@ -92,7 +95,7 @@ def lint_contracts(catalog: Catalog, registry: Any, *, run_id: str | None = None
     return summary
 
 
-def check_compatibility(catalog: Catalog, registry: Any, *, run_id: str | None = None) -> ChangeSummary:
+def check_compatibility(catalog: Catalog, registry: Registry, *, run_id: str | None = None) -> ChangeSummary:
     """Each version against the earlier versions of its major the registry has seen; then snapshot it.
 
     A new major is not compared with the previous one (it is breaking by design): its
@@ -103,10 +106,10 @@ def check_compatibility(catalog: Catalog, registry: Any, *, run_id: str | None =
         history = [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
         result = compatibility_of(contract, history)
         if result is None:
-            figures: dict[str, Any] = {"against": [], "note": "first version of this major the platform has seen"}
+            figures = CompatibilityFigures(note="first version of this major the platform has seen")
             verdict = Verdict.PASS
         else:
-            figures = result.to_dict()
+            figures = result.evidence_figures()
             verdict = Verdict.PASS if result.ok else Verdict.FAIL
             if not result.ok:
                 summary.problems.extend(
@@ -115,24 +118,17 @@ def check_compatibility(catalog: Catalog, registry: Any, *, run_id: str | None =
                     if not c["compatible"]
                 )
                 summary.problems.extend(f"{contract.message_type}: {p}" for p in result.semver_problems)
-        registry.add_evidence(
-            contract.message_type,
-            contract_version=contract.version,
-            kind=str(EvidenceKind.COMPATIBILITY),
-            verdict=str(verdict),
-            figures=figures,
-            run_id=run_id,
-        )
+        evidence.record(registry, contract.message_type, contract.version, figures, verdict=verdict, run_id=run_id)
         if verdict is Verdict.PASS:
             registry.snapshot_schema(contract.message_type, contract.version, contract.payload_schema)
         if contract.migration is not None:
             _check_migration_spec(catalog, contract, registry, summary, run_id)
-        summary.results[contract.message_type] = {"verdict": str(verdict), "against": figures.get("against", [])}
+        summary.results[contract.message_type] = {"verdict": str(verdict), "against": list(figures.against)}
     return summary
 
 
 def _check_migration_spec(
-    catalog: Catalog, contract: Contract, registry: Any, summary: ChangeSummary, run_id: str | None
+    catalog: Catalog, contract: Contract, registry: Registry, summary: ChangeSummary, run_id: str | None
 ) -> None:
     try:
         from contract_platform.migration import check_migration
@@ -140,23 +136,28 @@ def _check_migration_spec(
         return
     try:
         check = check_migration(catalog, contract)
-        figures, ok = check.to_evidence(), check.ok
+        figures, ok = check.evidence_figures(), check.ok
         problems = [str(p) for p in check.problems]
     except ContractPlatformError as exc:
-        figures, ok, problems = {"problems": [str(exc)]}, False, [str(exc)]
-    registry.add_evidence(
+        figures, ok, problems = MigrationSpecFigures(ok=False, problems=(str(exc),)), False, [str(exc)]
+    evidence.record(
+        registry,
         contract.message_type,
-        contract_version=contract.version,
-        kind=str(EvidenceKind.MIGRATION_SPEC),
-        verdict=str(Verdict.PASS if ok else Verdict.FAIL),
-        figures=figures,
+        contract.version,
+        figures,
+        verdict=Verdict.PASS if ok else Verdict.FAIL,
         run_id=run_id,
     )
     summary.problems.extend(problems)
 
 
 def provision_topologies(
-    catalog: Catalog, connection: Any, registry: Any, *, run_id: str | None = None, only: Iterable[str] | None = None
+    catalog: Catalog,
+    connection: Any,
+    registry: Registry,
+    *,
+    run_id: str | None = None,
+    only: Iterable[str] | None = None,
 ) -> ChangeSummary:
     """Declare the topology of every version from experimental on; record ``topology`` evidence.
 
@@ -175,12 +176,12 @@ def provision_topologies(
             continue
         report = provision(connection, plan_topology(contract), strict=False)
         conflicts: list[TopologyConflict] = list(report.conflicts)
-        registry.add_evidence(
+        evidence.record(
+            registry,
             contract.message_type,
-            contract_version=contract.version,
-            kind=str(EvidenceKind.TOPOLOGY),
-            verdict=str(Verdict.FAIL if conflicts else Verdict.PASS),
-            figures=report.as_dict(),
+            contract.version,
+            report.evidence_figures(),
+            verdict=Verdict.FAIL if conflicts else Verdict.PASS,
             run_id=run_id,
         )
         summary.problems.extend(f"{contract.message_type}: {conflict}" for conflict in conflicts)
@@ -190,7 +191,7 @@ def provision_topologies(
 
 def reconcile_catalog(
     catalog: Catalog,
-    registry: Any,
+    registry: Registry,
     *,
     actor: str,
     run_id: str | None = None,
@@ -229,7 +230,7 @@ def reconcile_catalog(
 
 def reconcile_or_request(
     catalog: Catalog,
-    registry: Any,
+    registry: Registry,
     *,
     actor: str,
     run_id: str | None = None,
@@ -266,7 +267,7 @@ def reconcile_or_request(
     ).to_dict()
 
 
-def changed_contracts(catalog_root: Path, registry: Any) -> list[dict[str, str]]:
+def changed_contracts(catalog_root: Path, registry: Registry) -> list[dict[str, str]]:
     """Contract versions whose folder fingerprint differs from the one the registry last saw."""
     current = fingerprint_catalog(catalog_root)
     return [

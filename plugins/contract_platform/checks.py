@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.evidence.figures import CompatibilityFigures
 from contract_platform.lint import Finding, Severity, lint_catalog
 
 __all__ = ["CheckReport", "CompatibilityResult", "check_catalog", "compatibility_of"]
@@ -31,6 +32,19 @@ class CompatibilityResult:
     @property
     def ok(self) -> bool:
         return self.compatible and not self.semver_problems
+
+    def evidence_figures(self) -> CompatibilityFigures:
+        """The ``compatibility`` evidence figures (snake_case; ``to_dict`` is the CLI's JSON)."""
+        return CompatibilityFigures(
+            message_type=self.message_type,
+            mode=self.mode,
+            policy=self.policy,
+            against=tuple(self.against),
+            compatible=self.compatible,
+            ok=self.ok,
+            changes=tuple(self.changes),
+            semver_problems=tuple(self.semver_problems),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

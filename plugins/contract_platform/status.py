@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import UsageError
-from contract_platform.evidence import EvidenceKind
+from contract_platform.evidence import EvidenceKind, Registry
 
 __all__ = ["contract_status", "overview", "replay_by_version"]
 
@@ -17,7 +18,7 @@ def _iso(value: Any) -> str | None:
     return value.isoformat(timespec="seconds") if value is not None else None
 
 
-def _summary(figures: dict[str, Any]) -> str:
+def _summary(figures: Mapping[str, Any]) -> str:
     keys = (
         "invalid_rate",
         "total",
@@ -33,7 +34,7 @@ def _summary(figures: dict[str, Any]) -> str:
     return ", ".join(f"{k}={figures[k]}" for k in keys if k in figures)
 
 
-def overview(catalog: Catalog, registry: Any) -> list[dict[str, Any]]:
+def overview(catalog: Catalog, registry: Registry) -> list[dict[str, Any]]:
     rows = []
     for contract in catalog:
         state = registry.effective(contract.message_type)
@@ -53,7 +54,7 @@ def overview(catalog: Catalog, registry: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def contract_status(catalog: Catalog, registry: Any, message_type: str) -> dict[str, Any]:
+def contract_status(catalog: Catalog, registry: Registry, message_type: str) -> dict[str, Any]:
     contract = catalog.get(message_type)
     if contract is None:
         raise UsageError(f"{message_type!r} is not a messageType of the catalogue; see contractctl status for the list")
@@ -94,7 +95,7 @@ def contract_status(catalog: Catalog, registry: Any, message_type: str) -> dict[
     }
 
 
-def replay_by_version(registry: Any, message_type: str) -> list[dict[str, Any]]:
+def replay_by_version(registry: Registry, message_type: str) -> list[dict[str, Any]]:
     """The latest replay evidence of each version of ``message_type`` (newest first), as status shows it.
 
     Figures are those of docs/replay.md; any that a record lacks show as None (or empty), never invented.

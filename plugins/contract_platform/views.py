@@ -16,7 +16,7 @@ from typing import Any
 
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
-from contract_platform.evidence import EvidenceKind
+from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.lifecycle import GuardContext, check_step
 from contract_platform.status import contract_status, overview
 
@@ -289,7 +289,9 @@ def _summary(figures: Mapping[str, Any]) -> str:
 # -- the catalogue ---------------------------------------------------------------------------------
 
 
-def retirement(contract: Contract, registry: Any, effective: str | None, now: datetime | None = None) -> RetirementView:
+def retirement(
+    contract: Contract, registry: Registry, effective: str | None, now: datetime | None = None
+) -> RetirementView:
     latest = registry.latest_evidence(contract.message_type, EvidenceKind.RETIREMENT_AUDIT)
     verdict = str(latest.verdict) if latest is not None else None
     if effective not in (Status.SUPERSEDED, Status.DEPRECATED):
@@ -299,7 +301,7 @@ def retirement(contract: Contract, registry: Any, effective: str | None, now: da
     return RetirementView(applicable=True, ready=not blockers, verdict=verdict, blockers=blockers)
 
 
-def catalogue(catalog: Catalog, registry: Any, now: datetime | None = None) -> list[CatalogueRow]:
+def catalogue(catalog: Catalog, registry: Registry, now: datetime | None = None) -> list[CatalogueRow]:
     """One row per contract version, in messageType order."""
     rows = []
     for summary in overview(catalog, registry):
@@ -310,7 +312,7 @@ def catalogue(catalog: Catalog, registry: Any, now: datetime | None = None) -> l
 
 
 def _row(
-    catalog: Catalog, registry: Any, contract: Contract, summary: Mapping[str, Any], now: datetime | None
+    catalog: Catalog, registry: Registry, contract: Contract, summary: Mapping[str, Any], now: datetime | None
 ) -> CatalogueRow:
     latest = contract_status(catalog, registry, contract.message_type)["evidence"]
     validation = latest_item(EvidenceKind.ARCHIVE_VALIDATION, latest.get(EvidenceKind.ARCHIVE_VALIDATION))
@@ -384,7 +386,7 @@ def sort_rows(rows: Iterable[CatalogueRow], key: SortKey, *, descending: bool = 
 # -- one contract ----------------------------------------------------------------------------------
 
 
-def contract_view(catalog: Catalog, registry: Any, message_type: str, now: datetime | None = None) -> ContractView:
+def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: datetime | None = None) -> ContractView:
     """Everything the contract page shows. Raises ``UsageError`` for a messageType not in the catalogue."""
     status = contract_status(catalog, registry, message_type)
     contract = catalog.get(message_type)
@@ -412,7 +414,7 @@ def _single(catalog: Catalog, contract: Contract) -> Catalog:
     return Catalog(catalog.root, catalog.envelope_schema, {contract.message_type: contract})
 
 
-def consumer_series(registry: Any, contract: Contract) -> Series:
+def consumer_series(registry: Registry, contract: Contract) -> Series:
     """Consumers of one version over time: per minute, the last count of each queue, summed over its queues."""
     buckets: dict[datetime, dict[str, int]] = {}
     for observation in registry.observations(contract.message_type):
@@ -424,7 +426,7 @@ def consumer_series(registry: Any, contract: Contract) -> Series:
     return Series(contract.message_type, points)
 
 
-def invalid_rate_series(registry: Any, message_type: str) -> Series:
+def invalid_rate_series(registry: Registry, message_type: str) -> Series:
     """The invalid rate of every archive validation of ``message_type``, oldest first."""
     records = registry.evidence(message_type, EvidenceKind.ARCHIVE_VALIDATION, limit=_MANY)
     points = []
@@ -435,7 +437,7 @@ def invalid_rate_series(registry: Any, message_type: str) -> Series:
     return Series(message_type, tuple(points))
 
 
-def _migrations(catalog: Catalog, registry: Any, contract: Contract) -> Iterable[MigrationView]:
+def _migrations(catalog: Catalog, registry: Registry, contract: Contract) -> Iterable[MigrationView]:
     for older, newer in ((catalog.predecessor(contract), contract), (contract, catalog.successor(contract))):
         if older is None or newer is None or older.message_type == newer.message_type:
             continue
@@ -455,7 +457,7 @@ class _Touch:
     text: str
 
 
-def _touches(catalog: Catalog, registry: Any, dag_id: str, run_id: str | None) -> list[_Touch]:
+def _touches(catalog: Catalog, registry: Registry, dag_id: str, run_id: str | None) -> list[_Touch]:
     """Every transition, refusal and evidence ``dag_id`` recorded (in run ``run_id`` only, if given)."""
     known = {c.message_type for c in catalog} | {s.message_type for s in registry.all_effective()}
     actor = f"dag:{dag_id}"
@@ -488,7 +490,7 @@ def _activity(dag_id: str, run_id: str, touches: Iterable[_Touch]) -> RunActivit
     return RunActivity(dag_id, run_id, contracts)
 
 
-def run_activity(catalog: Catalog, registry: Any, dag_id: str, run_id: str) -> RunActivity:
+def run_activity(catalog: Catalog, registry: Registry, dag_id: str, run_id: str) -> RunActivity:
     """The contracts run ``run_id`` of ``dag_id`` acted on: its transitions, refusals and evidence.
 
     Transitions and refusals name their DAG (actor ``dag:<dag_id>``); evidence names only the run,
@@ -497,7 +499,7 @@ def run_activity(catalog: Catalog, registry: Any, dag_id: str, run_id: str) -> R
     return _activity(dag_id, run_id, _touches(catalog, registry, dag_id, run_id))
 
 
-def dag_activity(catalog: Catalog, registry: Any, dag_id: str, limit: int = 20) -> list[RunActivity]:
+def dag_activity(catalog: Catalog, registry: Registry, dag_id: str, limit: int = 20) -> list[RunActivity]:
     """The latest ``limit`` runs of ``dag_id`` that acted on contracts, newest first."""
     runs: dict[str, list[_Touch]] = {}
     for touch in _touches(catalog, registry, dag_id, None):

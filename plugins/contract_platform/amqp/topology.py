@@ -53,6 +53,7 @@ from contract_platform.amqp.inspection import (
 from contract_platform.catalog.model import Contract
 from contract_platform.durations import format_duration
 from contract_platform.errors import BrokerError, CatalogError, Problem, TopologyConflict
+from contract_platform.evidence.figures import TopologyFigures
 
 __all__ = [
     "ARCHIVE_QUEUE_TYPE",
@@ -239,6 +240,16 @@ class _Report:
 
     def names(self, outcome: Outcome) -> list[str]:
         return [step.name for step in self.steps if step.outcome is outcome]
+
+    def evidence_figures(self) -> TopologyFigures:
+        """The ``topology`` evidence figures (snake_case; ``as_dict`` is the CLI's JSON)."""
+        return TopologyFigures(
+            broker=self.broker,
+            message_type=self.message_type,
+            steps=tuple(
+                {"kind": s.kind, "name": s.name, "outcome": str(s.outcome), "detail": s.detail} for s in self.steps
+            ),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

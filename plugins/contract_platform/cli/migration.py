@@ -20,7 +20,7 @@ from contract_platform.errors import BrokerError, UsageError
 
 if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract
-    from contract_platform.store.records import EvidenceRecord
+    from contract_platform.evidence.records import EvidenceRecord
 
 HELP = "a v<N-1> -> v<N> migration: parity, lag, consumers per version over time, the bridge's queue"
 PARITY_HISTORY = 10

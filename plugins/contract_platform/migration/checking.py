@@ -28,6 +28,7 @@ from contract_platform.catalog.pointers import schema_for_pointer, split_pointer
 from contract_platform.envelope.validation import EnvelopeValidator
 from contract_platform.errors import MessageNotMigratable, MigrationSpecError, Problem
 from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence.figures import MigrationSpecFigures
 from contract_platform.migration.engine import migrate_envelope
 from contract_platform.migration.spec import (
     Constant,
@@ -65,15 +66,19 @@ class MigrationCheck:
     def verdict(self) -> Verdict:
         return Verdict.PASS if self.ok else Verdict.FAIL
 
+    def evidence_figures(self) -> MigrationSpecFigures:
+        return MigrationSpecFigures(
+            source=self.source,
+            target=self.message_type,
+            ok=self.ok,
+            fixtures_checked=self.fixtures_checked,
+            problem_count=len(self.problems),
+            problems=tuple(str(problem) for problem in self.problems[:_EVIDENCE_PROBLEMS]),
+        )
+
     def to_evidence(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "target": self.message_type,
-            "ok": self.ok,
-            "fixtures_checked": self.fixtures_checked,
-            "problem_count": len(self.problems),
-            "problems": [str(problem) for problem in self.problems[:_EVIDENCE_PROBLEMS]],
-        }
+        """The stored ``migration_spec`` figures (snake_case JSON)."""
+        return self.evidence_figures().to_json()
 
 
 # -- schema facts ---------------------------------------------------------------------------------

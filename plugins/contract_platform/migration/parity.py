@@ -35,19 +35,18 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from contract_platform import evidence
 from contract_platform.catalog.documents import pointer_from_path
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.errors import MessageNotMigratable, UsageError
-from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence import EvidenceRecord, Registry, Verdict
+from contract_platform.evidence.figures import MigrationParityFigures
 from contract_platform.migration.engine import migrate_envelope
 from contract_platform.migration.spec import MigrationSpec, parse_spec
-
-if TYPE_CHECKING:
-    from contract_platform.store import EvidenceRecord
 
 __all__ = [
     "COMPARED_COLUMNS",
@@ -351,27 +350,32 @@ class ParityReport:
             found.append(f"{self.out_of_order} {self.target} messages arrived out of their {self.source} order")
         return found
 
+    def evidence_figures(self) -> MigrationParityFigures:
+        """The ``migration_parity`` evidence figures (what the guards and ``contractctl migration`` read)."""
+        return MigrationParityFigures(
+            mode=str(self.mode),
+            target=self.target,
+            parity=self.parity,
+            v1_total=self.v1_total,
+            v2_total=self.v2_total,
+            matched=self.matched,
+            missing=self.missing,
+            missing_not_migratable=self.missing_not_migratable,
+            extra=self.extra,
+            duplicates=self.duplicates,
+            redeliveries=self.redeliveries,
+            mismatches=self.mismatches,
+            out_of_order=self.out_of_order,
+            ordering_checked=self.ordering_checked,
+            lag_p50_ms=self.lag_p50_ms,
+            lag_p99_ms=self.lag_p99_ms,
+            samples={kind: list(self.samples.get(kind, ()))[:SAMPLE_LIMIT] for kind in SAMPLE_KINDS},
+            window=dict(self.window),
+        )
+
     def figures(self) -> dict[str, Any]:
-        return {
-            "mode": str(self.mode),
-            "target": self.target,
-            "parity": self.parity,
-            "v1_total": self.v1_total,
-            "v2_total": self.v2_total,
-            "matched": self.matched,
-            "missing": self.missing,
-            "missing_not_migratable": self.missing_not_migratable,
-            "extra": self.extra,
-            "duplicates": self.duplicates,
-            "redeliveries": self.redeliveries,
-            "mismatches": self.mismatches,
-            "out_of_order": self.out_of_order,
-            "ordering_checked": self.ordering_checked,
-            "lag_p50_ms": self.lag_p50_ms,
-            "lag_p99_ms": self.lag_p99_ms,
-            "samples": {kind: list(self.samples.get(kind, ()))[:SAMPLE_LIMIT] for kind in SAMPLE_KINDS},
-            "window": dict(self.window),
-        }
+        """The evidence figures as stored (snake_case JSON)."""
+        return self.evidence_figures().to_json()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -390,19 +394,18 @@ class ParityReport:
 
 
 def record_parity(
-    report: ParityReport, registry: Any, run_id: str | None = None, *, reference: str | None = None
+    report: ParityReport, registry: Registry, run_id: str | None = None, *, reference: str | None = None
 ) -> EvidenceRecord:
     """``migration_parity`` evidence on the v1 type: pass iff parity holds (unknown without v1 traffic)."""
-    record: EvidenceRecord = registry.add_evidence(
+    return evidence.record(
+        registry,
         report.source,
-        contract_version=report.source_version,
-        kind=str(EvidenceKind.MIGRATION_PARITY),
-        verdict=str(report.verdict),
-        figures=report.figures(),
+        report.source_version,
+        report.evidence_figures(),
+        verdict=report.verdict,
         reference=reference,
         run_id=run_id,
     )
-    return record
 
 
 # -- cutover: consumers per version over time -----------------------------------------------------------
@@ -413,14 +416,14 @@ def consumer_queues(contract: Contract) -> list[str]:
 
 
 def observe_cutover(
-    connection: Any, registry: Any, contracts: Sequence[Contract], *, run_id: str | None, now: datetime
+    connection: Any, registry: Registry, contracts: Sequence[Contract], *, run_id: str | None, now: datetime
 ) -> dict[str, dict[str, dict[str, int | None]]]:
     """Record one observation per consumer queue of each version, all at ``now`` (one point of the series).
 
     A queue that does not exist has no consumer and holds nothing. Broker errors propagate.
     """
     from contract_platform.amqp.inspection import inspect_queue  # pika: only where the broker is asked
-    from contract_platform.store.records import ObservationSource
+    from contract_platform.evidence.records import ObservationSource
 
     seen: dict[str, dict[str, dict[str, int | None]]] = {}
     for contract in contracts:
@@ -445,7 +448,7 @@ def observe_cutover(
     return seen
 
 
-def cutover_series(registry: Any, contracts: Sequence[Contract], *, limit: int = 20) -> list[dict[str, Any]]:
+def cutover_series(registry: Registry, contracts: Sequence[Contract], *, limit: int = 20) -> list[dict[str, Any]]:
     """The last ``limit`` observation moments, oldest first: consumers and ready messages per version.
 
     Only each version's consumer queues count; a version not observed at a moment shows None.

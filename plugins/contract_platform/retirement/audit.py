@@ -26,6 +26,7 @@ from contract_platform.amqp.inspection import ManagementClient
 from contract_platform.amqp.management import management_client, read_topology, require_management
 from contract_platform.amqp.topology import plan_topology
 from contract_platform.catalog.model import Catalog, Contract, Status
+from contract_platform.evidence import Registry
 from contract_platform.retirement.consumers import Sample, check_consumers_over_time
 from contract_platform.retirement.dead_letters import DEFAULT_MAX_MESSAGES, check_dead_letters, scan_dead_letters
 from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery, discover_queues
@@ -51,7 +52,7 @@ class _Current:
 def audit_version(
     contract: Contract,
     catalog: Catalog,
-    registry: Any,
+    registry: Registry,
     connection: Any,
     last_seen: LastSeen,
     *,
@@ -118,7 +119,7 @@ def audit_version(
     return AuditResult(contract.message_type, contract.version, now, checks, run_id)
 
 
-def versions_to_audit(catalog: Catalog, registry: Any, *, only: Iterable[str] | None = None) -> list[str]:
+def versions_to_audit(catalog: Catalog, registry: Registry, *, only: Iterable[str] | None = None) -> list[str]:
     """Catalogue versions whose effective status is deprecated (whatever they declare: deprecated or retired)."""
     wanted = set(only) if only is not None else None
     found = []

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from contract_platform.evidence import Verdict
+from contract_platform.evidence.figures import RetirementAuditFigures
 
 __all__ = ["TYPE_HEADERS", "AuditResult", "CheckName", "CheckResult", "iso", "require_aware"]
 
@@ -71,7 +72,7 @@ class CheckResult:
             "name": str(self.name),
             "verdict": str(self.verdict),
             "blocker": self.blocker,
-            "clearsAt": iso(self.clears_at),
+            "clears_at": iso(self.clears_at),
             "figures": dict(self.figures),
         }
 
@@ -122,19 +123,23 @@ class AuditResult:
                 return check
         raise KeyError(f"the audit of {self.message_type} has no check {name!r}")
 
-    def figures(self) -> dict[str, Any]:
+    def evidence_figures(self) -> RetirementAuditFigures:
         """The evidence figures: ``checks``, ``blockers``, ``failed_checks`` and ``clears_at`` per blocker."""
-        return {
-            "verdict": str(self.verdict),
-            "auditedAt": iso(self.audited_at),
-            "failed_checks": self.failed_checks,
-            "blockers": [
-                {"check": str(c.name), "verdict": str(c.verdict), "blocker": c.blocker, "clearsAt": iso(c.clears_at)}
+        return RetirementAuditFigures(
+            verdict=str(self.verdict),
+            audited_at=iso(self.audited_at),
+            failed_checks=tuple(self.failed_checks),
+            blockers=tuple(
+                {"check": str(c.name), "verdict": str(c.verdict), "blocker": c.blocker, "clears_at": iso(c.clears_at)}
                 for c in self.blocking
-            ],
-            "clears_at": {str(c.name): iso(c.clears_at) for c in self.blocking},
-            "checks": {str(c.name): c.to_dict() for c in self.checks},
-        }
+            ),
+            clears_at={str(c.name): iso(c.clears_at) for c in self.blocking},
+            checks={str(c.name): c.to_dict() for c in self.checks},
+        )
+
+    def figures(self) -> dict[str, Any]:
+        """The evidence figures as stored (snake_case JSON)."""
+        return self.evidence_figures().to_json()
 
     def to_dict(self) -> dict[str, Any]:
         return {

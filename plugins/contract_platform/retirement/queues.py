@@ -20,10 +20,10 @@ from typing import Any, Literal
 from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
 from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, QueueInfo
 from contract_platform.amqp.topology import Role, TopologyPlan
-from contract_platform.evidence import Verdict
+from contract_platform.evidence import Registry, Verdict
+from contract_platform.evidence.records import ObservationSource
 from contract_platform.retirement.discovery import Considered, Discovery
 from contract_platform.retirement.model import CheckName, CheckResult
-from contract_platform.store.records import ObservationSource
 
 __all__ = ["AUDITED_ROLES", "QueueLook", "check_queues", "observe_queues", "record_observations"]
 
@@ -128,7 +128,7 @@ def _state_of(name: str, info: QueueInfo | None) -> QueueState:
 
 
 def record_observations(
-    registry: Any, message_type: str, looks: Sequence[QueueLook], *, now: datetime, run_id: str | None
+    registry: Registry, message_type: str, looks: Sequence[QueueLook], *, now: datetime, run_id: str | None
 ) -> None:
     """One observation per queue per audit, all at ``now`` (the consumers_over_time series)."""
     for look in looks:

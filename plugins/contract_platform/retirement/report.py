@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform import evidence
+from contract_platform.evidence import EvidenceRecord, Registry, Verdict
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, iso
 
 __all__ = [
@@ -66,14 +67,14 @@ def write_audit_bundle(result: AuditResult, docs_dir: str | Path) -> AuditPaths:
     return paths
 
 
-def record_audit(result: AuditResult, registry: Any, *, reference: str | Path | None = None) -> Any:
+def record_audit(result: AuditResult, registry: Registry, *, reference: str | Path | None = None) -> EvidenceRecord:
     """Store the audit as ``retirement_audit`` evidence (``reference``: the JSON file it was written to)."""
-    return registry.add_evidence(
+    return evidence.record(
+        registry,
         result.message_type,
-        contract_version=result.contract_version,
-        kind=EvidenceKind.RETIREMENT_AUDIT,
+        result.contract_version,
+        result.evidence_figures(),
         verdict=result.verdict,
-        figures=result.figures(),
         reference=str(reference) if reference is not None else None,
         run_id=result.run_id,
         collected_at=result.audited_at,

@@ -32,11 +32,12 @@ from contract_platform import settings
 from contract_platform.amqp.inspection import ManagementClient, inspect_queue, resolve_management
 from contract_platform.amqp.topology import Outcome, TopologyPlan, plan_topology, remove_topology
 from contract_platform.catalog.model import Catalog, Contract, Status
-from contract_platform.evidence import EvidenceKind
+from contract_platform.evidence import EvidenceKind, Registry
+from contract_platform.evidence.figures import RetirementAuditFigures
+from contract_platform.evidence.records import EvidenceRecord, TransitionRecord
 from contract_platform.lifecycle import GuardContext, apply_plan, reconcile
 from contract_platform.retirement.archive import last_archived
 from contract_platform.retirement.model import iso, require_aware
-from contract_platform.store.records import TransitionRecord
 
 __all__ = ["SAMPLE_SIZE", "RetirementOutcome", "exchanges_in_use", "retire_if_proven"]
 
@@ -67,7 +68,7 @@ class RetirementOutcome:
         }
 
 
-def exchanges_in_use(catalog: Catalog, registry: Any, retiring: Contract) -> set[str]:
+def exchanges_in_use(catalog: Catalog, registry: Registry, retiring: Contract) -> set[str]:
     """Exchanges of every other catalogue contract that is not retired (declared and effective)."""
     used = set()
     for contract in catalog:
@@ -83,7 +84,7 @@ def exchanges_in_use(catalog: Catalog, registry: Any, retiring: Contract) -> set
 def retire_if_proven(
     contract: Contract,
     catalog: Catalog,
-    registry: Any,
+    registry: Registry,
     connection: Any,
     *,
     actor: str,
@@ -98,10 +99,9 @@ def retire_if_proven(
     message_type = contract.message_type
     state = registry.effective(message_type)
     latest = registry.latest_evidence(message_type, EvidenceKind.RETIREMENT_AUDIT)
-    clears = dict(latest.figures.get("clears_at") or {}) if latest is not None else {}
-    audit_blockers = tuple(
-        f"{b.get('check')}: {b.get('blocker')}" for b in (latest.figures.get("blockers") or [] if latest else [])
-    )
+    audit = RetirementAuditFigures.of(latest) if latest is not None else RetirementAuditFigures()
+    clears = dict(audit.clears_at)
+    audit_blockers = tuple(f"{b.get('check')}: {b.get('blocker')}" for b in audit.blockers)
     effective = str(state.status) if state is not None else None
     snapshot = _Snapshot(connection, plan_topology(contract), latest, archive_root, management, now)
     if state is not None and state.status is Status.RETIRED and contract.status is Status.RETIRED:
@@ -141,7 +141,7 @@ class _Snapshot:
 
 
 def _complete(
-    contract: Contract, catalog: Catalog, registry: Any, root: Path, snapshot: _Snapshot
+    contract: Contract, catalog: Catalog, registry: Registry, root: Path, snapshot: _Snapshot
 ) -> RetirementOutcome:
     """Retired by an earlier try that failed before finishing (a retried task): keep the bundle, remove topology."""
     folder = root / contract.message_type
@@ -185,7 +185,7 @@ def _keep_bundle(root: Path, contract: Contract, retire: Callable[[], Transition
 
 
 def _finish(
-    contract: Contract, catalog: Catalog, registry: Any, folder: Path, snapshot: _Snapshot
+    contract: Contract, catalog: Catalog, registry: Registry, folder: Path, snapshot: _Snapshot
 ) -> RetirementOutcome:
     """Remove the topology where the contract asks for it (idempotent: absent queues are fine)."""
     removal: dict[str, Any] | None = None
@@ -256,7 +256,7 @@ def _plan_dict(plan: TopologyPlan) -> dict[str, Any]:
     }
 
 
-def _evidence_dict(evidence: Any) -> dict[str, Any] | None:
+def _evidence_dict(evidence: EvidenceRecord | None) -> dict[str, Any] | None:
     if evidence is None:
         return None
     return {

@@ -136,3 +136,24 @@ def _latest(registry: Registry, kind: EvidenceKind):  # type: ignore[no-untyped-
     found = registry.latest_evidence("orders.placed.v1", kind)
     assert found is not None
     return found
+
+
+def test_the_change_pipeline_writes_typed_evidence_the_guards_accept(catalog, registry: Registry) -> None:
+    from contract_platform.change import check_compatibility, lint_contracts
+    from contract_platform.evidence.figures import LintFigures
+    from contract_platform.lifecycle.guards import GuardContext, guard_compatible, guard_lint_clean
+
+    lint_contracts(catalog, registry, run_id="run-1")
+    check_compatibility(catalog, registry, run_id="run-1")
+
+    contract = next(iter(catalog))
+    lint = registry.latest_evidence(contract.message_type, EvidenceKind.LINT)
+    assert lint is not None and lint.run_id == "run-1"
+    assert set(lint.figures) == {"errors", "warnings", "findings", "fixtures"}
+    assert LintFigures.of(lint).errors == 0 and lint.passed
+    compat = registry.latest_evidence(contract.message_type, EvidenceKind.COMPATIBILITY)
+    assert compat is not None and all(key == key.lower() for key in compat.figures)
+    ctx = GuardContext(contract, registry)
+    assert guard_lint_clean(ctx) == []
+    if contract.migration is None:
+        assert guard_compatible(ctx.fresh()) == []

@@ -21,7 +21,8 @@ def test_one_evidence_record_per_known_type_with_its_figures(catalog: Catalog, t
     ]
     report = ValidationReport("/a", "/c", "sha256:0", Figures.from_groups(groups), InputFigures(), 1.0)
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    added = record_evidence(report, catalog, url, reference="/reports/run.json", run_id="run-1")
+    with Registry.open(url) as registry:
+        added = record_evidence(report, catalog, registry, reference="/reports/run.json", run_id="run-1")
     assert sorted(e.message_type for e in added) == ["order.order-created.v1", "quote.quote-approved.v1"]
     with Registry.open(url) as registry:
         order = registry.latest_evidence("order.order-created.v1", "archive_validation")
