@@ -497,7 +497,10 @@ def _validate(run: JobRun) -> int:
     )
     run.close()  # the evidence needs no JVM: free it first
     if run.registry_url:
-        record_evidence(report, run.catalog, run.registry_url, reference=args.report, run_id=args.run_id)
+        from contract_platform.store import Registry  # SQLAlchemy: only where evidence is recorded
+
+        with Registry.open(run.registry_url) as registry:
+            record_evidence(report, run.catalog, registry, reference=args.report, run_id=args.run_id)
     print(json.dumps(report.to_dict()))
     return report.exit_code
 
