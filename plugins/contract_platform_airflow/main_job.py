@@ -3,19 +3,22 @@
     bash scripts/main-job            (what the README's first command runs)
 
 Everything lives under ./data (SQLite registry, Airflow's SQLite DB, archives, reports, docs);
-RabbitMQ is the local broker. Progress is printed as it goes; a summary comes last. Running it
-again is safe: every step is idempotent and the lifecycle only moves forward.
+RabbitMQ is the local broker. The console shows one line per step and a summary; what a step
+prints (Airflow task logs, Spark output and JSON reports, Great Expectations) goes to that step's
+file under ./data/logs/main-job/<run>/, and each distinct warning is listed once in the summary. Running
+it again is safe: every step is idempotent and the lifecycle only moves forward.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,22 +35,86 @@ def configure_environment(root: Path) -> dict[str, str]:
     return env
 
 
-class Progress:
-    """One line per step with elapsed time, so a person sees the run move."""
+_NOTES: list[str] = []
 
-    def __init__(self, total: int) -> None:
+
+def note(text: str) -> None:
+    """What the current step found, shown on its one console line (``Progress.step``)."""
+    _NOTES.append(text)
+
+
+@contextlib.contextmanager
+def console_to(path: Path) -> Iterator[None]:
+    """Send everything written to stdout and stderr to ``path``: this process's ``sys.stdout``/``sys.stderr``
+    (whatever objects they are now) and file descriptors 1 and 2, which child processes inherit."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with path.open("a", buffering=1) as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in zip((1, 2), saved, strict=True):
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
+# A warning line in a step's log: Airflow's (structlog) "[warning ] text [logger] ...", Spark's (log4j)
+# "yy/mm/dd hh:mm:ss WARN Class: text", Python's "file:line: SomeWarning: text".
+WARNING_LINE = re.compile(
+    r"\[warning\s*\]\s*(?P<airflow>.*?)(?:\s+\[[\w.]+\](?:\s.*)?)?$"
+    r"|\bWARN(?:ING)?\b:?\s+(?P<other>.*?)(?:\s+\[[\w.]+\]\s+loc=.*)?$"
+    r"|\b(?P<python>[A-Z]\w*Warning: .*)$"
+)
+
+
+class WarningsOnce:
+    """Every distinct warning the steps wrote to their logs, once, in the order first seen."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, None] = {}
+
+    def scan(self, log: Path) -> None:
+        with contextlib.suppress(OSError), log.open(errors="replace") as lines:
+            for line in lines:
+                if (found := WARNING_LINE.search(line.rstrip())) is not None:
+                    text = " ".join((found["airflow"] or found["other"] or found["python"] or "").split())
+                    if text:
+                        self.seen.setdefault(text[:200])
+
+
+class Progress:
+    """One console line per step with elapsed time; the step's own output goes to ``<logs>/NN-<step>.log``."""
+
+    def __init__(self, total: int, logs: Path) -> None:
         self.total = total
         self.index = 0
         self.started = time.monotonic()
+        self.logs = logs
+        self.warnings = WarningsOnce()
 
     def step(self, title: str, action: Callable[[], Any]) -> Any:
         self.index += 1
         began = time.monotonic()
-        print(f"[{self.index}/{self.total}] {title} ...", flush=True)
-        result = action()
-        print(
-            f"      done in {time.monotonic() - began:.1f}s (total {time.monotonic() - self.started:.1f}s)", flush=True
-        )
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = self.logs / f"{self.index:02d}-{re.sub(r'[^a-z0-9]+', '-', title.lower()).strip('-')[:60]}.log"
+        print(f"[{self.index}/{self.total}] {title}", end="", flush=True)
+        _NOTES.clear()
+        try:
+            with console_to(log):
+                result = action()
+        except BaseException:
+            print(f" — FAILED after {time.monotonic() - began:.1f}s (log: {log})", flush=True)
+            raise
+        finally:
+            self.warnings.scan(log)
+        found = f": {'; '.join(_NOTES)}" if _NOTES else ""
+        print(f"{found} ({time.monotonic() - began:.1f}s, total {time.monotonic() - self.started:.1f}s)", flush=True)
         return result
 
 
@@ -69,9 +136,8 @@ def run_dag(dag_id: str, conf: dict[str, Any] | None = None) -> Any:
         raise SystemExit(f"DAGs do not import: {bag.import_errors}")
     dag_run = bag.get_dag(dag_id).test(run_conf=conf)
     failed = [ti.task_id for ti in dag_run.get_task_instances() if str(ti.state) == "failed"]
-    print(
-        f"      {dag_id}: {dag_run.state} (run {dag_run.run_id}){' — failed: ' + ', '.join(failed) if failed else ''}"
-    )
+    print(f"{dag_id}: {dag_run.state} (run {dag_run.run_id})")
+    note(f"{dag_run.state}{' — failed: ' + ', '.join(failed) if failed else ''}")
     return dag_run
 
 
@@ -84,7 +150,7 @@ def check_catalog() -> dict[str, Any]:
     catalog = load_catalog(settings.catalog_dir())
     report = check(catalog)
     pages = write_docs(catalog, settings.docs_dir() / "contracts")
-    print(f"      {report.contracts} contracts, {len(report.findings)} lint findings; {len(pages)} docs pages")
+    note(f"{report.contracts} contracts, {len(report.findings)} lint findings, {len(pages)} docs pages")
     return {"catalog": catalog, "ok": report.ok()}
 
 
@@ -97,9 +163,9 @@ def prepare_demo_catalog(root: Path, target: Path) -> Path:
 
     if not target.exists():
         shutil.copytree(root / "contracts", target)
-        print(f"      copied contracts/ to {target}")
+        note(f"copied contracts/ to {target}")
     else:
-        print(f"      using {target} from an earlier run")
+        note(f"{target} from an earlier run")
     return target
 
 
@@ -123,7 +189,7 @@ def declare_retired(catalog_dir: Path, message_type: str) -> None:
         else text + "\n" + demo + "\n"
     )
     path.write_text(text)
-    print(f"      {message_type}: declared retired (demo windows: retention 1s, 2 audits)")
+    note(f"{message_type} declared retired (demo windows: retention 1s, 2 audits)")
 
 
 def publish_traffic(per_type: int) -> dict[str, int]:
@@ -154,7 +220,7 @@ def publish_traffic(per_type: int) -> dict[str, int]:
     finally:
         close_quietly(connection)
         registry.close()
-    print("      " + ", ".join(f"{t}: {n}" for t, n in sent.items()))
+    note(", ".join(f"{t}: {n}" for t, n in sent.items()))
     return sent
 
 
@@ -186,7 +252,7 @@ def consume_queues() -> dict[str, int]:
                     read[consumer.service] = read.get(consumer.service, 0) + count
     finally:
         close_quietly(connection)
-    print("      " + (", ".join(f"{service}: {n}" for service, n in sorted(read.items())) or "nothing waiting"))
+    note(", ".join(f"{service}: {n}" for service, n in sorted(read.items())) or "nothing waiting")
     return read
 
 
@@ -290,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(f"\nVERDICT: not started: {problem}", file=sys.stderr)
         return 3
-    progress = Progress(total=18)
+    logs = data / "logs" / "main-job" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    progress = Progress(total=18, logs=logs)
     progress.step("prepare Airflow's metadata DB (SQLite)", migrate_airflow_db)
     progress.step("prepare the working catalogue", lambda: prepare_demo_catalog(ROOT, Path(env["CONTRACT_CATALOG"])))
     before = states()
@@ -333,9 +400,16 @@ def main(argv: list[str] | None = None) -> int:
         "               on this data; it prints the admin login) then http://localhost:8080/ -> Browse -> Contracts\n"
         f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}\n"
         f"  reports:     {data / 'reports'}\n"
+        f"  step logs:   {logs}   (Airflow task logs, Spark output and JSON reports, one file per step)\n"
         f"  contract docs: {data / 'docs' / 'contracts' / 'index.md'}; retirement: {data / 'docs' / 'retirement'}\n"
         f"  status:      CONTRACT_PLATFORM_HOME={data} .venv/bin/contractctl status --catalog {env['CONTRACT_CATALOG']}"
     )
+    if progress.warnings.seen:
+        print(f"\nWarnings ({len(progress.warnings.seen)}, each once; in context in the step logs):")
+        for text in list(progress.warnings.seen)[:12]:
+            print(f"  {text}")
+        if len(progress.warnings.seen) > 12:
+            print(f"  ... and {len(progress.warnings.seen) - 12} more")
     if failed:
         print(f"\nDAG runs that failed: {', '.join(failed)} (see the run logs under {env['AIRFLOW_HOME']}/logs)")
     complete, verdict = lifecycle_verdict(after)

@@ -10,54 +10,42 @@ import json
 import os
 import subprocess
 import sys
-import urllib.request
-import uuid
-from base64 import b64encode
 from pathlib import Path
 
 import pytest
+from tests.support.environment import user_environment
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.airflow]
 
 REPO = Path(__file__).resolve().parents[2]
-MANAGEMENT = "http://127.0.0.1:15672/api"
-AUTH = "Basic " + b64encode(b"guest:guest").decode()
-
-
-def _management(method: str, path: str, body: dict | None = None) -> None:
-    request = urllib.request.Request(
-        f"{MANAGEMENT}{path}",
-        method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": AUTH, "Content-Type": "application/json"},
-    )
-    urllib.request.urlopen(request, timeout=10).close()
-
-
-@pytest.fixture()
-def vhost(rabbitmq_url):
-    name = f"t-main-{uuid.uuid4().hex[:8]}"
-    try:
-        _management("PUT", f"/vhosts/{name}")
-    except OSError as exc:
-        pytest.skip(f"RabbitMQ management API not answering on 15672 ({exc}); enable rabbitmq_management")
-    _management("PUT", f"/permissions/{name}/guest", {"configure": ".*", "write": ".*", "read": ".*"})
-    yield name
-    _management("DELETE", f"/vhosts/{name}")
 
 
 def run_main_job(workdir: Path, vhost: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "CONTRACT_", "PYSPARK_"))}
-    env["CONTRACT_RABBITMQ_URL"] = f"amqp://guest:guest@127.0.0.1:5672/{vhost}"
-    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     return subprocess.run(
         [sys.executable, "-m", "contract_platform_airflow.main_job", "--messages", "60"],
         cwd=workdir,
-        env=env,
+        env=user_environment(vhost),
         capture_output=True,
         text=True,
         timeout=1800,
     )
+
+
+def assert_one_line_per_step(stdout: str) -> None:
+    """Between the first step and the summary the console holds step lines only: no task log, no Spark
+    output, no JSON report; those are in the step logs the summary names. No warning is printed twice."""
+    lines = stdout.splitlines()
+    first = next(n for n, line in enumerate(lines) if line.startswith("[1/"))
+    summary = lines.index("Before:")
+    steps = [line for line in lines[first:summary] if line.strip()]
+    total = len(steps)
+    assert all(line.startswith(f"[{n}/{total}] ") for n, line in enumerate(steps, 1)), "\n".join(steps)
+    assert not any(line.lstrip().startswith("{") for line in lines), "a JSON report on the console"
+    logs = Path(next(line for line in lines if line.strip().startswith("step logs:")).split()[2])
+    assert len(list(logs.glob("*.log"))) == total
+    assert any("SparkSubmitHook" in path.read_text() for path in logs.glob("*topic-archive-validation*.log"))
+    warned = [line for line in lines if "warning" in line.lower()]
+    assert len(warned) == len(set(warned)), "a warning printed twice"
 
 
 def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost):
@@ -72,6 +60,7 @@ def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost):
     (REPO / "test-artifacts" / "main-job.log").write_text(first.stdout + "\n" + first.stderr)
     assert first.returncode == 0, log
     assert "[18/18]" in first.stdout and "Before:" in first.stdout and "After:" in first.stdout
+    assert_one_line_per_step(first.stdout)
     # The way to watch the platform in Airflow, pointed at this run's data (it is not the checkout's data/).
     assert f"CONTRACT_PLATFORM_HOME={(workdir / 'data').resolve()} bash scripts/airflow-local" in first.stdout
 
