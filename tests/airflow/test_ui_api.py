@@ -7,9 +7,7 @@ overridden), so the same checks run as in the api-server.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -21,26 +19,12 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
+from tests.support import ui_seed as seed
 
 pytestmark = pytest.mark.airflow
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_ID = "manual__2026-11-20T10:00:00+00:00"
-
-
-def _load_seed() -> Any:
-    """tests/e2e/ui_seed.py, shared with the browser test (test folders are not packages here)."""
-    if "ui_seed" in sys.modules:
-        return sys.modules["ui_seed"]
-    spec = importlib.util.spec_from_file_location("ui_seed", REPO / "tests" / "e2e" / "ui_seed.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ui_seed"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-seed = _load_seed()
 
 
 @pytest.fixture(scope="module")

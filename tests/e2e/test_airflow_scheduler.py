@@ -27,22 +27,21 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 import uuid
-from base64 import b64encode
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.broker import url_of
+from tests.support.environment import user_environment
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.airflow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
-MANAGEMENT = "http://127.0.0.1:15672/api"
-AUTH = "Basic " + b64encode(b"guest:guest").decode()
 UNDER_TEST = (
     "contract_catalog_watch",
     "contract_change",
@@ -56,28 +55,6 @@ PROMOTED = "billing.invoice-issued.v1"  # declared active: experimental until tr
 TERMINAL = {"success", "failed"}
 
 
-def _management(method: str, path: str, body: dict | None = None) -> None:
-    request = urllib.request.Request(
-        f"{MANAGEMENT}{path}",
-        method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": AUTH, "Content-Type": "application/json"},
-    )
-    urllib.request.urlopen(request, timeout=10).close()
-
-
-@pytest.fixture()
-def vhost(rabbitmq_url: str) -> Iterator[str]:
-    name = f"t-airflow-{uuid.uuid4().hex[:8]}"
-    try:
-        _management("PUT", f"/vhosts/{name}")
-    except OSError as exc:
-        pytest.skip(f"RabbitMQ management API not answering on 15672 ({exc}); enable rabbitmq_management")
-    _management("PUT", f"/permissions/{name}/guest", {"configure": ".*", "write": ".*", "read": ".*"})
-    yield name
-    _management("DELETE", f"/vhosts/{name}")
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -85,15 +62,8 @@ def free_port() -> int:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float, on_timeout: Callable[[], str] = str) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` (and the diagnosis) after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}\n{on_timeout()}")
-        time.sleep(1.0)
+    """Poll ``check`` every second until it returns something truthy; fail with ``what`` and the diagnosis."""
+    return wait_until(check, timeout, 1.0, what=what, diagnose=on_timeout)
 
 
 class Served:
@@ -105,18 +75,14 @@ class Served:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = work / "airflow-local.log"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "CONTRACT_", "PYSPARK_"))}
-        self.env.update(
-            {
-                "AIRFLOW_HOME": str(self.home),
-                "CONTRACT_PLATFORM_HOME": str(work / "data"),
-                "CONTRACT_CATALOG": str(work / "contracts"),
-                "CONTRACT_RABBITMQ_URL": f"amqp://guest:guest@127.0.0.1:5672/{vhost}",
-                # Budget on a 2-core machine: two Spark cores; DAGs not under test stay paused.
-                "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-                "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-            }
+        self.env = user_environment(
+            vhost,
+            AIRFLOW_HOME=str(self.home),
+            CONTRACT_PLATFORM_HOME=str(work / "data"),
+            CONTRACT_CATALOG=str(work / "contracts"),
+            # Budget on a 2-core machine: two Spark cores; DAGs not under test stay paused.
+            AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
+            AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="True",
         )
         self.process: subprocess.Popen[bytes] | None = None
         self.token = ""
@@ -319,7 +285,7 @@ def publish_sample_traffic(work: Path, vhost: str, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("CONTRACT_CATALOG", str(work / "contracts"))
     monkeypatch.setenv("CONTRACT_PLATFORM_HOME", str(work / "data"))
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", f"sqlite:///{work / 'data' / 'registry.db'}")
-    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", f"amqp://guest:guest@127.0.0.1:5672/{vhost}")
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", url_of(vhost))
     return publish_traffic(40)
 
 

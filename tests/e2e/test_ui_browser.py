@@ -24,8 +24,8 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from tests.support.ui_seed import MISMATCHED, seed_registry
 from tests.support.waiting import wait_until
-from ui_seed import MISMATCHED, seed_registry
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "ui"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,12 +12,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # spark_jobs/ lives beside the installed package
-    sys.path.insert(0, str(REPO_ROOT))
-
-from contract_platform.retirement import LastSeen  # noqa: E402
-from spark_jobs import archive_last_seen as job  # noqa: E402
+from contract_platform.retirement import LastSeen
+from spark_jobs import archive_last_seen as job
 
 pytestmark = pytest.mark.spark
 

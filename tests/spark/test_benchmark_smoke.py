@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # benchmarks/ lives beside the installed package
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.archive_validation import run_benchmark  # noqa: E402
+from benchmarks.archive_validation import run_benchmark
 
 pytestmark = pytest.mark.spark
 

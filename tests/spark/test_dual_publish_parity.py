@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import sys
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,13 +18,9 @@ from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from contract_platform.migration import ParityReport  # noqa: E402
-from contract_platform.store import Registry  # noqa: E402
-from spark_jobs import dual_publish_parity as job  # noqa: E402
+from contract_platform.migration import ParityReport
+from contract_platform.store import Registry
+from spark_jobs import dual_publish_parity as job
 
 pytestmark = pytest.mark.spark
 

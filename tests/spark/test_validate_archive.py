@@ -11,29 +11,23 @@ import gzip
 import importlib.metadata
 import json
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pyspark
 import pytest
+from benchmarks.generate_archive import DEFECTS, ArchiveSpec, GeneratedArchive, archive_record, generate_archive
 from pyspark.sql import functions as F
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # spark_jobs/ and benchmarks/ live beside the installed package
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.generate_archive import DEFECTS, ArchiveSpec, GeneratedArchive, archive_record, generate_archive  # noqa: E402
-
-from contract_platform.catalog import Catalog  # noqa: E402
-from contract_platform.envelope import EnvelopeValidator  # noqa: E402
-from contract_platform.errors import ArchiveError, UsageError  # noqa: E402
-from contract_platform.store import Registry  # noqa: E402
-from contract_platform.validation import Keyed, Reason, ValidationReport, sequence_findings  # noqa: E402
-from contract_platform.validation.arrow import finding_of  # noqa: E402
-from contract_platform.validation.report import NO_TYPE  # noqa: E402
-from spark_jobs import validate_archive as job  # noqa: E402
+from contract_platform.catalog import Catalog
+from contract_platform.envelope import EnvelopeValidator
+from contract_platform.errors import ArchiveError, UsageError
+from contract_platform.store import Registry
+from contract_platform.validation import Keyed, Reason, ValidationReport, sequence_findings
+from contract_platform.validation.arrow import finding_of
+from contract_platform.validation.report import NO_TYPE
+from spark_jobs import validate_archive as job
 
 pytestmark = pytest.mark.spark
 

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # benchmarks/ lives beside the installed package
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.record_costs import measure  # noqa: E402
+from benchmarks.record_costs import measure
 
 
 def test_the_record_cost_benchmark_produces_its_figures(catalog_dir: Path):

@@ -1,4 +1,5 @@
-"""A registry store as the platform's DAGs would leave it, for the UI tests (API and browser).
+"""A registry store as the platform's DAGs would leave it, for the UI tests (tests/airflow/test_ui_api.py and
+tests/e2e/test_ui_browser.py).
 
 Every contract of the real catalogue is registered by a ``contract_change`` run and walked to its
 declared status, except ``order.order-created.v1``: its step to *active* was refused (invalid rate
