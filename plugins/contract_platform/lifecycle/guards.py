@@ -8,11 +8,14 @@ Catalogue checks (lint, fixtures, topology, compatibility, migration spec) count
 contract's current ``version``; traffic evidence (archive validation, envelope quality, migration
 parity, retirement audit) is about the message type on the wire, whatever version produced it.
 Migration parity is recorded under the older message type (the one being superseded).
+
+Figures are read typed (``contract_platform.evidence.figures``: ``XFigures.of(record)``), never by
+string lookups into the stored JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
@@ -20,6 +23,12 @@ from typing import Any, Protocol
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.durations import format_duration
 from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence.figures import (
+    ArchiveValidationFigures,
+    EnvelopeQualityFigures,
+    MigrationParityFigures,
+    RetirementAuditFigures,
+)
 from contract_platform.evidence.records import EvidenceRecord, VersionState
 
 __all__ = [
@@ -135,7 +144,7 @@ def guard_envelope_quality(ctx: GuardContext) -> list[str]:
         return ["no envelope quality evidence yet: run the envelope_quality DAG on real traffic"]
     if record.passed:
         return []
-    failed = _names(record.figures.get("failed_expectations"))
+    failed = ", ".join(EnvelopeQualityFigures.of(record).failed_expectations)
     unmet = f": {failed} not met" if failed else ""
     return [f"envelope quality {_outcome(record)} on real traffic{unmet} ({_cite(record)})"]
 
@@ -146,11 +155,12 @@ def guard_archive_validation(ctx: GuardContext) -> list[str]:
     records = _latest_per_interval(ctx.collected_since(EvidenceKind.ARCHIVE_VALIDATION, ctx.now - timedelta(days=days)))
     if not records:
         return [f"no archive validation evidence in the last {days} days: run the topic_archive_validation DAG"]
-    unreadable = [record for record in records if _count(record, "invalid") is None or _count(record, "total") is None]
+    figures = [(record, ArchiveValidationFigures.of(record)) for record in records]
+    unreadable = [record for record, f in figures if _count(f.invalid) is None or _count(f.total) is None]
     if unreadable:
         return [f"archive validation {_cite(unreadable[0])} has no integer invalid/total figures: record it again"]
-    invalid = sum(_count(record, "invalid") or 0 for record in records)
-    total = sum(_count(record, "total") or 0 for record in records)
+    invalid = sum(_count(f.invalid) or 0 for _, f in figures)
+    total = sum(_count(f.total) or 0 for _, f in figures)
     if total == 0:
         return [f"archive validation saw no messages in the last {days} days: activation needs real traffic"]
     target = ctx.contract.validation.invalid_rate_target
@@ -171,11 +181,10 @@ def _latest_per_interval(records: list[EvidenceRecord]) -> list[EvidenceRecord]:
     kept: list[EvidenceRecord] = []
     latest: dict[tuple[Any, Any], EvidenceRecord] = {}
     for record in records:
-        interval = record.figures.get("interval")
-        if not isinstance(interval, Mapping) or not (interval.get("since") or interval.get("until")):
+        key = ArchiveValidationFigures.of(record).interval_key
+        if key is None:
             kept.append(record)
             continue
-        key = (interval.get("since"), interval.get("until"))
         if key not in latest or (record.collected_at, record.id) > (latest[key].collected_at, latest[key].id):
             latest[key] = record
     return kept + list(latest.values())
@@ -201,7 +210,7 @@ def guard_migration_running(ctx: GuardContext) -> list[str]:
     record = ctx.latest(EvidenceKind.MIGRATION_PARITY)
     if record is None:
         return ["no migration parity evidence yet: start the dual_publish_migration DAG (bridge or dual publish)"]
-    mode = record.figures.get("mode")
+    mode = MigrationParityFigures.of(record).mode
     if mode not in ("bridge", "dual-publish"):
         return [
             f"migration parity {_cite(record)} has mode {mode!r}, not bridge or dual-publish: "
@@ -242,7 +251,7 @@ def guard_retirement_audit_fresh(ctx: GuardContext) -> list[str]:
         return ["no retirement audit yet: run the retirement_audit DAG"]
     reasons = []
     if not record.passed:
-        failed = _names(record.figures.get("failed_checks"))
+        failed = ", ".join(RetirementAuditFigures.of(record).failed_checks)
         checks = f": {failed} failed" if failed else ""
         reasons.append(f"retirement audit {_outcome(record)}{checks} ({_cite(record)})")
     freshness = ctx.contract.retirement.evidence_freshness
@@ -287,19 +296,9 @@ def _cite(record: EvidenceRecord) -> str:
     return f"evidence #{record.id} of {record.collected_at:%Y-%m-%d %H:%M} UTC{report}"
 
 
-def _names(value: Any) -> str:
-    if not value:
-        return ""
-    items = value if isinstance(value, list | tuple) else [value]
-    return ", ".join(
-        str(item.get("expectation") or item.get("id") or item) if isinstance(item, dict) else str(item)
-        for item in items
-    )
-
-
-def _count(record: EvidenceRecord, name: str) -> int | None:
-    value = record.figures.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+def _count(value: int | None) -> int | None:
+    """A count the guards can sum: a non-negative integer, else None (the figures need recording again)."""
+    return value if value is not None and value >= 0 else None
 
 
 def _age(age: timedelta) -> str:
