@@ -35,6 +35,7 @@ from contract_platform.catalog.model import (
     Status,
     TopologySettings,
     Transport,
+    ReplaySettings,
     ValidationSettings,
 )
 from contract_platform.catalog.schemas import catalogue_registry, schema_problems
@@ -234,6 +235,25 @@ def _duration(file: str, pointer: str, text: str, problems: list[Problem]) -> An
         return None
 
 
+def _compatibility_mode(value: Any) -> str:
+    """The mode of ``compatibility:``, written as a mode or as an object (``mode`` defaults to BACKWARD)."""
+    return str(value.get("mode", "BACKWARD")) if isinstance(value, dict) else str(value)
+
+
+def _replay_settings(file: str, value: Any, problems: list[Problem]) -> ReplaySettings:
+    """The replay settings of ``compatibility:`` as an object (docs/replay.md); a mode alone keeps the defaults."""
+    defaults = ReplaySettings()
+    if not isinstance(value, dict):
+        return defaults
+    window = _duration(file, "/compatibility/window", value["window"], problems) if "window" in value else None
+    return ReplaySettings(
+        tightening=str(value.get("tightening", defaults.tightening)),
+        window=window or defaults.window,
+        min_messages=int(value.get("minMessages", defaults.min_messages)),
+        threshold=float(value.get("threshold", defaults.threshold)),
+    )
+
+
 def _date(file: str, pointer: str, text: str, problems: list[Problem]) -> date | None:
     try:
         return date.fromisoformat(text)
@@ -274,7 +294,7 @@ def _build(
         description=raw["description"],
         owner=Owner(**raw["owner"]),
         transport=Transport(exchange=raw["transport"]["exchange"], routing_key=raw["transport"]["routingKey"]),
-        compatibility=raw["compatibility"],
+        compatibility=_compatibility_mode(raw["compatibility"]),
         compatibility_policy=raw.get("compatibilityPolicy", "strict"),
         idempotency_key=raw["idempotencyKey"],
         pii=Pii(contains_pii=raw["pii"]["containsPii"], fields=tuple(raw["pii"]["fields"])),
@@ -295,6 +315,7 @@ def _build(
             else defaults_q.clock_skew,
             mostly=dict(quality_raw.get("mostly", {})),
         ),
+        replay=_replay_settings(file, raw["compatibility"], problems),
         validation=ValidationSettings(
             invalid_rate_target=raw.get("validation", {}).get("invalidRateTarget", 0.001),
             window_days=raw.get("validation", {}).get("windowDays", 7),

@@ -21,6 +21,7 @@ __all__ = [
     "Hold",
     "Kind",
     "Owner",
+    "ReplaySettings",
     "Status",
     "Transport",
 ]
@@ -110,6 +111,25 @@ class ValidationSettings:
 
 
 @dataclass(frozen=True)
+class ReplaySettings:
+    """How replay of real traffic may decide a change (``compatibility:`` as an object; docs/replay.md).
+
+    ``tightening``: ``static`` keeps the engine's verdicts; ``evidence`` lets a change that breaks only by
+    narrowing pass as a minor version when replay of at least ``min_messages`` finds no violation.
+    ``threshold``: the rejection rate above which replay refuses a change the engine calls compatible.
+    """
+
+    tightening: str = "static"
+    window: timedelta = timedelta(days=7)
+    min_messages: int = 1
+    threshold: float = 0.0
+
+    @property
+    def on_evidence(self) -> bool:
+        return self.tightening == "evidence"
+
+
+@dataclass(frozen=True)
 class TopologySettings:
     queue_type: str = "quorum"
     retry_delays: tuple[timedelta, ...] = (timedelta(seconds=30), timedelta(minutes=5))
@@ -162,6 +182,7 @@ class Contract:
     max_body_bytes: int = 262_144
     quality: QualitySettings = field(default_factory=QualitySettings)
     validation: ValidationSettings = field(default_factory=ValidationSettings)
+    replay: ReplaySettings = field(default_factory=ReplaySettings)
     topology: TopologySettings = field(default_factory=TopologySettings)
     retirement: RetirementSettings = field(default_factory=RetirementSettings)
     fixtures: tuple[Fixture, ...] = ()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
 
 if TYPE_CHECKING:
-    from contract_platform.catalog.model import Contract
+    from collections.abc import Callable
+
+    from contract_platform.catalog.model import Catalog, Contract
+    from contract_platform.checks import CheckReport
+    from contract_platform.replay.run import ReplayResult
 
 HELP = "lint, fixtures and compatibility of each version with its predecessors"
 
@@ -23,24 +27,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compare each contract with the same major at this git ref (e.g. origin/main)",
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
+    parser.add_argument(
+        "--replay",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ARCHIVE",
+        help="replay archived and in-flight traffic against each changed version (docs/replay.md); "
+        "ARCHIVE defaults to the platform's archive",
+    )
+    parser.add_argument(
+        "--registry-url",
+        default=None,
+        help="earlier versions from this registry when --against is not given (default $CONTRACT_REGISTRY_URL)",
+    )
+    parser.add_argument("--no-in-flight", action="store_true", help="with --replay: do not read the broker's queues")
 
 
 def run(args: argparse.Namespace) -> int:
     from contract_platform.checks import check_catalog
 
     catalog = load(args.catalog)
-    history_of = None
+    history_of: Callable[[Contract], list[tuple[str, object]]] | None = None
     if args.against:
         from contract_platform.catalog.history import schema_at_git_ref
 
-        def history_of(contract: Contract) -> list[tuple[str, object]]:
+        def at_git_ref(contract: Contract) -> list[tuple[str, object]]:
             found = schema_at_git_ref(contract, args.against)
             return [found] if found else []
 
+        history_of = at_git_ref
+    elif args.replay is not None:
+        history_of = _registry_history(args.registry_url)
+
     report = check_catalog(catalog, history_of)
     ok = report.ok(strict=args.strict)
+    replayed = _replay(args, catalog, history_of) if args.replay is not None and history_of is not None else None
+    if replayed is not None:
+        ok = _ok_with_replay(report, replayed, strict=args.strict)
     if args.format == "json":
-        emit_json(report.to_dict(strict=args.strict))
+        document = report.to_dict(strict=args.strict)
+        if replayed is not None:
+            document["ok"] = ok
+            document["replay"] = [r.to_dict() for r in replayed]
+        emit_json(document)
         return 0 if ok else 1
     for finding in report.findings:
         out(str(finding))
@@ -52,8 +82,57 @@ def run(args: argparse.Namespace) -> int:
                 out(f"     breaking [{change['rule']}] {change['path'] or '/'}: {change['message']}")
         for problem in result.semver_problems:
             out(f"     version: {problem}")
+    for replay_result in replayed or []:
+        figures = replay_result.figures()
+        out(
+            f"replay {replay_result.message_type} {replay_result.target.contract.version}: {figures['decision']} "
+            f"({figures['rejected']} of {figures['replayed']} archived messages rejected, "
+            f"{figures['since']} to {figures['until']})"
+        )
+        for pointer in figures["top_pointers"]:
+            out(f"     {pointer['pointer'] or '/'} ({pointer['keyword']}): {pointer['count']} messages")
+        for reason in figures["reasons"]:
+            out(f"     {reason}")
     out(
         f"{report.contracts} contracts checked: {len(report.findings)} lint findings, "
         f"{sum(1 for r in report.compatibility if not r.ok)} compatibility failures — {'OK' if ok else 'FAILED'}"
     )
     return 0 if ok else 1
+
+
+def _registry_history(url: str | None) -> Callable[[Contract], list[tuple[str, object]]]:
+    """Earlier versions of each contract's major as the registry saw them (its own version left out)."""
+    from contract_platform import settings
+    from contract_platform.store import Registry
+
+    registry = Registry.open(url or settings.registry_url())
+
+    def history_of(contract: Contract) -> list[tuple[str, object]]:
+        return [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
+
+    return history_of
+
+
+def _replay(args: argparse.Namespace, catalog: Catalog, history_of: Any) -> list[ReplayResult]:
+    """The replay job run in this process, on one local SparkSession (docs/replay.md)."""
+    from contract_platform import settings
+    from spark_jobs._common import build_session
+    from spark_jobs.replay import replay_archive
+
+    archive = args.replay or str(settings.archive_dir())
+    spark, created = build_session("contractctl-replay", None)
+    try:
+        return replay_archive(spark, archive, str(catalog.root), catalog, history_of, in_flight=not args.no_in_flight)
+    finally:
+        if created:
+            spark.stop()
+
+
+def _ok_with_replay(report: CheckReport, replayed: list[ReplayResult], *, strict: bool) -> bool:
+    """The check's verdict once replay has spoken: versions accepted on evidence pass, refused ones fail."""
+    from contract_platform.lint import Severity
+
+    lifted = {r.message_type for r in replayed if r.decision.lifts_breaking}
+    lint_ok = not any(f.severity is Severity.ERROR or strict for f in report.findings)
+    compatible = all(result.ok or result.message_type in lifted for result in report.compatibility)
+    return lint_ok and compatible and not any(r.decision.refuses for r in replayed)

@@ -28,6 +28,17 @@ class Finding:
     def __lt__(self, other: Finding) -> bool:
         return (self.code.rank, self.path, self.message) < (other.code.rank, other.path, other.message)
 
+    @property
+    def keyword(self) -> str | None:
+        """The JSON Schema keyword that failed (``pattern``, ``maxLength``...) for a schema finding, else None.
+
+        Schema findings are written ``<keyword>: <explanation>`` (``envelope.validation.describe_errors``).
+        """
+        if self.code not in (Reason.PAYLOAD_INVALID, Reason.ENVELOPE_INVALID):
+            return None
+        word, sep, _ = self.message.partition(":")
+        return word if sep and word.isidentifier() else None
+
     def to_dict(self) -> dict[str, Any]:
         return {"code": str(self.code), "path": self.path, "message": self.message}
 

@@ -1,0 +1,202 @@
+"""Replaying records against a candidate version with the record engine of archive validation (docs/replay.md).
+
+::
+
+    plan  = ReplayPlan(message_type, source_type, current_schema, migration)   # small, travels to Spark workers
+    judge = judge_for(bundle, plan)                                               # per process, cached
+    tally = Tally(); judge.replay(line, tally)                                    # one archive record line
+
+A record is *rejected* when the candidate's payload or envelope rules (``RecordChecker``, the one rule
+engine) reject a message the current version accepts. The current version is the candidate's catalogue
+with the candidate's payload schema replaced by the one the registry (or git) holds, so both sides are
+judged by the same checker class. Messages the current version rejects too are ``already_invalid``
+and not held against the candidate.
+
+For a new major with a ``migration.yaml`` the records are the previous major's: each is migrated by
+``migration.engine`` and the result checked as a message of the new major; the current version is the
+previous major as the catalogue holds it. A message the spec cannot migrate is rejected at the pointer
+the migration names (keyword ``migration``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from contract_platform.catalog.model import Catalog
+from contract_platform.errors import MessageNotMigratable
+from contract_platform.validation.bundle import CatalogBundle
+from contract_platform.validation.model import Finding
+from contract_platform.validation.reasons import Reason
+from contract_platform.validation.records import RecordChecker
+
+__all__ = ["MASK", "SAMPLES", "TOP_POINTERS", "ReplayJudge", "ReplayPlan", "Tally", "judge_for"]
+
+MASK = "***"  # as the retirement bundle masks a PII value
+SAMPLES = 10  # messageIds of rejected messages kept as samples
+TOP_POINTERS = 10  # (pointer, keyword) pairs shown, most frequent first
+_SCHEMA_REASONS = frozenset({Reason.PAYLOAD_INVALID, Reason.ENVELOPE_INVALID})
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """What one replay checks: records of ``source_type`` against the candidate ``message_type``.
+
+    ``current_schema``: the payload schema of the version in service (None: none known, nothing is
+    held against the candidate). ``migration``: the raw ``migration.yaml`` when ``source_type`` is the
+    previous major (on ``source_exchange``). ``mask_ids``: messageId is a PII field, so samples are masked.
+    """
+
+    message_type: str
+    source_type: str
+    current_schema: Mapping[str, Any] | None = None
+    migration: Mapping[str, Any] | None = None
+    mask_ids: bool = False
+    source_exchange: str | None = None  # the previous major's exchange, for a migration
+
+    @property
+    def migrated(self) -> bool:
+        return self.migration is not None
+
+    def key(self) -> bytes:
+        return orjson.dumps(dataclasses.asdict(self), option=orjson.OPT_SORT_KEYS)
+
+
+@dataclass
+class Tally:
+    """Counts of one replay; tallies of Spark partitions (or of queues) add up with ``merge``."""
+
+    replayed: int = 0
+    rejected: int = 0
+    already_invalid: int = 0
+    pointers: Counter[tuple[str, str]] = field(default_factory=Counter)
+    samples: list[str] = field(default_factory=list)
+
+    @property
+    def rejection_rate(self) -> float:
+        return self.rejected / self.replayed if self.replayed else 0.0
+
+    def reject(self, findings: Iterable[tuple[str, str]], message_id: str | None) -> None:
+        self.rejected += 1
+        self.pointers.update(set(findings))
+        if message_id is not None and len(self.samples) < SAMPLES:
+            self.samples.append(message_id)
+
+    def merge(self, other: Tally) -> Tally:
+        self.replayed += other.replayed
+        self.rejected += other.rejected
+        self.already_invalid += other.already_invalid
+        self.pointers.update(other.pointers)
+        self.samples.extend(other.samples[: max(0, SAMPLES - len(self.samples))])
+        return self
+
+    def top_pointers(self, most: int = TOP_POINTERS) -> list[dict[str, Any]]:
+        ranked = sorted(self.pointers.items(), key=lambda item: (-item[1], item[0]))
+        return [{"pointer": p, "keyword": k, "count": n} for (p, k), n in ranked[:most]]
+
+    def to_json(self) -> str:
+        return orjson.dumps(
+            {
+                "replayed": self.replayed,
+                "rejected": self.rejected,
+                "already_invalid": self.already_invalid,
+                "pointers": [[p, k, n] for (p, k), n in self.pointers.items()],
+                "samples": self.samples,
+            }
+        ).decode("utf-8")
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Tally:
+        data = orjson.loads(text)
+        pointers: Counter[tuple[str, str]] = Counter({(p, k): n for p, k, n in data["pointers"]})
+        return cls(data["replayed"], data["rejected"], data["already_invalid"], pointers, list(data["samples"]))
+
+
+def _schema_findings(findings: Iterable[Finding]) -> list[tuple[str, str]]:
+    return [(f.path, f.keyword or str(f.code)) for f in findings if f.code in _SCHEMA_REASONS]
+
+
+class ReplayJudge:
+    """The record checkers of one plan; ``replay`` adds one record line to a tally."""
+
+    def __init__(self, catalog: Catalog, plan: ReplayPlan) -> None:
+        self.plan = plan
+        self.candidate_checker = RecordChecker(catalog)
+        self.current_checker = self.candidate_checker
+        self.migrate: Any = None
+        if plan.migrated:
+            from contract_platform.migration.engine import compile_spec
+            from contract_platform.migration.spec import parse_spec
+
+            target = catalog.get(plan.message_type)
+            assert target is not None and plan.migration is not None
+            self.migrate = compile_spec(parse_spec(plan.migration, str(target.migration_file))).for_target(target)
+        elif plan.current_schema is not None:
+            candidate = catalog.get(plan.message_type)
+            assert candidate is not None
+            current = dataclasses.replace(candidate, payload_schema=plan.current_schema)
+            contracts = {**catalog.contracts, plan.message_type: current}
+            self.current_checker = RecordChecker(dataclasses.replace(catalog, contracts=contracts))
+
+    def replay(self, line: str | bytes, tally: Tally) -> bool:
+        """Judge one record line; False when it is not a message of the plan's source type (not counted).
+
+        The candidate's checker runs first: a record it accepts (nearly all) costs one check. Only a
+        record it rejects is checked by the current version too, to tell rejected from already invalid.
+        """
+        first = self.current_checker if self.migrate is not None else self.candidate_checker
+        checked = first.check(line)
+        if checked.message_type != self.plan.source_type:
+            return False
+        tally.replayed += 1
+        if self.migrate is not None:
+            if _schema_findings(checked.findings):
+                tally.already_invalid += 1
+                return True
+            found = self._migrated_findings(line)
+        else:
+            found = _schema_findings(checked.findings)
+            if found and self.current_checker is not self.candidate_checker:
+                if _schema_findings(self.current_checker.check(line).findings):
+                    tally.already_invalid += 1
+                    return True
+            elif found:  # no current version known: what the candidate rejects was never accepted either
+                tally.already_invalid += 1
+                return True
+        if found:
+            message_id = checked.message_id
+            tally.reject(found, MASK if self.plan.mask_ids and message_id is not None else message_id)
+        return True
+
+    def _migrated_findings(self, line: str | bytes) -> list[tuple[str, str]]:
+        record = orjson.loads(line)
+        try:
+            envelope = orjson.loads(record["body"])
+            record["body"] = orjson.dumps(self.migrate(envelope)).decode("utf-8")
+        except MessageNotMigratable as exc:
+            return [(exc.pointer or "", "migration")]
+        except (KeyError, TypeError, orjson.JSONDecodeError):
+            return [("/body", "migration")]
+        record.pop("bodyBase64", None)
+        return _schema_findings(self.candidate_checker.check(orjson.dumps(record)).findings)
+
+
+_JUDGES: dict[tuple[str, str, bytes], ReplayJudge] = {}
+_LOCK = threading.Lock()
+
+
+def judge_for(bundle: CatalogBundle, plan: ReplayPlan) -> ReplayJudge:
+    """This process's judge for ``bundle`` and ``plan``, built on first use (schemas compile once)."""
+    key = (bundle.root, bundle.fingerprint, plan.key())
+    with _LOCK:
+        judge = _JUDGES.get(key)
+        if judge is None:
+            judge = ReplayJudge(bundle.load(), plan)
+            _JUDGES[key] = judge
+        return judge

@@ -1,0 +1,279 @@
+"""One replay from start to evidence: which versions, which window, in-flight messages, figures, verdicts.
+
+::
+
+    targets = replay_targets(catalog, history_of)          # each new or changed version with what to replay
+    since, until = window_of(target.contract, now)         # the date partitions of the window
+    tally = <archive tally: spark_jobs/replay.py>          # records of the window, judged by ReplayJudge
+    result = conclude(target, tally, since, until, judge=..., in_flight=...)
+    record_result(registry, result, run_id=...)            # ``replay`` evidence; compatibility when it changes
+
+The Spark job and ``contractctl check --replay`` both call these; the DAG submits the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.checks import History, compatibility_of
+from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.replay.decision import (
+    Decision,
+    Rejections,
+    ReplayDecision,
+    StaticVerdict,
+    breaks_only_by_narrowing,
+    decide,
+)
+from contract_platform.replay.engine import ReplayJudge, ReplayPlan, Tally
+
+__all__ = [
+    "InFlightPart",
+    "ReplayResult",
+    "ReplayTarget",
+    "conclude",
+    "in_flight_part",
+    "record_result",
+    "replay_targets",
+    "window_of",
+]
+
+log = logging.getLogger(__name__)
+_MESSAGE_ID = "/metadata/messageId"
+
+
+@dataclass(frozen=True)
+class ReplayTarget:
+    """A version to replay, what it is replayed with, and the engine's verdict on it."""
+
+    contract: Contract
+    plan: ReplayPlan
+    static: StaticVerdict
+    narrowing_only: bool
+    static_problems: tuple[str, ...] = ()
+
+    @property
+    def exchange(self) -> str:
+        """The exchange whose archive partitions hold the replayed records (the previous major's for a migration)."""
+        return self.plan.source_exchange or self.contract.transport.exchange
+
+
+def replay_targets(
+    catalog: Catalog, history_of: Callable[[Contract], History], only: Iterable[str] | None = None
+) -> list[ReplayTarget]:
+    """Every version with an earlier version of its major (``history_of``), and every new major with a migration."""
+    from contract_platform.compat import Mode, Policy, diff_schemas
+
+    wanted = set(only) if only is not None else None
+    found = []
+    for contract in catalog:
+        if wanted is not None and contract.message_type not in wanted:
+            continue
+        mask = _MESSAGE_ID in contract.pii.fields
+        history = list(history_of(contract))
+        result = compatibility_of(contract, history)
+        if result is not None:
+            latest = history[-1][1]
+            changes = diff_schemas(latest, contract.payload_schema, policy=Policy(contract.compatibility_policy))
+            static = StaticVerdict.COMPATIBLE if result.compatible else StaticVerdict.BREAKING
+            problems = [f"{c['message']} ({c['path']})" for c in result.changes if not c["compatible"]]
+            problems += list(result.semver_problems)
+            plan = ReplayPlan(contract.message_type, contract.message_type, current_schema=latest, mask_ids=mask)
+            narrowing = breaks_only_by_narrowing(changes, Mode(contract.compatibility))
+            found.append(ReplayTarget(contract, plan, static, narrowing, tuple(problems)))
+            continue
+        predecessor = catalog.predecessor(contract)
+        if contract.migration is not None and predecessor is not None:
+            plan = ReplayPlan(
+                contract.message_type,
+                predecessor.message_type,
+                migration=contract.migration,
+                mask_ids=mask,
+                source_exchange=predecessor.transport.exchange,
+            )
+            found.append(ReplayTarget(contract, plan, StaticVerdict.COMPATIBLE, False))
+    return found
+
+
+def window_of(contract: Contract, now: datetime | None = None) -> tuple[date, date]:
+    """The date partitions replayed: ``since <= date < until``, the window's days up to and including today."""
+    today = (now or datetime.now(UTC)).astimezone(UTC).date()
+    days = max(1, math.ceil(contract.replay.window / timedelta(days=1)))
+    return today - timedelta(days=days - 1), today + timedelta(days=1)
+
+
+@dataclass
+class InFlightPart:
+    """What the broker's queues held of the version, judged like the archive (None counts: not checked)."""
+
+    tally: Tally = field(default_factory=Tally)
+    queues: list[dict[str, Any]] = field(default_factory=list)
+    rejected_by_queue: dict[str, tuple[int, int]] = field(default_factory=dict)  # queue -> (checked, rejected)
+    note: str | None = None
+    checked: bool = True
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "inspected": self.tally.replayed if self.checked else None,
+            "rejected": self.tally.rejected if self.checked else None,
+            "queues": self.queues,
+            "note": self.note,
+        }
+
+
+def in_flight_part(judge: ReplayJudge, in_flight: Any) -> InFlightPart:
+    """Judge the records of ``in_flight`` (``replay.inflight.InFlight``) per queue."""
+    part = InFlightPart(note=in_flight.note)
+    counts: dict[str, Tally] = {}
+    for queue, record in in_flight.records:
+        tally = counts.setdefault(queue, Tally())
+        judge.replay(orjson.dumps(record), tally)
+    for looked in in_flight.queues:
+        tally = counts.get(looked.queue, Tally())
+        part.tally.merge(tally)
+        part.rejected_by_queue[looked.queue] = (tally.replayed, tally.rejected)
+        part.queues.append({**looked.to_dict(), "rejected": tally.rejected})
+    return part
+
+
+def not_checked(why: str) -> InFlightPart:
+    """In-flight messages were not looked at: said so, never counted as clean."""
+    return InFlightPart(note=f"in-flight messages not checked: {why}", checked=False)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    target: ReplayTarget
+    since: date
+    until: date
+    archive: Tally
+    in_flight: InFlightPart
+    decision: ReplayDecision
+
+    @property
+    def message_type(self) -> str:
+        return self.target.contract.message_type
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.decision.decision is Decision.REFUSED:
+            return Verdict.FAIL
+        if self.decision.decision in (Decision.CONFIRMED, Decision.ACCEPTED_ON_EVIDENCE):
+            return Verdict.PASS
+        return Verdict.UNKNOWN
+
+    @property
+    def compatibility_ok(self) -> bool:
+        """The version's compatibility once replay is taken into account."""
+        if self.decision.refuses:
+            return False
+        if self.decision.lifts_breaking:
+            return True
+        return self.target.static is StaticVerdict.COMPATIBLE and not self.target.static_problems
+
+    def problems(self) -> list[str]:
+        """What the compatibility step reports for this version, replay included (one line each)."""
+        name = self.message_type
+        if self.decision.lifts_breaking:
+            return []
+        found = [f"{name}: {p}" for p in self.target.static_problems]
+        if self.decision.refuses:
+            top = self.archive.top_pointers(3) or self.in_flight.tally.top_pointers(3)
+            where = "; ".join(f"{p['pointer'] or '/'} ({p['keyword']}) in {p['count']} messages" for p in top)
+            found.append(f"{name}: replay refuses it: {'; '.join(self.decision.reasons)}; {where}")
+        return found
+
+    def figures(self) -> dict[str, Any]:
+        settings = self.target.contract.replay
+        combined = Tally().merge(self.archive).merge(self.in_flight.tally)
+        return {
+            "window_days": (self.until - self.since).days,
+            "since": self.since.isoformat(),
+            "until": self.until.isoformat(),
+            "min_messages": settings.min_messages,
+            "threshold": settings.threshold,
+            "tightening": settings.tightening,
+            "source_type": self.target.plan.source_type,
+            "migrated": self.target.plan.migrated,
+            "replayed": self.archive.replayed,
+            "rejected": self.archive.rejected,
+            "rejection_rate": round(self.archive.rejection_rate, 6),
+            "already_invalid": self.archive.already_invalid,
+            "top_pointers": combined.top_pointers(),
+            "sample_message_ids": combined.samples,
+            "in_flight": self.in_flight.figures(),
+            "static_verdict": str(self.target.static),
+            "narrowing_only": self.target.narrowing_only,
+            "decision": str(self.decision.decision),
+            "reasons": [*self.decision.reasons, *([self.in_flight.note] if self.in_flight.note else [])],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "messageType": self.message_type,
+            "version": self.target.contract.version,
+            "verdict": str(self.verdict),
+            "compatible": self.compatibility_ok,
+            "figures": self.figures(),
+        }
+
+
+def conclude(target: ReplayTarget, archive: Tally, since: date, until: date, in_flight: InFlightPart) -> ReplayResult:
+    """The decision for ``target`` from the archive's tally and the in-flight part."""
+    seen = [Rejections("the archive", archive.replayed, archive.rejected)]
+    seen += [
+        Rejections(f"queue {queue}", checked, rejected)
+        for queue, (checked, rejected) in in_flight.rejected_by_queue.items()
+        if checked
+    ]
+    decision = decide(target.contract.replay, target.static, target.narrowing_only, seen)
+    return ReplayResult(target, since, until, archive, in_flight, decision)
+
+
+def record_result(registry: Any, result: ReplayResult, *, run_id: str | None = None) -> None:
+    """``replay`` evidence; when replay changes the version's compatibility, a compatibility record saying so."""
+    contract = result.target.contract
+    figures = result.figures()
+    registry.add_evidence(
+        contract.message_type,
+        contract_version=contract.version,
+        kind=str(EvidenceKind.REPLAY),
+        verdict=str(result.verdict),
+        figures=figures,
+        run_id=run_id,
+    )
+    if not (result.decision.refuses or result.decision.lifts_breaking):
+        return
+    registry.add_evidence(
+        contract.message_type,
+        contract_version=contract.version,
+        kind=str(EvidenceKind.COMPATIBILITY),
+        verdict=str(Verdict.PASS if result.compatibility_ok else Verdict.FAIL),
+        figures={
+            "decided_by": "replay",
+            "decision": figures["decision"],
+            "static_verdict": figures["static_verdict"],
+            "replayed": figures["replayed"],
+            "rejected": figures["rejected"],
+            "top_pointers": figures["top_pointers"],
+            "reasons": figures["reasons"],
+        },
+        run_id=run_id,
+    )
+    if result.compatibility_ok:
+        registry.snapshot_schema(contract.message_type, contract.version, contract.payload_schema)
+
+
+def outstanding_problems(compatibility: Sequence[str], results: Sequence[ReplayResult]) -> list[str]:
+    """The compatibility step's problems with replay applied: lifted for versions accepted on evidence."""
+    lifted = {r.message_type for r in results if r.decision.lifts_breaking}
+    kept = [p for p in compatibility if p.split(":", 1)[0] not in lifted]
+    return kept + [p for r in results if r.decision.refuses for p in r.problems()[len(r.target.static_problems) :]]

@@ -1,0 +1,236 @@
+"""Replay (docs/replay.md): archived and in-flight messages of each changed version checked against it.
+
+    spark-submit spark_jobs/replay.py [ARCHIVE] [--catalog DIR] [--registry-url URL] [--run-id ID]
+        [--report FILE] [--only TYPE ...] [--no-in-flight] [--master URL] [--no-fail-on-findings]
+
+ARCHIVE is the archive root (default: the platform's, ``settings.archive_dir()``). Which versions: each
+version of the catalogue with an earlier version of its major in the registry's schema history, and
+each new major with a ``migration.yaml`` (``replay.run.replay_targets``). Exit codes
+(``spark_jobs._common.run_job``): 0 nothing refused, 1 replay refused a version (0 with
+``--no-fail-on-findings``), 2 bad input, 3 the registry store failed.
+
+Extract -> transform -> load:
+
+* ``list_archive`` + ``archive_splits`` (``validate_archive``): only ``<ARCHIVE>/<exchange>/date=...``
+  partitions of the version's window are listed, then cut into splits packed over the cores;
+* ``tally_archive``: each Python worker reads its splits and judges every line with the record engine
+  (``replay.engine.ReplayJudge`` over ``RecordChecker``, compiled once per worker), returning one tally
+  per partition (``mapInArrow``); the driver adds them up;
+* in-flight messages (``replay.inflight``, the non-destructive peek) are judged on the driver the same way;
+* ``replay.run.conclude`` decides, ``record_result`` writes the evidence, the report goes to ``--report``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark import Broadcast
+from pyspark.sql import SparkSession
+
+from contract_platform import settings
+from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.checks import History
+from contract_platform.errors import BrokerError, ContractPlatformError, UsageError
+from contract_platform.replay.engine import ReplayPlan, Tally, judge_for
+from contract_platform.replay.run import (
+    InFlightPart,
+    ReplayResult,
+    ReplayTarget,
+    conclude,
+    in_flight_part,
+    not_checked,
+    record_result,
+    replay_targets,
+    window_of,
+)
+from contract_platform.validation.bundle import CatalogBundle
+from contract_platform.validation.reading import Split, line_batches
+from spark_jobs._common import FINDINGS, JobRun, job_parser, path_exists, run_job
+from spark_jobs.validate_archive import archive_splits, list_archive
+
+__all__ = ["main", "replay_archive", "run_replay", "tally_archive", "tally_splits"]
+
+APP_NAME = "replay"
+InFlightOf = Callable[[ReplayTarget, Any], InFlightPart]
+
+
+def tally_splits(batches: Iterable[pa.RecordBatch], *, catalog: Any, plan: ReplayPlan) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: split rows in, one row (the partition's tally as JSON) out."""
+    bundle: CatalogBundle = catalog.value if hasattr(catalog, "value") else catalog
+    judge = judge_for(bundle, plan)
+    tally = Tally()
+    for batch in batches:
+        for row in batch.to_pylist():
+            split = Split(row["split_index"], row["uri"], row["start"], row["length"], row["compressed"])
+            for lines in line_batches(split):
+                for line in lines:
+                    judge.replay(line, tally)
+    yield pa.RecordBatch.from_pydict({"tally": [tally.to_json()]})
+
+
+def tally_archive(
+    spark: SparkSession, archive: str, target: ReplayTarget, bundle: Broadcast[CatalogBundle], since: Any, until: Any
+) -> Tally:
+    """The tally of the window's date partitions of the target's exchange (no other partition is listed)."""
+    folder = f"{archive.rstrip('/')}/{target.exchange}"
+    total = Tally()
+    if not path_exists(spark, folder):
+        return total
+    files = list_archive(spark, folder, since, until)
+    if not files:
+        return total
+    _, splits = archive_splits(spark, files)
+    body = partial(tally_splits, catalog=bundle, plan=target.plan)
+    for row in splits.mapInArrow(body, "tally string").collect():
+        total.merge(Tally.from_json(row["tally"]))
+    return total
+
+
+def run_replay(
+    spark: SparkSession,
+    archive: str,
+    catalog_dir: str,
+    targets: Sequence[ReplayTarget],
+    *,
+    in_flight_of: InFlightOf | None = None,
+    now: datetime | None = None,
+) -> list[ReplayResult]:
+    """Replay every target: archive window on Spark, in-flight messages on the driver, then the decision."""
+    bundle = CatalogBundle.read(catalog_dir)
+    shipped = spark.sparkContext.broadcast(bundle)
+    results = []
+    for target in targets:
+        since, until = window_of(target.contract, now)
+        tally = tally_archive(spark, archive, target, shipped, since, until)
+        judge = judge_for(bundle, target.plan)
+        in_flight = in_flight_of(target, judge) if in_flight_of is not None else not_checked("no broker given")
+        results.append(conclude(target, tally, since, until, in_flight))
+    return results
+
+
+def broker_in_flight(connection: Any, management: Any) -> InFlightOf:
+    """In-flight messages of each target read through ``connection`` (the version's own queues and DLQs)."""
+    from contract_platform.replay.inflight import in_flight_records
+
+    def read(target: ReplayTarget, judge: Any) -> InFlightPart:
+        contract = target.contract
+        if target.plan.migrated:
+            return not_checked("a new major's queues hold its own messages, not the previous major's")
+        try:
+            return in_flight_part(judge, in_flight_records(connection, contract, management=management))
+        except BrokerError as exc:
+            return not_checked(str(exc))
+
+    return read
+
+
+def replay_archive(
+    spark: SparkSession,
+    archive: str,
+    catalog_dir: str,
+    catalog: Catalog,
+    history_of: Callable[[Contract], History],
+    *,
+    only: Iterable[str] | None = None,
+    in_flight: bool = True,
+    broker_url: str | None = None,
+    now: datetime | None = None,
+) -> list[ReplayResult]:
+    """What ``contractctl check --replay`` and this job run: targets, in-flight when a broker answers, replay."""
+    targets = replay_targets(catalog, history_of, only)
+    if not targets:
+        return []
+    if not in_flight:
+        return run_replay(spark, archive, catalog_dir, targets, now=now)
+    from contract_platform.amqp.connection import close_quietly, open_connection
+    from contract_platform.amqp.management import management_client
+
+    try:
+        connection = open_connection(broker_url)
+    except ContractPlatformError as exc:
+        why = f"no broker: {exc}"
+        return run_replay(spark, archive, catalog_dir, targets, in_flight_of=lambda _t, _j: not_checked(why), now=now)
+    try:
+        reader = broker_in_flight(connection, management_client(connection))
+        return run_replay(spark, archive, catalog_dir, targets, in_flight_of=reader, now=now)
+    finally:
+        close_quietly(connection)
+
+
+def registry_history(registry: Any, contract: Contract) -> History:
+    """The schemas the registry has seen of the contract's major, the contract's own version left out."""
+    if registry is None:
+        return []
+    return [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
+
+
+def _parser() -> Any:
+    parser = job_parser("replay", (__doc__ or "").splitlines()[0])
+    parser.add_argument("archive", nargs="?", default=None, help="archive root (default: the platform's archive)")
+    parser.add_argument("--report", default=None, help="write the JSON report here")
+    parser.add_argument("--only", action="append", default=None, metavar="TYPE", help="replay only this messageType")
+    parser.add_argument("--no-in-flight", action="store_true", help="do not read the broker's queues")
+    return parser
+
+
+def report_of(results: Sequence[ReplayResult]) -> dict[str, Any]:
+    return {
+        "ok": not any(r.decision.refuses for r in results),
+        "results": [r.to_dict() for r in results],
+        "problems": [p for r in results if r.decision.refuses for p in r.problems()],
+        "lifted": [r.message_type for r in results if r.decision.lifts_breaking],
+    }
+
+
+def _replay(run: JobRun) -> int:
+    args = run.args
+    assert run.catalog is not None and run.catalog_dir is not None
+    archive = args.archive or str(settings.archive_dir())
+    if not args.archive and not Path(archive).exists():
+        raise UsageError(f"the archive {archive} does not exist; give ARCHIVE or set CONTRACT_ARCHIVE_DIR")
+    registry = None
+    if run.registry_url:
+        from contract_platform.store import Registry
+
+        registry = Registry.open(run.registry_url)
+    try:
+        results = replay_archive(
+            run.spark,
+            archive,
+            run.catalog_dir,
+            run.catalog,
+            partial(registry_history, registry),
+            only=args.only,
+            in_flight=not args.no_in_flight,
+            now=datetime.now(UTC),
+        )
+        run.close()
+        if registry is not None:
+            for result in results:
+                record_result(registry, result, run_id=args.run_id)
+    finally:
+        if registry is not None:
+            registry.close()
+    report = report_of(results)
+    text = json.dumps(report)
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(text, encoding="utf-8")
+    print(text)
+    return FINDINGS if not report["ok"] else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job; return 0 (nothing refused), 1 (replay refused a version), 2 (bad input) or 3 (store failed)."""
+    return run_job(APP_NAME, _parser(), _replay, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""Replay on Spark (docs/replay.md): order.order-created.v1 traffic against a stricter ``orderId`` pattern."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from benchmarks.generate_archive import archive_record
+
+from contract_platform.catalog import load_catalog
+from contract_platform.cli.main import main as contractctl
+from contract_platform.replay.decision import Decision
+from contract_platform.replay.run import replay_targets
+from contract_platform.store import Registry
+from spark_jobs import replay as job
+
+ORDER = "order.order-created.v1"
+FIXTURE = "contracts/order/order-created/v1/fixtures/valid/eur-open-order-from-quote-417.json"
+OLD_PATTERN = "^ord-[0-9]+$"
+STRICTER = "^ord-[0-9]{5,}$"  # every order number of five digits or more
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def tighten(catalog_dir: Path, *, compatibility: Any = "BACKWARD") -> tuple[Path, dict[str, Any]]:
+    """The catalogue with order.order-created.v1 at 1.3.0 and a stricter orderId pattern; the 1.2.0 schema."""
+    folder = catalog_dir / "order" / "order-created" / "v1"
+    schema_file = folder / "payload.schema.json"
+    old = json.loads(schema_file.read_text(encoding="utf-8"))
+    new = json.loads(schema_file.read_text(encoding="utf-8"))
+    assert new["properties"]["orderId"]["pattern"] == OLD_PATTERN
+    new["properties"]["orderId"]["pattern"] = STRICTER
+    schema_file.write_text(json.dumps(new, indent=2), encoding="utf-8")
+    contract_file = folder / "contract.yaml"
+    raw = yaml.safe_load(contract_file.read_text(encoding="utf-8"))
+    raw["version"], raw["compatibility"] = "1.3.0", compatibility
+    contract_file.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return catalog_dir, old
+
+
+def write_archive(root: Path, catalog_dir: Path, numbers: list[int], day: datetime = NOW) -> Path:
+    """order.events/date=<day>/part-0000.jsonl: one valid order.order-created.v1 message per order number."""
+    contract = load_catalog(catalog_dir).get(ORDER)
+    assert contract is not None
+    template = json.loads((Path(__file__).resolve().parents[2] / FIXTURE).read_text(encoding="utf-8"))
+    folder = root / contract.transport.exchange / f"date={day.date().isoformat()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for number in numbers:
+        envelope = json.loads(json.dumps(template))
+        envelope["metadata"]["messageId"] = str(uuid.uuid4())
+        envelope["metadata"]["partitionKey"] = envelope["payload"]["orderId"] = f"ord-{number}"
+        lines.append(json.dumps(archive_record(contract, envelope, day.isoformat())))
+    (folder / "part-0000.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture()
+def catalogue(tmp_path: Path, catalog_dir: Path) -> Path:
+    return Path(shutil.copytree(catalog_dir, tmp_path / "contracts"))
+
+
+def replay(spark: Any, archive: Path, catalog_dir: Path, old: dict[str, Any]) -> job.ReplayResult:
+    catalog = load_catalog(catalog_dir)
+    results = job.replay_archive(
+        spark,
+        str(archive),
+        str(catalog_dir),
+        catalog,
+        lambda c: [("1.2.0", old)] if c.message_type == ORDER else [],
+        only=[ORDER],
+        in_flight=False,
+        now=NOW,
+    )
+    assert [r.message_type for r in results] == [ORDER]
+    return results[0]
+
+
+def test_three_percent_violating_the_stricter_pattern_refuse_it_naming_pointer_keyword_and_count(
+    spark, catalogue: Path, tmp_path: Path
+):
+    catalog_dir, old = tighten(catalogue, compatibility={"mode": "BACKWARD", "tightening": "evidence"})
+    numbers = [10_000 + n for n in range(194)] + list(range(100, 106))  # 6 of 200: three digits only
+    archive = write_archive(tmp_path / "archive", catalog_dir, numbers)
+
+    result = replay(spark, archive, catalog_dir, old)
+
+    figures = result.figures()
+    assert result.decision.decision is Decision.REFUSED
+    assert (figures["replayed"], figures["rejected"], figures["rejection_rate"]) == (200, 6, 0.03)
+    assert figures["top_pointers"] == [{"pointer": "/payload/orderId", "keyword": "pattern", "count": 6}]
+    assert len(figures["sample_message_ids"]) == 6
+    assert not result.compatibility_ok
+    assert any("/payload/orderId (pattern) in 6 messages" in p for p in result.problems())
+
+
+def test_no_violation_under_the_opt_in_accepts_the_narrowing_as_a_minor_version(spark, catalogue, tmp_path):
+    setting = {"mode": "BACKWARD", "tightening": "evidence", "window": "30d", "minMessages": 50}
+    catalog_dir, old = tighten(catalogue, compatibility=setting)
+    archive = write_archive(
+        tmp_path / "archive", catalog_dir, [10_000 + n for n in range(60)], NOW - timedelta(days=20)
+    )
+
+    result = replay(spark, archive, catalog_dir, old)
+
+    assert result.target.static.value == "breaking"
+    assert result.decision.decision is Decision.ACCEPTED_ON_EVIDENCE
+    assert result.compatibility_ok and result.problems() == []
+    assert result.figures()["window_days"] == 30
+
+
+def test_too_few_messages_in_the_window_is_unknown_never_a_pass(spark, catalogue, tmp_path):
+    setting = {"tightening": "evidence", "minMessages": 100}
+    catalog_dir, old = tighten(catalogue, compatibility=setting)
+    archive = write_archive(tmp_path / "archive", catalog_dir, [10_000 + n for n in range(40)])
+    write_archive(tmp_path / "archive", catalog_dir, [10_000 + n for n in range(500)], NOW - timedelta(days=8))
+
+    result = replay(spark, archive, catalog_dir, old)
+
+    assert result.figures()["replayed"] == 40  # the day before the 7-day window is not read
+    assert result.decision.decision is Decision.UNKNOWN
+    assert not result.compatibility_ok  # breaking stands
+    assert "replay: no evidence (40 of 100 messages)" in result.figures()["reasons"]
+
+
+def test_without_opt_in_the_static_verdict_stands_with_the_figures(spark, catalogue, tmp_path):
+    catalog_dir, old = tighten(catalogue)
+    archive = write_archive(tmp_path / "archive", catalog_dir, [10_000 + n for n in range(30)])
+
+    result = replay(spark, archive, catalog_dir, old)
+
+    assert result.decision.decision is Decision.NOT_APPLICABLE
+    assert result.figures()["replayed"] == 30 and not result.compatibility_ok
+
+
+def test_job_records_replay_and_compatibility_evidence_and_exits_1_when_refused(
+    spark, catalogue: Path, tmp_path: Path, capsys
+):
+    catalog_dir, old = tighten(catalogue, compatibility={"tightening": "evidence"})
+    today = datetime.now(UTC)
+    archive = write_archive(tmp_path / "archive", catalog_dir, [10_000, 10_001, 12, 10_003], today)
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    registry = Registry.open(url)
+    registry.snapshot_schema(ORDER, "1.2.0", old)
+    registry.close()
+    report = tmp_path / "replay.json"
+
+    code = job.main(
+        [str(archive), "--catalog", str(catalog_dir), "--registry-url", url, "--report", str(report), "--no-in-flight"]
+    )
+
+    assert code == 1
+    written = json.loads(report.read_text(encoding="utf-8"))
+    (order,) = [r for r in written["results"] if r["messageType"] == ORDER]
+    assert written["ok"] is False and order["figures"]["rejected"] == 1
+    registry = Registry.open(url)
+    try:
+        (replayed,) = registry.evidence(ORDER, "replay", limit=5)
+        compatibility = registry.evidence(ORDER, "compatibility", limit=5)
+    finally:
+        registry.close()
+    assert replayed.verdict == "fail" and replayed.figures["decision"] == "refused"
+    assert compatibility[0].verdict == "fail" and compatibility[0].figures["decided_by"] == "replay"
+
+
+def test_check_replay_format_json_shows_the_figures_per_version_and_fails(spark, catalogue, tmp_path, capsys):
+    catalog_dir, old = tighten(catalogue, compatibility={"tightening": "evidence"})
+    today = datetime.now(UTC)
+    archive = write_archive(tmp_path / "archive", catalog_dir, [10_000 + n for n in range(97)] + [1, 2, 3], today)
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    registry = Registry.open(url)
+    registry.snapshot_schema(ORDER, "1.2.0", old)
+    registry.close()
+
+    code = contractctl(
+        [
+            "check",
+            str(catalog_dir),
+            "--registry-url",
+            url,
+            "--replay",
+            str(archive),
+            "--no-in-flight",
+            "--format",
+            "json",
+        ]
+    )
+
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["ok"] is False
+    (replayed,) = [r for r in out["replay"] if r["messageType"] == ORDER]
+    assert replayed["figures"]["decision"] == "refused"
+    assert replayed["figures"]["top_pointers"] == [{"pointer": "/payload/orderId", "keyword": "pattern", "count": 3}]
+    assert replayed["figures"]["in_flight"]["inspected"] is None  # not checked: said, never clean
+
+
+def test_targets_are_versions_with_an_earlier_version_of_their_major(catalog_dir: Path):
+    catalog = load_catalog(catalog_dir)
+    old = catalog.get(ORDER).payload_schema  # type: ignore[union-attr]
+    targets = replay_targets(catalog, lambda c: [("1.1.0", old)] if c.message_type == ORDER else [])
+    assert ORDER in [t.contract.message_type for t in targets]
