@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import re
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support.contracts import prefixed_catalog
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def prefixed_catalog(target: Path, prefix: str) -> Path:
-    """The real catalogue with every exchange and queue name prefixed, so tests own their topology."""
-    shutil.copytree(REPO / "contracts", target)
-    for path in target.glob("*/*/v*/contract.yaml"):
-        text = path.read_text()
-        text = re.sub(r"exchange: ([a-z.]+)", rf"exchange: {prefix}.\1", text)
-        # consumer queues (a dotted name), not retention.queue (a duration)
-        text = re.sub(r"queue: ([a-z0-9-]+\.[a-z0-9.-]+)", rf"queue: {prefix}.\1", text)
-        path.write_text(text)
-    return target
 
 
 @pytest.fixture()
 def platform_env(tmp_path, monkeypatch, airflow_db) -> Iterator[dict[str, object]]:
     prefix = f"t{uuid.uuid4().hex[:8]}"
-    catalog = prefixed_catalog(tmp_path / "contracts", prefix)
+    catalog = prefixed_catalog(tmp_path / "contracts", f"{prefix}.")
     registry_url = f"sqlite:///{tmp_path / 'registry.db'}"
     monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", registry_url)

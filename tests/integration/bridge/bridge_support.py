@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import broker
+from tests.support.contracts import prefixed_catalog
 
 from contract_platform.amqp import basic_properties, encode_body, open_connection
 from contract_platform.amqp.bridge import prepare_tap
@@ -31,16 +31,6 @@ from contract_platform.catalog.model import Catalog
 REPO = Path(__file__).resolve().parents[3]
 SOURCE, TARGET = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 FAMILY = REPO / "contracts" / "billing" / "invoice-issued"
-
-
-def prefixed_catalog(prefix: str, into: Path) -> Path:
-    """A copy of the real catalogue whose invoice-issued contracts use the exchange ``<prefix>billing.events``."""
-    root = into / "contracts"
-    shutil.copytree(REPO / "contracts", root)
-    for major in ("v1", "v2"):
-        file = root / "billing" / "invoice-issued" / major / "contract.yaml"
-        file.write_text(file.read_text().replace("exchange: billing.events", f"exchange: {prefix}billing.events"))
-    return root
 
 
 @dataclass
@@ -89,7 +79,7 @@ class Lane:
 
 def make_lane(url: str, into: Path, prefix: str | None = None) -> Lane:
     prefix = prefix or broker.prefix()
-    root = prefixed_catalog(prefix, into)
+    root = prefixed_catalog(into / "contracts", prefix)
     catalog = load_catalog(root)
     return Lane(url, prefix, root, catalog, resolve_route(catalog, TARGET))
 
