@@ -11,7 +11,8 @@ user's machine holds rows written by older versions:
 - keys no field names are left out of the typed view (the stored row keeps them).
 
 ``figures_of(record)`` gives the typed figures of a stored ``EvidenceRecord``; ``KIND_FIGURES`` maps
-each kind to its class.
+each kind to its class. The store hands out every row's figures through ``in_key_style``, so older
+rows show snake_case keys to every reader, not only to the typed ones.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ __all__ = [
     "LintFigures",
     "MigrationParityFigures",
     "MigrationSpecFigures",
+    "ReplayFigures",
     "RetirementAuditFigures",
     "TopologyFigures",
     "figures_of",
+    "in_key_style",
     "snake_case",
 ]
 
@@ -182,6 +185,14 @@ class CompatibilityFigures(Figures):
     changes: tuple[Mapping[str, Any], ...] = ()
     semver_problems: tuple[str, ...] = ()
     note: str | None = None  # set when there was nothing to compare with
+    # When replay changed the version's compatibility (docs/replay.md): decided_by is "replay".
+    decided_by: str | None = None
+    decision: str | None = None
+    static_verdict: str | None = None
+    replayed: int | None = None
+    rejected: int | None = None
+    top_pointers: tuple[Mapping[str, Any], ...] = ()
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -302,6 +313,33 @@ class RetirementAuditFigures(Figures):
         return data
 
 
+@dataclass(frozen=True)
+class ReplayFigures(Figures):
+    """Archived and in-flight traffic replayed against a candidate version (docs/replay.md)."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.REPLAY
+
+    window_days: int = 0
+    since: str | None = None  # ISO date
+    until: str | None = None
+    min_messages: int = 0
+    threshold: float = 0.0
+    tightening: str | None = None  # "static" or "evidence"
+    source_type: str | None = None
+    migrated: bool = False
+    replayed: int = 0
+    rejected: int = 0
+    rejection_rate: float = 0.0
+    already_invalid: int = 0
+    top_pointers: tuple[Mapping[str, Any], ...] = ()
+    sample_message_ids: tuple[str, ...] = ()
+    in_flight: Mapping[str, Any] = field(default_factory=dict)  # inspected, rejected, queues, note
+    static_verdict: str | None = None
+    narrowing_only: bool = False
+    decision: str | None = None
+    reasons: tuple[str, ...] = ()
+
+
 KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {
     figures.KIND: figures
     for figures in (
@@ -314,8 +352,19 @@ KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {
         EnvelopeQualityFigures,
         MigrationParityFigures,
         RetirementAuditFigures,
+        ReplayFigures,
     )
 }
+
+
+def in_key_style(kind: EvidenceKind, figures: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored figures with the keys of today (snake_case), every value kept: what the store hands out.
+
+    Rows written by older versions (camelCase keys) read the same as new ones everywhere, the UI and
+    ``contractctl status`` included; keys no figures field names are kept as they are.
+    """
+    figures_class = KIND_FIGURES.get(kind, Figures)
+    return figures_class._upgrade(_snake_keys(figures))
 
 
 def figures_of(record: EvidenceRecord) -> Figures:

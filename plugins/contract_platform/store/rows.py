@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contract_platform.catalog.model import Status
+from contract_platform.evidence.figures import in_key_style
 from contract_platform.store.records import (
     EvidenceKind,
     EvidenceRecord,
@@ -66,7 +67,7 @@ def evidence_record(values: Mapping[Any, Any]) -> EvidenceRecord:
         kind=EvidenceKind(values["kind"]),
         collected_at=values["collected_at"],
         verdict=Verdict(values["verdict"]),
-        figures=dict(values["figures"]),
+        figures=in_key_style(EvidenceKind(values["kind"]), values["figures"]),
         reference=values["reference"],
         run_id=values["run_id"],
     )

@@ -29,18 +29,7 @@ def registry(tmp_path: Path) -> Iterator[Registry]:
 
 
 def test_every_evidence_kind_has_one_figures_class_of_its_own() -> None:
-    known = {kind for kind in EvidenceKind if kind in KIND_FIGURES}
-    assert known >= {
-        EvidenceKind.LINT,
-        EvidenceKind.FIXTURES,
-        EvidenceKind.COMPATIBILITY,
-        EvidenceKind.TOPOLOGY,
-        EvidenceKind.ARCHIVE_VALIDATION,
-        EvidenceKind.ENVELOPE_QUALITY,
-        EvidenceKind.MIGRATION_SPEC,
-        EvidenceKind.MIGRATION_PARITY,
-        EvidenceKind.RETIREMENT_AUDIT,
-    }
+    assert set(KIND_FIGURES) == set(EvidenceKind)
     assert all(figures.KIND is kind for kind, figures in KIND_FIGURES.items())
 
 
@@ -157,3 +146,16 @@ def test_the_change_pipeline_writes_typed_evidence_the_guards_accept(catalog, re
     assert guard_lint_clean(ctx) == []
     if contract.migration is None:
         assert guard_compatible(ctx.fresh()) == []
+
+
+def test_every_reader_sees_older_rows_in_snake_case_with_nothing_dropped(registry: Registry) -> None:
+    """The UI and ``contractctl status`` read the stored JSON: an old audit must show today's keys."""
+    registry.add_evidence(
+        "orders.placed.v1",
+        contract_version="1.0.0",
+        kind="retirement_audit",
+        verdict="pass",
+        figures={"auditedAt": "2026-03-01T10:00:00Z", "blockers": [], "operatorNote": "kept"},
+    )
+    stored = _latest(registry, EvidenceKind.RETIREMENT_AUDIT)
+    assert stored.figures == {"audited_at": "2026-03-01T10:00:00Z", "blockers": [], "operator_note": "kept"}
