@@ -184,7 +184,7 @@ def report_of(results: Sequence[ReplayResult]) -> dict[str, Any]:
     return {
         "ok": not any(r.decision.refuses for r in results),
         "results": [r.to_dict() for r in results],
-        "problems": [p for r in results if r.decision.refuses for p in r.problems()],
+        "problems": [p for r in results for p in r.replay_problems()],
         "lifted": [r.message_type for r in results if r.decision.lifts_breaking],
     }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -41,7 +41,9 @@ __all__ = [
     "ReplayTarget",
     "conclude",
     "in_flight_part",
+    "problems_after_replay",
     "record_result",
+    "replay_summary",
     "replay_targets",
     "window_of",
 ]
@@ -181,15 +183,17 @@ class ReplayResult:
 
     def problems(self) -> list[str]:
         """What the compatibility step reports for this version, replay included (one line each)."""
-        name = self.message_type
         if self.decision.lifts_breaking:
             return []
-        found = [f"{name}: {p}" for p in self.target.static_problems]
-        if self.decision.refuses:
-            top = self.archive.top_pointers(3) or self.in_flight.tally.top_pointers(3)
-            where = "; ".join(f"{p['pointer'] or '/'} ({p['keyword']}) in {p['count']} messages" for p in top)
-            found.append(f"{name}: replay refuses it: {'; '.join(self.decision.reasons)}; {where}")
-        return found
+        return [f"{self.message_type}: {p}" for p in self.target.static_problems] + self.replay_problems()
+
+    def replay_problems(self) -> list[str]:
+        """Replay's own problem: the refusal, with the pointers, keywords and counts (none otherwise)."""
+        if not self.decision.refuses:
+            return []
+        top = Tally().merge(self.archive).merge(self.in_flight.tally).top_pointers(3)
+        where = "; ".join(f"{p['pointer'] or '/'} ({p['keyword']}) in {p['count']} messages" for p in top)
+        return [f"{self.message_type}: replay refuses it: {'; '.join(self.decision.reasons)}; {where}"]
 
     def figures(self) -> dict[str, Any]:
         settings = self.target.contract.replay
@@ -272,8 +276,28 @@ def record_result(registry: Any, result: ReplayResult, *, run_id: str | None = N
         registry.snapshot_schema(contract.message_type, contract.version, contract.payload_schema)
 
 
-def outstanding_problems(compatibility: Sequence[str], results: Sequence[ReplayResult]) -> list[str]:
-    """The compatibility step's problems with replay applied: lifted for versions accepted on evidence."""
-    lifted = {r.message_type for r in results if r.decision.lifts_breaking}
-    kept = [p for p in compatibility if p.split(":", 1)[0] not in lifted]
-    return kept + [p for r in results if r.decision.refuses for p in r.problems()[len(r.target.static_problems) :]]
+def problems_after_replay(summaries: Sequence[Any]) -> list[str]:
+    """Every step's problems, with replay applied: a version replay accepted on evidence (a step summary's
+    ``lifted``) no longer carries the compatibility step's problems; replay's own problems are kept."""
+    steps = [s for s in summaries if isinstance(s, dict)]
+    lifted = {name for s in steps for name in s.get("lifted", [])}
+    return [
+        problem
+        for s in steps
+        for problem in s.get("problems", [])
+        if not (s.get("step") == "compatibility" and problem.split(":", 1)[0] in lifted)
+    ]
+
+
+def replay_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The replay job's report as a change step's summary (``ChangeSummary.to_dict`` plus ``lifted``)."""
+    return {
+        "step": "replay",
+        "ok": bool(report.get("ok", True)),
+        "results": {
+            r["messageType"]: {"decision": r["figures"]["decision"], "verdict": r["verdict"]}
+            for r in report.get("results", [])
+        },
+        "problems": list(report.get("problems", [])),
+        "lifted": list(report.get("lifted", [])),
+    }

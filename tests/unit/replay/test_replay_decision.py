@@ -190,3 +190,18 @@ def test_tallies_of_partitions_add_up_through_json():
     assert (total.replayed, total.rejected, total.already_invalid) == (8, 5, 1)
     assert total.top_pointers()[0] == {"pointer": "/payload/a", "keyword": "pattern", "count": 2}
     assert total.samples == ["m-1", "m-2"]
+
+
+def test_a_version_accepted_on_evidence_no_longer_carries_its_compatibility_problems():
+    from contract_platform.replay.run import problems_after_replay
+
+    summaries = [
+        {"step": "lint", "problems": ["a.b.v1: lint problem"]},
+        {"step": "compatibility", "problems": ["a.b.v1: pattern changed", "c.d.v1: type changed"]},
+        {"step": "replay", "problems": ["e.f.v1: replay refuses it: 3 of 100 messages"], "lifted": ["a.b.v1"]},
+    ]
+    assert problems_after_replay(summaries) == [
+        "a.b.v1: lint problem",
+        "c.d.v1: type changed",
+        "e.f.v1: replay refuses it: 3 of 100 messages",
+    ]
