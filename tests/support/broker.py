@@ -9,7 +9,6 @@ for them with the ``wait_for_*`` helpers, never with a fixed sleep.
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -115,13 +114,6 @@ def wait_for_depth(url: str, queue: str, expected: int, timeout: float = 30.0) -
     """Wait until ``queue`` holds exactly ``expected`` ready messages."""
     return wait_for_value(
         lambda: ready(url, queue), expected, timeout, 0.05, what=f"{queue} holding {expected} ready messages"
-    )
-
-
-def publish_json(channel: Any, exchange: str, routing_key: str, body: Any, **properties: Any) -> None:
-    """One persistent JSON message; ``properties`` are ``pika.BasicProperties`` fields."""
-    channel.basic_publish(
-        exchange, routing_key, json.dumps(body).encode(), pika.BasicProperties(delivery_mode=2, **properties)
     )
 
 

@@ -122,7 +122,7 @@ def holding(channel: Any, vhost: str, queue: str, ids: list[str], kinds: tuple[s
     channel.queue_declare(queue, durable=True)
     for n, message_id in enumerate(ids):
         publish(channel, "", queue, message_id, kind=kinds[n] if kinds else V1)
-    wait_for(lambda: broker.queue_listed(vhost, queue), f"{queue} listed by the management API")
+    broker.wait_for_queue_listed(vhost, queue)
 
 
 def dead_lettered(foreign: Any, vhost: str, work: str, dlq: str, ids: list[str]) -> None:
@@ -136,7 +136,7 @@ def dead_lettered(foreign: Any, vhost: str, work: str, dlq: str, ids: list[str])
         assert method is not None
         channel.basic_reject(method.delivery_tag, requeue=False)
     wait_for(lambda: passive_queue(foreign, dlq) == (len(ids), 0), f"the broker dead-lettered them into {dlq}")
-    wait_for(lambda: broker.queue_listed(vhost, dlq), f"{dlq} listed by the management API")
+    broker.wait_for_queue_listed(vhost, dlq)
 
 
 def contents(connection: Any, queue: str) -> list[str]:
@@ -205,7 +205,7 @@ def test_a_dead_letter_without_amqp_message_id_is_named_by_its_body(
     channel = foreign.channel()
     channel.queue_declare(queue, durable=True)
     publish(channel, "", queue, f"{service}-bodyonly", with_id=False)
-    wait_for(lambda: broker.queue_listed(vhost, queue), f"{queue} listed by the management API")
+    broker.wait_for_queue_listed(vhost, queue)
 
     result = run_audit(platform, family, vhost)
 
@@ -252,7 +252,7 @@ def test_a_foreign_consumer_on_its_own_bound_queue_blocks_and_is_named(
     channel.queue_declare(queue, durable=True)
     channel.queue_bind(queue, "billing.events", routing_key="billing.invoice.issued.v1")
     channel.basic_consume(queue, lambda *args: None)
-    wait_for(lambda: broker.consumer_described(vhost, queue), "the consumer listed by the management API")
+    broker.wait_for_consumer(vhost, queue)
 
     result = run_audit(platform, family, vhost)
 
@@ -277,7 +277,7 @@ def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_versi
         channel.queue_declare(queue, durable=True)
         channel.queue_bind(queue, f"{service}.by-type", arguments={"x-match": "all", "message-type": version})
         channel.basic_consume(queue, lambda *args: None)
-    wait_for(lambda: broker.consumer_described(vhost, f"{service}.typed-v2"), "the consumers listed")
+    broker.wait_for_consumer(vhost, f"{service}.typed-v2")
 
     result = run_audit(platform, family, vhost)
 
