@@ -116,8 +116,16 @@ class Figures:
     KIND: ClassVar[EvidenceKind]
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object stored in the registry: one key per field, snake_case."""
-        return {item.name: _json(getattr(self, item.name)) for item in fields(self)}
+        """The JSON object stored in the registry: one snake_case key per field.
+
+        A field that is None and None by default is left out (reading it back gives None again), so a
+        kind's optional parts (replay's decision on compatibility, a run's interval) show only when set.
+        """
+        return {
+            item.name: _json(getattr(self, item.name))
+            for item in fields(self)
+            if not (getattr(self, item.name) is None and item.default is None)
+        }
 
     @classmethod
     def from_json(cls: type[F], data: Mapping[str, Any]) -> F:
