@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from contract_platform.amqp.translation import Translator, resolve_route, target_validator
+from contract_platform.bridge.translation import Translator, resolve_route, target_validator
 from contract_platform.catalog import load_catalog
 from contract_platform.envelope import amqp_properties
 from contract_platform.validation import RecordChecker

@@ -36,8 +36,8 @@ from typing import Any
 import pika
 
 from contract_platform.amqp import basic_properties, encode_body, open_connection
-from contract_platform.amqp.bridge import Bridge, BridgeConfig, prepare_tap
-from contract_platform.amqp.translation import resolve_route
+from contract_platform.bridge import Bridge, BridgeConfig, prepare_tap
+from contract_platform.bridge.translation import resolve_route
 from contract_platform.catalog import load_catalog
 from contract_platform.settings import rabbitmq_url
 

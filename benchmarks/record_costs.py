@@ -129,7 +129,7 @@ def _archive_costs(messages: int, repeat: int, catalog_dir: Path, work: Path) ->
 def _bridge_costs(messages: int, repeat: int, catalog_dir: Path) -> dict[str, float]:
     import orjson
 
-    from contract_platform.amqp.translation import Translator, resolve_route, target_validator
+    from contract_platform.bridge.translation import Translator, resolve_route, target_validator
     from contract_platform.catalog import load_catalog
     from contract_platform.migration import migrate_envelope
 

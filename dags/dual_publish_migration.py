@@ -66,7 +66,7 @@ AFTER_EITHER_PATH = TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS
 
 
 def _route(target: str) -> Any:
-    from contract_platform.amqp.translation import resolve_route
+    from contract_platform.bridge.translation import resolve_route
     from contract_platform.change import load
 
     catalog = load(catalog_root())
@@ -112,7 +112,7 @@ def dual_publish_migration() -> None:
         from datetime import datetime
 
         from contract_platform import settings
-        from contract_platform.amqp.bridge import tap_queue_name
+        from contract_platform.amqp.topology import tap_queue_name
         from contract_platform.errors import UsageError
 
         given = params or {}
@@ -143,7 +143,7 @@ def dual_publish_migration() -> None:
     @task
     @fail_on_bad_input
     def provision_target(plan: dict[str, Any]) -> dict[str, Any]:
-        from contract_platform.amqp.bridge import prepare_tap
+        from contract_platform.bridge import prepare_tap
         from contract_platform.change import provision_topologies
         from contract_platform.errors import UsageError
 
@@ -169,7 +169,7 @@ def dual_publish_migration() -> None:
     @task
     @fail_on_bad_input
     def run_bridge(plan: dict[str, Any], params: ParamsDict | None = None) -> dict[str, Any]:
-        from contract_platform.amqp.bridge import Bridge, BridgeConfig, Mode
+        from contract_platform.bridge import Bridge, BridgeConfig, Mode
 
         catalog, route = _route(plan["target"])
         seconds = float((params or {}).get("bridge_seconds") or 300)
@@ -204,7 +204,7 @@ def dual_publish_migration() -> None:
     def archive_exchanges(plan: dict[str, Any]) -> dict[str, Any]:
         from pathlib import Path
 
-        from contract_platform.amqp.archiver import Archiver, ArchiverConfig
+        from contract_platform.archiver import Archiver, ArchiverConfig
 
         root = Path(plan["archive"])
         root.mkdir(parents=True, exist_ok=True)  # the platform's own archive: empty until traffic flows

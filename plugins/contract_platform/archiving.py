@@ -16,7 +16,7 @@ def drain_archives(catalog: Catalog, connection: Any, root: Path, *, idle_timeou
     An exchange whose archive queue does not exist yet (no version of it provisioned) is skipped
     and listed, not an error: nothing can have travelled on it through the platform.
     """
-    from contract_platform.amqp.archiver import Archiver, ArchiverConfig
+    from contract_platform.archiver import Archiver, ArchiverConfig
     from contract_platform.amqp.inspection import passive_queue
     from contract_platform.amqp.topology import archive_queue_name
 

@@ -72,10 +72,11 @@ class Traffic:
 
 
 def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbitmq_url, catalog_dir):
-    from contract_platform.amqp import Publisher, open_connection, parking_lot_name, resolve_route
-    from contract_platform.amqp.bridge import prepare_tap
+    from contract_platform.amqp import Publisher, open_connection, parking_lot_name
     from contract_platform.amqp.connection import close_quietly
     from contract_platform.amqp.inspection import passive_queue
+    from contract_platform.bridge import prepare_tap
+    from contract_platform.bridge.translation import resolve_route
     from contract_platform.catalog import load_catalog
     from contract_platform.catalog.model import Status
     from contract_platform.change import provision_topologies

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.fuzz.hostile import DEPTHS, HOSTILE_BYTES, JSON_TEXTS, ORDINARY_VALUES, nested_value
 
-from contract_platform.amqp.translation import ParkReason, Translator, resolve_route, target_validator
+from contract_platform.bridge.translation import ParkReason, Translator, resolve_route, target_validator
 from contract_platform.catalog.model import Catalog
 from contract_platform.envelope import EnvelopeValidator
 from contract_platform.errors import MessageNotMigratable

@@ -1,4 +1,4 @@
-"""RabbitMQ for the platform (pika): topology, publishing, queue inspection.
+"""RabbitMQ transport for the platform (pika): connection, topology, publishing, queue inspection.
 
 ::
 
@@ -8,53 +8,77 @@
     remove_topology(connection, plan, exchanges_in_use=...) -> RemovalReport
     Publisher(connection_or_url, validator).publish(envelope) -> PublishResult
     inspect_queue(connection, name)            -> QueueState
+    peek(connection, queue, visit)             -> PeekOutcome (non-destructive read)
+
+Only transport lives here; the services built on it are their own packages: the topic archiver
+(``contract_platform.archiver``) and the v<N-1> -> v<N> bridge (``contract_platform.bridge``).
+The names below are loaded on first use (PEP 562), so importing one module of this package, say
+``contract_platform.amqp.connection``, loads only what that module needs.
 """
 
-from contract_platform.amqp.archiver import (
-    Archiver,
-    ArchiverConfig,
-    ArchiveRunReport,
-    repair_partial_files,
-    to_record,
-)
-from contract_platform.amqp.bridge import Bridge, BridgeConfig, BridgeReport, tap_queue_name
-from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
-from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
-from contract_platform.amqp.publisher import Publisher, PublishResult, basic_properties, encode_body
-from contract_platform.amqp.topology import (
-    Binding,
-    Exchange,
-    Outcome,
-    ProvisionReport,
-    Queue,
-    RemovalReport,
-    Role,
-    Step,
-    TopologyPlan,
-    archive_queue_name,
-    dlq_name,
-    dlx_name,
-    parking_lot_name,
-    plan_topology,
-    provision,
-    remove_topology,
-    retry_queue_name,
-)
-from contract_platform.amqp.translation import MigrationRoute, ParkReason, resolve_route
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
+    from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
+    from contract_platform.amqp.peek import PeekOutcome, peek
+    from contract_platform.amqp.publisher import Publisher, PublishResult, basic_properties, encode_body
+    from contract_platform.amqp.topology import (
+        Binding,
+        Exchange,
+        Outcome,
+        ProvisionReport,
+        Queue,
+        RemovalReport,
+        Role,
+        Step,
+        TopologyPlan,
+        archive_queue_name,
+        dlq_name,
+        dlx_name,
+        parking_lot_name,
+        plan_topology,
+        provision,
+        remove_topology,
+        retry_queue_name,
+    )
+
+_MODULES = {
+    "connection": ("amqp_url", "broker_errors", "describe_broker", "open_connection"),
+    "inspection": ("ManagementClient", "QueueState", "inspect_queue"),
+    "peek": ("PeekOutcome", "peek"),
+    "publisher": ("PublishResult", "Publisher", "basic_properties", "encode_body"),
+    "topology": (
+        "Binding",
+        "Exchange",
+        "Outcome",
+        "ProvisionReport",
+        "Queue",
+        "RemovalReport",
+        "Role",
+        "Step",
+        "TopologyPlan",
+        "archive_queue_name",
+        "dlq_name",
+        "dlx_name",
+        "parking_lot_name",
+        "plan_topology",
+        "provision",
+        "remove_topology",
+        "retry_queue_name",
+    ),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
-    "ArchiveRunReport",
-    "Archiver",
-    "ArchiverConfig",
     "Binding",
-    "Bridge",
-    "BridgeConfig",
-    "BridgeReport",
     "Exchange",
     "ManagementClient",
-    "MigrationRoute",
     "Outcome",
-    "ParkReason",
+    "PeekOutcome",
     "ProvisionReport",
     "PublishResult",
     "Publisher",
@@ -75,12 +99,22 @@ __all__ = [
     "inspect_queue",
     "open_connection",
     "parking_lot_name",
+    "peek",
     "plan_topology",
     "provision",
     "remove_topology",
-    "repair_partial_files",
-    "resolve_route",
     "retry_queue_name",
-    "tap_queue_name",
-    "to_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # loaded once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))

@@ -75,6 +75,7 @@ __all__ = [
     "provision",
     "remove_topology",
     "retry_queue_name",
+    "tap_queue_name",
 ]
 
 QUEUE_TYPES = ("quorum", "classic")
@@ -103,6 +104,11 @@ def retry_queue_name(queue: str, delay: timedelta) -> str:
 
 def archive_queue_name(exchange: str) -> str:
     return f"archive.{exchange}"
+
+
+def tap_queue_name(message_type: str) -> str:
+    """``bridge.billing.invoice-issued.v1``: the bridge's own queue on the v1 routing key."""
+    return f"bridge.{message_type}"
 
 
 class Role(StrEnum):

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contract_platform.amqp.archiver import Archiver, ArchiverConfig
+    from contract_platform.archiver import Archiver, ArchiverConfig
 
     exchanges = args.exchange or load(args.catalog).exchanges
     config = ArchiverConfig(

@@ -27,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contract_platform.amqp.bridge import Bridge, BridgeConfig, Mode, exit_code
-    from contract_platform.amqp.translation import resolve_route
+    from contract_platform.bridge import Bridge, BridgeConfig, Mode, exit_code
+    from contract_platform.bridge.translation import resolve_route
 
     catalog = load(args.catalog)
     route = resolve_route(catalog, args.migration)

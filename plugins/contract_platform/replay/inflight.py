@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from contract_platform.amqp.archiver import to_record
+from contract_platform.archiver import to_record
 from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
 from contract_platform.amqp.inspection import ManagementClient, passive_queue
 from contract_platform.amqp.management import BrokerTopology, probe_management, read_topology

@@ -27,7 +27,6 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from contract_platform.amqp.bridge import tap_queue_name
 from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, VhostTopology
 from contract_platform.amqp.routing import (
     ANY_KEY,
@@ -37,7 +36,7 @@ from contract_platform.amqp.routing import (
     index_bindings,
     route_message,
 )
-from contract_platform.amqp.topology import Role, TopologyPlan
+from contract_platform.amqp.topology import Role, TopologyPlan, tap_queue_name
 from contract_platform.catalog.model import Contract
 from contract_platform.retirement.model import TYPE_HEADERS
 

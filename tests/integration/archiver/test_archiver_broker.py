@@ -33,7 +33,8 @@ from tests.integration.archiver.archiver_support import (
 )
 from tests.support.broker import ready
 
-from contract_platform.amqp import Archiver, ArchiverConfig, ArchiveRunReport, Publisher, open_connection
+from contract_platform.amqp import Publisher, open_connection
+from contract_platform.archiver import Archiver, ArchiverConfig, ArchiveRunReport
 from contract_platform.envelope import EnvelopeValidator
 from contract_platform.errors import BrokerUnavailable, QueueMissing
 
@@ -154,13 +155,29 @@ def test_a_missing_archive_queue_is_named(rabbitmq_url: str, tmp_path: Path) -> 
 
 
 def start_archiver(topic: Topic, root: Path, *, mode: str, batch: int, prefetch: int, batch_ms: int) -> Any:
-    """``python -m contract_platform.amqp.archiver`` with its output (logs, then the JSON report) in ``<root>.out``."""
+    """One archiver in its own process (``ARCHIVER_PROCESS``), its output (logs, then the JSON report) in ``<root>.out``."""
     env = os.environ | {"CONTRACT_RABBITMQ_URL": topic.url}
-    command = [sys.executable, "-W", "ignore::RuntimeWarning", "-m", "contract_platform.amqp.archiver"]
-    options = ["--exchange", topic.exchange, "--root", str(root), "--mode", mode, "--batch-size", str(batch)]
-    options += ["--prefetch", str(prefetch), "--batch-ms", str(batch_ms), "--idle-timeout", "0.5"]
+    command = [sys.executable, "-W", "ignore::RuntimeWarning", "-c", ARCHIVER_PROCESS, topic.exchange, str(root), mode]
+    options = [str(batch), str(prefetch), str(batch_ms)]
     with open(root.with_suffix(".out"), "w") as out:
         return subprocess.Popen(command + options, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+
+
+# The archiver's Python API in a child process that can be killed: batch sizes no CLI needs to offer.
+ARCHIVER_PROCESS = """
+import json, logging, sys
+from pathlib import Path
+from contract_platform.archiver import Archiver, ArchiverConfig
+from contract_platform.settings import rabbitmq_url
+exchange, root, mode, batch, prefetch, batch_ms = sys.argv[1:]
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+logging.getLogger("pika").setLevel(logging.CRITICAL)
+config = ArchiverConfig(
+    root=Path(root), exchanges=(exchange,), batch_size=int(batch), prefetch=int(prefetch),
+    batch_ms=int(batch_ms), idle_timeout=0.5,
+)
+print(json.dumps(Archiver(rabbitmq_url(), config).run(mode).as_dict()), flush=True)
+"""
 
 
 def _stopped(pid: int) -> bool:

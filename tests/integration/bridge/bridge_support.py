@@ -23,8 +23,8 @@ from tests.support import broker
 from tests.support.contracts import prefixed_catalog
 
 from contract_platform.amqp import basic_properties, encode_body, open_connection
-from contract_platform.amqp.bridge import prepare_tap
-from contract_platform.amqp.translation import MigrationRoute, resolve_route
+from contract_platform.bridge import prepare_tap
+from contract_platform.bridge.translation import MigrationRoute, resolve_route
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 
@@ -67,10 +67,10 @@ class Lane:
         return [self.tap, self.parking_lot, self.v2_queue]
 
     def bridge_command(self, *extra: str) -> list[str]:
-        """``python -m contract_platform.amqp.bridge`` on this lane."""
+        """``contractctl bridge`` on this lane, its report as JSON on stdout."""
         return [
-            sys.executable, "-m", "contract_platform.amqp.bridge", TARGET,
-            "--catalog", str(self.catalog_dir), "--tap-queue", self.tap, *extra,
+            sys.executable, "-m", "contract_platform.cli.main", "bridge", TARGET,
+            "--catalog", str(self.catalog_dir), "--tap-queue", self.tap, "--format", "json", *extra,
         ]  # fmt: skip
 
     def environment(self) -> dict[str, str]:

@@ -27,8 +27,8 @@ from tests.integration.bridge.bridge_support import (
 )
 from tests.support.waiting import wait_until
 
-from contract_platform.amqp.bridge import Bridge, BridgeConfig, BridgeReport, exit_code
-from contract_platform.amqp.translation import MigrationRoute, ParkReason
+from contract_platform.bridge import Bridge, BridgeConfig, BridgeReport, exit_code
+from contract_platform.bridge.translation import MigrationRoute, ParkReason
 from contract_platform.catalog.model import Transport
 from contract_platform.errors import PublishRefused
 

@@ -25,14 +25,8 @@ import pika.exceptions
 import pytest
 from tests.integration.bridge.bridge_support import Lane, read_all, ready, run_bridge, v1_envelopes
 
-from contract_platform.amqp import (
-    Archiver,
-    ArchiverConfig,
-    archive_queue_name,
-    basic_properties,
-    encode_body,
-    open_connection,
-)
+from contract_platform.amqp import archive_queue_name, basic_properties, encode_body, open_connection
+from contract_platform.archiver import Archiver, ArchiverConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

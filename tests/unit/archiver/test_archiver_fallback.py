@@ -10,7 +10,7 @@ import orjson
 import pika
 from pika.spec import Basic
 
-from contract_platform.amqp.archiver import ORJSON_MAX_DEPTH, encode_record
+from contract_platform.archiver import ORJSON_MAX_DEPTH, encode_record
 from contract_platform.limits import depth_limit
 
 RECEIVED = datetime(2026, 7, 1, 10, 15, 32, 120999, tzinfo=UTC)

@@ -14,8 +14,7 @@ import pika
 import pytest
 from pika.spec import Basic
 
-from contract_platform.amqp import ArchiverConfig, repair_partial_files
-from contract_platform.amqp.archiver import _PartitionWriter, _Sink
+from contract_platform.archiver import ArchiverConfig, _PartitionWriter, _Sink, repair_partial_files
 from contract_platform.errors import UsageError
 
 LINE = b'{"n":1}\n'

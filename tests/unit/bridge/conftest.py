@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contract_platform.amqp.translation import MigrationRoute, Translator, resolve_route, target_validator
+from contract_platform.bridge.translation import MigrationRoute, Translator, resolve_route, target_validator
 from contract_platform.catalog.model import Catalog
 
 

@@ -11,8 +11,8 @@ import pika
 import pytest
 
 from contract_platform.amqp import basic_properties, encode_body
-from contract_platform.amqp.relay import Outgoing, Relay, RelaySettings
-from contract_platform.amqp.translation import PUBLISHED, ParkReason, Translator
+from contract_platform.bridge.relay import Outgoing, Relay, RelaySettings
+from contract_platform.bridge.translation import PUBLISHED, ParkReason, Translator
 from contract_platform.limits import DEFAULT_DEPTH_LIMIT
 
 FAMILY = Path(__file__).resolve().parents[3] / "contracts" / "billing" / "invoice-issued"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.support.waiting import wait_until
 
-from contract_platform.amqp.offload import OffloadWorker, WorkerFailed
+from contract_platform.bridge.offload import OffloadWorker, WorkerFailed
 
 
 def shout(body: bytes) -> bytes:
@@ -57,7 +57,7 @@ def test_a_dead_helper_is_reported() -> None:
 
 HOLDER = """
 import sys, time
-from contract_platform.amqp.offload import OffloadWorker
+from contract_platform.bridge.offload import OffloadWorker
 
 def slow(body):
     time.sleep(0.5)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from contract_platform.amqp.bridge import BridgeConfig, tap_queue_arguments, tap_queue_name
 from contract_platform.amqp.topology import parking_lot_name
-from contract_platform.amqp.translation import resolve_route
+from contract_platform.bridge import BridgeConfig, tap_queue_arguments, tap_queue_name
+from contract_platform.bridge.translation import resolve_route
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import MigrationSpecError, UsageError

@@ -12,7 +12,7 @@ import pika
 import pytest
 
 from contract_platform.amqp import basic_properties, encode_body
-from contract_platform.amqp.translation import PUBLISHED, Migrated, ParkReason, Translator, Unmigratable
+from contract_platform.bridge.translation import PUBLISHED, Migrated, ParkReason, Translator, Unmigratable
 from contract_platform.envelope import EnvelopeValidator
 
 PARKING_LOT = "bridge.billing.invoice-issued.v1.parking-lot"

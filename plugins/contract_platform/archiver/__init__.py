@@ -25,29 +25,26 @@
 
 Modes: ``drain`` stops once every queue has been empty for ``idle_timeout`` seconds; ``follow`` runs
 until SIGTERM/SIGINT (or ``stop()``) and reconnects with backoff when it opened its own connection.
-Both finish and acknowledge the current batch when stopped. ``python -m contract_platform.amqp.archiver``
-runs one archiver and prints its report as JSON.
+Both finish and acknowledge the current batch when stopped. ``contractctl archive``
+(``contract_platform.cli.archive``) runs one archiver and prints its report.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import decimal
 import fcntl
 import itertools
-import json
 import logging
 import math
 import os
 import re
 import signal
 import socket
-import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -59,9 +56,8 @@ import pika.exceptions as px
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.topology import archive_queue_name
-from contract_platform.errors import ArchiveError, BrokerUnavailable, ContractPlatformError, QueueMissing, UsageError
+from contract_platform.errors import ArchiveError, BrokerUnavailable, QueueMissing, UsageError
 from contract_platform.limits import depth_limit, nesting_beyond
-from contract_platform.settings import archive_dir, rabbitmq_url
 
 __all__ = [
     "MODES",
@@ -683,47 +679,3 @@ def _stop_on_signals(stop: Any) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
-
-# --- python -m contract_platform.amqp.archiver --------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one archiver with the URL of ``$CONTRACT_RABBITMQ_URL``; print the report as one JSON line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m contract_platform.amqp.archiver",
-        description="Drain archive.<exchange> queues into <root>/<exchange>/date=YYYY-MM-DD/*.jsonl.",
-    )
-    parser.add_argument("--exchange", action="append", required=True, help="exchange to archive (repeatable)")
-    parser.add_argument("--root", type=Path, default=None, help="archive root (default settings.archive_dir())")
-    parser.add_argument("--mode", choices=MODES, default="drain")
-    parser.add_argument("--prefetch", type=int, default=ArchiverConfig.prefetch)
-    parser.add_argument("--batch-size", type=int, default=ArchiverConfig.batch_size)
-    parser.add_argument("--batch-ms", type=int, default=ArchiverConfig.batch_ms)
-    parser.add_argument("--max-file-bytes", type=int, default=ArchiverConfig.max_file_bytes)
-    parser.add_argument("--idle-timeout", type=float, default=ArchiverConfig.idle_timeout)
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
-    # pika logs every failed connection attempt with a traceback; the mapped error below says it once.
-    logging.getLogger("pika").setLevel(logging.DEBUG if args.log_level == "DEBUG" else logging.CRITICAL)
-    try:
-        config = ArchiverConfig(
-            root=args.root or archive_dir(),
-            exchanges=tuple(args.exchange),
-            prefetch=args.prefetch,
-            batch_size=args.batch_size,
-            batch_ms=args.batch_ms,
-            max_file_bytes=args.max_file_bytes,
-            idle_timeout=args.idle_timeout,
-        )
-        report = Archiver(rabbitmq_url(), config).run(args.mode)
-    except ContractPlatformError as exc:
-        sys.stderr.write(f"archiver: {exc}\n")
-        return exc.exit_code
-    sys.stdout.write(json.dumps(report.as_dict()) + "\n")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -29,7 +29,7 @@ import orjson
 import pika
 
 from contract_platform.amqp.publisher import encode_body
-from contract_platform.amqp.relay import Outgoing
+from contract_platform.bridge.relay import Outgoing
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.envelope.properties import amqp_properties
 from contract_platform.envelope.validation import EnvelopeValidator, SchemaIssue

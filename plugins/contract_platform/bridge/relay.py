@@ -47,7 +47,7 @@ from contract_platform.amqp.connection import (
     _url_parameters,
     map_error,
 )
-from contract_platform.amqp.offload import OffloadWorker
+from contract_platform.bridge.offload import OffloadWorker
 from contract_platform.errors import BrokerError, BrokerUnavailable, PublishRefused, QueueMissing
 from contract_platform.settings import redact_url
 

@@ -19,28 +19,24 @@
   ``follow`` runs until SIGTERM/SIGINT and reconnects with backoff when the broker goes away.
   Either way SIGTERM/SIGINT stops consuming, waits for the outstanding confirms, acks and closes.
 - **Layout.** ``translation.py``: the route and what one message becomes; ``relay.py``: the asynchronous
-  consume -> publish -> confirm -> ack loop (``confirms.py`` keeps the books); ``offload.py``: the helper
+  consume -> publish -> confirm -> ack loop (``amqp/confirms.py`` keeps the books); ``offload.py``: the helper
   process that does the per-message work on a second core (``BridgeConfig.offload``, on by default).
 - **Rollback**: stop the bridge. v1 producers and consumers are untouched (the tap queue is the bridge's
   own); delete ``bridge.<v1 type>`` when the migration is abandoned or done.
 
-``python -m contract_platform.amqp.bridge MIGRATION`` runs one bridge and prints its report as one JSON line.
+``contractctl bridge MIGRATION`` (``contract_platform.cli.bridge``) runs one bridge and prints its report.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import logging
 import signal
-import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 import pika.exceptions as px
@@ -48,13 +44,12 @@ import pika.exceptions as px
 from contract_platform import settings
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.inspection import exchange_exists
-from contract_platform.amqp.relay import Relay, RelaySettings, RelayStats, StopReason
-from contract_platform.amqp.topology import parking_lot_name
-from contract_platform.amqp.translation import PUBLISHED, MigrationRoute, Translator, resolve_route, target_validator
+from contract_platform.amqp.topology import parking_lot_name, tap_queue_name
+from contract_platform.bridge.relay import Relay, RelaySettings, RelayStats, StopReason
+from contract_platform.bridge.translation import PUBLISHED, MigrationRoute, Translator, target_validator
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import (
     BrokerUnavailable,
-    ContractPlatformError,
     PublishRefused,
     QueueMissing,
     TopologyConflict,
@@ -67,7 +62,6 @@ __all__ = [
     "BridgeReport",
     "Mode",
     "exit_code",
-    "main",
     "prepare_tap",
     "tap_queue_arguments",
     "tap_queue_name",
@@ -78,11 +72,6 @@ log = logging.getLogger(__name__)
 PRECONDITION_FAILED = 406
 QUORUM: Mapping[str, Any] = {"x-queue-type": "quorum"}
 MAX_RECONNECT_DELAY = 10.0
-
-
-def tap_queue_name(message_type: str) -> str:
-    """``bridge.billing.invoice-issued.v1``: the bridge's own queue on the v1 routing key."""
-    return f"bridge.{message_type}"
 
 
 def tap_queue_arguments(queue: str) -> dict[str, Any]:
@@ -341,45 +330,3 @@ class Bridge:
 def exit_code(report: BridgeReport) -> int:
     """0 when every message was published to the target, 1 when some were parked."""
     return 1 if report.parked_total else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one bridge with ``$CONTRACT_RABBITMQ_URL``; print its report as one JSON line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m contract_platform.amqp.bridge", description="Bridge v<N-1> messages to v<N>."
-    )
-    parser.add_argument("migration", help="target messageType (billing.invoice-issued.v2) or its migration.yaml")
-    parser.add_argument("--catalog", type=Path, default=None, help="catalogue folder (default $CONTRACT_CATALOG)")
-    parser.add_argument("--follow", action="store_true", help="run until SIGTERM/SIGINT (default: drain)")
-    parser.add_argument("--idle-timeout", type=float, default=BridgeConfig.idle_timeout)
-    parser.add_argument("--max-messages", type=int, default=None)
-    parser.add_argument("--max-seconds", type=float, default=None)
-    parser.add_argument("--tap-queue", default=None, help="default bridge.<source messageType>")
-    parser.add_argument("--prefetch", type=int, default=BridgeConfig.prefetch)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("pika").setLevel(logging.CRITICAL)
-    from contract_platform.catalog import load_catalog
-
-    try:
-        catalog = load_catalog(args.catalog or settings.catalog_dir())
-        config = BridgeConfig(
-            mode=Mode.FOLLOW if args.follow else Mode.DRAIN,
-            tap_queue=args.tap_queue,
-            idle_timeout=args.idle_timeout,
-            max_messages=args.max_messages,
-            max_seconds=args.max_seconds,
-            prefetch=args.prefetch,
-        )
-        report = Bridge(catalog, resolve_route(catalog, args.migration), config).run()
-    except ContractPlatformError as exc:
-        sys.stderr.write(f"bridge: {exc}\n")
-        return exc.exit_code
-    sys.stdout.write(json.dumps(report.as_dict()) + "\n")
-    return exit_code(report)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    from contract_platform.amqp.bridge import main as package_main  # the package's module, not a second copy
-
-    raise SystemExit(package_main())
