@@ -22,9 +22,11 @@ from typing import Any
 
 import orjson
 
+from contract_platform import evidence
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import History, compatibility_of
-from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence import Registry, Verdict
+from contract_platform.evidence.figures import CompatibilityFigures, ReplayFigures
 from contract_platform.replay.decision import (
     Decision,
     Rejections,
@@ -242,36 +244,24 @@ def conclude(target: ReplayTarget, archive: Tally, since: date, until: date, in_
     return ReplayResult(target, since, until, archive, in_flight, decision)
 
 
-def record_result(registry: Any, result: ReplayResult, *, run_id: str | None = None) -> None:
+def record_result(registry: Registry, result: ReplayResult, *, run_id: str | None = None) -> None:
     """``replay`` evidence; when replay changes the version's compatibility, a compatibility record saying so."""
     contract = result.target.contract
-    figures = result.figures()
-    registry.add_evidence(
-        contract.message_type,
-        contract_version=contract.version,
-        kind=str(EvidenceKind.REPLAY),
-        verdict=str(result.verdict),
-        figures=figures,
-        run_id=run_id,
-    )
+    replay = ReplayFigures.from_json(result.figures())
+    evidence.record(registry, contract.message_type, contract.version, replay, verdict=result.verdict, run_id=run_id)
     if not (result.decision.refuses or result.decision.lifts_breaking):
         return
-    registry.add_evidence(
-        contract.message_type,
-        contract_version=contract.version,
-        kind=str(EvidenceKind.COMPATIBILITY),
-        verdict=str(Verdict.PASS if result.compatibility_ok else Verdict.FAIL),
-        figures={
-            "decided_by": "replay",
-            "decision": figures["decision"],
-            "static_verdict": figures["static_verdict"],
-            "replayed": figures["replayed"],
-            "rejected": figures["rejected"],
-            "top_pointers": figures["top_pointers"],
-            "reasons": figures["reasons"],
-        },
-        run_id=run_id,
+    decided = CompatibilityFigures(
+        decided_by="replay",
+        decision=replay.decision,
+        static_verdict=replay.static_verdict,
+        replayed=replay.replayed,
+        rejected=replay.rejected,
+        top_pointers=replay.top_pointers,
+        reasons=replay.reasons,
     )
+    verdict = Verdict.PASS if result.compatibility_ok else Verdict.FAIL
+    evidence.record(registry, contract.message_type, contract.version, decided, verdict=verdict, run_id=run_id)
     if result.compatibility_ok:
         registry.snapshot_schema(contract.message_type, contract.version, contract.payload_schema)
 
