@@ -38,6 +38,7 @@ from contract_platform import settings
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import History
 from contract_platform.errors import BrokerError, ContractPlatformError, UsageError
+from contract_platform.evidence import Registry
 from contract_platform.replay.engine import ReplayPlan, Tally, judge_for
 from contract_platform.replay.run import (
     InFlightPart,
@@ -164,7 +165,7 @@ def replay_archive(
         close_quietly(connection)
 
 
-def registry_history(registry: Any, contract: Contract) -> History:
+def registry_history(registry: Registry | None, contract: Contract) -> History:
     """The schemas the registry has seen of the contract's major, the contract's own version left out."""
     if registry is None:
         return []
