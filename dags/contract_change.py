@@ -10,13 +10,18 @@ Runs when contracts change (an event on the `contract_catalog` asset, emitted by
 3. **check_compatibility** — each version against the earlier versions of its major the
    registry has seen, under the contract's mode and policy; new majors are checked through
    their `migration.yaml`.
-4. **provision_topology** — exchange, consumer queues, DLX/DLQ, parking lot, retry queues and
+4. **replay_traffic** — the Spark job (`spark_jobs/replay.py`, submitted on `spark_default`): archived
+   messages of each changed version's window (and those still in its queues) checked against it with
+   the archive validation's record engine; `replay` evidence per version. It can refuse a change the
+   engine calls compatible, or accept a narrowing on evidence when the contract opts in
+   (docs/replay.md). **plan_replay** names the report file; **report_replay** reads it.
+5. **provision_topology** — exchange, consumer queues, DLX/DLQ, parking lot, retry queues and
    the archive queue for every version from *experimental* on. Conflicts are reported, never
    deleted. A broker that is down is retried.
-5. **reconcile_lifecycle** — moves each effective status toward the declared one, one guarded
+6. **reconcile_lifecycle** — moves each effective status toward the declared one, one guarded
    step at a time; refused steps are recorded with their reasons.
-6. **write_docs** — one Markdown page per contract.
-7. **report_problems** — ends the run red when any check found something to fix.
+7. **write_docs** — one Markdown page per contract.
+8. **report_problems** — ends the run red when any check found something to fix.
 
 **Trigger by hand** with *contract* and *target_status* to request one guarded step for one
 contract (with a *reason*, kept in the history). Leave them empty to reconcile everything.
@@ -41,7 +46,9 @@ from contract_platform_airflow.runtime import (
     registry,
     run_id_of,
 )
+from contract_platform_airflow.spark import spark_submit
 
+REPLAY = "{{ ti.xcom_pull(task_ids='plan_replay')"
 STATUSES = ["", "experimental", "active", "superseded", "deprecated", "retired"]
 DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(seconds=20)}
 
@@ -98,6 +105,44 @@ def contract_change() -> None:
         with registry() as store:
             return check(load(catalog_root()), store, run_id=run_id_of(get_current_context())).to_dict()
 
+    @task(retries=0)
+    @fail_on_bad_input
+    def plan_replay(_compat: dict[str, Any]) -> dict[str, str]:
+        from contract_platform import settings
+
+        run = "".join(c if c.isalnum() or c in "-_" else "-" for c in (run_id_of(get_current_context()) or "run"))
+        reports = settings.data_dir() / "reports" / "replay"
+        reports.mkdir(parents=True, exist_ok=True)
+        return {
+            "archive": str(settings.archive_dir()),
+            "catalog": str(catalog_root()),
+            "report": str(reports / f"{run}.json"),
+        }
+
+    replay_traffic = spark_submit(
+        task_id="replay_traffic",
+        job="replay",
+        application_args=[
+            REPLAY + "['archive'] }}",
+            "--catalog",
+            REPLAY + "['catalog'] }}",
+            "--report",
+            REPLAY + "['report'] }}",
+            "--run-id",
+            "{{ run_id }}",
+            "--no-fail-on-findings",  # a refusal is evidence first; report_problems turns the run red
+        ],
+    )
+
+    @task(retries=0)
+    def report_replay(plan: dict[str, str]) -> dict[str, Any]:
+        import json
+        from pathlib import Path
+
+        from contract_platform.replay.run import replay_summary
+
+        return replay_summary(json.loads(Path(plan["report"]).read_text(encoding="utf-8")))
+
     @task
     @fail_on_bad_input
     def provision_topology(loaded: dict[str, Any]) -> dict[str, Any]:
@@ -137,15 +182,19 @@ def contract_change() -> None:
 
     @task(retries=0)
     def report_problems(*summaries: dict[str, Any]) -> None:
-        problems = [p for s in summaries if isinstance(s, dict) for p in s.get("problems", [])]
-        fail_if(problems, "the contract change has problems to fix")
+        from contract_platform.replay.run import problems_after_replay
+
+        fail_if(problems_after_replay(summaries), "the contract change has problems to fix")
 
     loaded = load_catalog()
     linted = lint_contracts(loaded)
     compat = check_compatibility(loaded)
+    replay_plan = plan_replay(compat)
+    replayed = report_replay(replay_plan)
+    replay_plan >> replay_traffic >> replayed
     topology = provision_topology(loaded)
-    reconciled = reconcile_lifecycle(linted, compat, topology)
-    write_docs(reconciled) >> report_problems(linted, compat, topology)
+    reconciled = reconcile_lifecycle(linted, compat, replayed, topology)
+    write_docs(reconciled) >> report_problems(linted, compat, replayed, topology)
 
 
 contract_change()

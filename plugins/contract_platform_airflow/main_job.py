@@ -192,6 +192,47 @@ def declare_retired(catalog_dir: Path, message_type: str) -> None:
     note(f"{message_type} declared retired (demo windows: retention 1s, 2 audits)")
 
 
+REPLAYED = "order.order-created.v1"
+
+
+def replay_pull_request(catalog_dir: Path, work: Path) -> dict[str, Any]:
+    """A pull request that makes one payload pattern stricter, checked by ``contractctl check --replay``.
+
+    The copy's orderId pattern no longer accepts leading zeros or short numbers, a change the engine
+    cannot decide; the contract opts in to evidence, so the archived traffic decides (docs/replay.md).
+    The working catalogue itself is left as it is.
+    """
+    import json
+    import shutil
+
+    import yaml
+
+    from contract_platform import settings
+
+    shutil.rmtree(work, ignore_errors=True)
+    folder = Path(shutil.copytree(catalog_dir, work)) / Path(*REPLAYED.split("."))
+    schema = json.loads((folder / "payload.schema.json").read_text(encoding="utf-8"))
+    schema["properties"]["orderId"]["pattern"] = "^ord-[1-9][0-9]{4,}$"
+    (folder / "payload.schema.json").write_text(json.dumps(schema, indent=2), encoding="utf-8")
+    contract = yaml.safe_load((folder / "contract.yaml").read_text(encoding="utf-8"))
+    major, minor, _ = (int(part) for part in contract["version"].split("."))
+    contract["version"] = f"{major}.{minor + 1}.0"
+    contract["compatibility"] = {"mode": "BACKWARD", "tightening": "evidence", "minMessages": 100}
+    (folder / "contract.yaml").write_text(yaml.safe_dump(contract, sort_keys=False), encoding="utf-8")
+    command = [sys.executable, "-m", "contract_platform.cli.main", "check", str(work), "--format", "json"]
+    done = subprocess.run([*command, "--replay", str(settings.archive_dir())], capture_output=True, text=True)
+    print(done.stderr, file=sys.stderr)
+    report = json.loads(done.stdout)
+    shown = [r for r in report.get("replay", []) if r["messageType"] == REPLAYED]
+    for result in shown:
+        figures = result["figures"]
+        note(
+            f"{REPLAYED} {result['version']}: {figures['decision']} "
+            f"({figures['rejected']} of {figures['replayed']} archived messages rejected)"
+        )
+    return {"ok": done.returncode == 0, "replay": shown}
+
+
 def publish_traffic(per_type: int) -> dict[str, int]:
     """The producer side: sample traffic for every version that is live, through the platform's publisher."""
     from contract_platform import settings
@@ -357,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nVERDICT: not started: {problem}", file=sys.stderr)
         return 3
     logs = data / "logs" / "main-job" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    progress = Progress(total=18, logs=logs)
+    progress = Progress(total=19, logs=logs)
     progress.step("prepare Airflow's metadata DB (SQLite)", migrate_airflow_db)
     progress.step("prepare the working catalogue", lambda: prepare_demo_catalog(ROOT, Path(env["CONTRACT_CATALOG"])))
     before = states()
@@ -377,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     progress.step("consumers read their queues", consume_queues)
     dag("topic_archive_validation: archive and validate (Spark)", "topic_archive_validation")
+    progress.step(
+        f"pull request: a stricter pattern for {REPLAYED}, replayed against its traffic",
+        lambda: replay_pull_request(Path(env["CONTRACT_CATALOG"]), data / "pull-request" / "contracts"),
+    )
     dag("envelope_quality: Great Expectations on Spark; promote", "envelope_quality")
     dag("dual_publish_migration: bridge the v1 traffic, parity (Spark)", "dual_publish_migration", migration)
     progress.step("consumers read the bridged v2 messages", consume_queues)

@@ -118,3 +118,49 @@ def test_watch_emits_one_asset_event_per_changed_contract_then_none(dagbag, plat
     )
     third = watch.test()
     assert [e["messageType"] for e in events_of(third)] == [INV1]
+
+
+def test_replay_refuses_a_stricter_pattern_archived_traffic_violates_and_accepts_it_on_evidence(
+    dagbag, platform_env, rabbitmq_url
+):
+    """One replay step after compatibility (docs/replay.md): refused naming pointer and count, then accepted."""
+    from datetime import UTC, datetime
+
+    from tests.support.replay import ORDER, tighten, write_archive
+
+    from contract_platform.store import Registry
+
+    assert run(dagbag).state == "success"  # the registry now holds order.order-created.v1 1.2.0
+    catalog = platform_env["catalog"]
+    tighten(catalog, compatibility={"mode": "BACKWARD", "tightening": "evidence", "minMessages": 50})
+    archive, today = platform_env["home"] / "archive", datetime.now(UTC)
+    write_archive(archive, catalog, [10_000 + n for n in range(97)] + [7, 8, 9], today)  # 3% too short
+
+    refused = run(dagbag)
+    states = task_states(refused)
+    assert refused.state == "failed" and states["replay_traffic"] == "success", states
+    assert states["report_problems"] == "failed" and states["reconcile_lifecycle"] == "success"
+    registry = Registry.open(platform_env["registry_url"])
+    try:
+        latest = registry.evidence(ORDER, "replay", limit=1)[0]
+        assert latest.run_id == refused.run_id and latest.contract_version == "1.3.0"
+        assert (latest.figures["decision"], latest.figures["replayed"], latest.figures["rejected"]) == (
+            "refused",
+            100,
+            3,
+        )
+        assert latest.figures["top_pointers"] == [{"pointer": "/payload/orderId", "keyword": "pattern", "count": 3}]
+    finally:
+        registry.close()
+
+    write_archive(archive, catalog, [10_000 + n for n in range(100)], today)  # the same day, rewritten: all fit
+    accepted = run(dagbag)
+    assert accepted.state == "success", task_states(accepted)
+    registry = Registry.open(platform_env["registry_url"])
+    try:
+        assert registry.evidence(ORDER, "replay", limit=1)[0].figures["decision"] == "accepted-on-evidence"
+        compatibility = registry.evidence(ORDER, "compatibility", limit=1)[0]
+        assert compatibility.verdict == "pass" and compatibility.figures["decided_by"] == "replay"
+        assert [v for v, _ in registry.schema_history(ORDER)][-1] == "1.3.0"
+    finally:
+        registry.close()

@@ -59,7 +59,7 @@ def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost):
     (REPO / "test-artifacts").mkdir(exist_ok=True)
     (REPO / "test-artifacts" / "main-job.log").write_text(first.stdout + "\n" + first.stderr)
     assert first.returncode == 0, log
-    assert "[18/18]" in first.stdout and "Before:" in first.stdout and "After:" in first.stdout
+    assert "[19/19]" in first.stdout and "Before:" in first.stdout and "After:" in first.stdout
     assert_one_line_per_step(first.stdout)
     # The way to watch the platform in Airflow, pointed at this run's data (it is not the checkout's data/).
     assert f"CONTRACT_PLATFORM_HOME={(workdir / 'data').resolve()} bash scripts/airflow-local" in first.stdout
