@@ -4,13 +4,12 @@
 ``request_transition`` is the manual single step. The CLI, the DAGs and the operators all use these.
 """
 
-from contract_platform.lifecycle.guards import EvidenceReader, Guard, GuardContext
+from contract_platform.lifecycle.guards import Guard, GuardContext
 from contract_platform.lifecycle.reconcile import Plan, Refusal, Step, apply_plan, reconcile, request_transition
 from contract_platform.lifecycle.states import TRANSITIONS, check_step, guard_names, next_status
 
 __all__ = [
     "TRANSITIONS",
-    "EvidenceReader",
     "Guard",
     "GuardContext",
     "Plan",

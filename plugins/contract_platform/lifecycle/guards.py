@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.durations import format_duration
-from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence import EvidenceKind, Registry, Verdict
 from contract_platform.evidence.figures import (
     ArchiveValidationFigures,
     EnvelopeQualityFigures,
@@ -32,7 +32,6 @@ from contract_platform.evidence.figures import (
 from contract_platform.evidence.records import EvidenceRecord, VersionState
 
 __all__ = [
-    "EvidenceReader",
     "Guard",
     "GuardContext",
     "guard_archive_validation",
@@ -52,32 +51,12 @@ __all__ = [
 _MANY = 10_000  # "every record in the window": far more than one contract collects in a window
 
 
-class EvidenceReader(Protocol):
-    """What guards need from the registry (``store.Registry`` is one)."""
-
-    def effective(self, message_type: str) -> VersionState | None: ...
-
-    def latest_evidence(
-        self, message_type: str, kind: EvidenceKind | str, *, contract_version: str | None = None
-    ) -> EvidenceRecord | None: ...
-
-    def evidence(
-        self,
-        message_type: str,
-        kind: EvidenceKind | str | None = None,
-        since: datetime | None = None,
-        limit: int = 100,
-        *,
-        contract_version: str | None = None,
-    ) -> list[EvidenceRecord]: ...
-
-
 @dataclass(frozen=True)
 class GuardContext:
     """The contract being judged, where evidence comes from, and the moment of judgement (aware UTC)."""
 
     contract: Contract
-    registry: EvidenceReader
+    registry: Registry  # the guards only read: effective status and evidence
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     consulted: list[int] = field(default_factory=list, compare=False, repr=False)
 
