@@ -8,6 +8,8 @@ from typing import Any
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import UsageError
 from contract_platform.evidence import EvidenceKind, Registry
+from contract_platform.evidence.figures import ReplayFigures
+from contract_platform.evidence.records import EvidenceRecord
 
 __all__ = ["contract_status", "overview", "replay_by_version"]
 
@@ -111,35 +113,37 @@ def _number(value: Any) -> int | float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _replay(record: Any) -> dict[str, Any]:
-    figures = record.figures
-    in_flight = figures.get("in_flight") if isinstance(figures.get("in_flight"), dict) else {}
+def _replay(record: EvidenceRecord) -> dict[str, Any]:
+    figures = ReplayFigures.of(record)
+    in_flight = figures.in_flight
+    queues = in_flight.get("queues")
     return {
         "version": record.contract_version,
-        "decision": str(figures.get("decision") or "unknown"),
+        "decision": figures.decision or "unknown",
         "verdict": str(record.verdict),
         "collectedAt": _iso(record.collected_at),
         "runId": record.run_id,
-        "staticVerdict": figures.get("static_verdict"),
-        "since": figures.get("since"),
-        "until": figures.get("until"),
-        "windowDays": _number(figures.get("window_days")),
-        "minMessages": _number(figures.get("min_messages")),
-        "threshold": _number(figures.get("threshold")),
-        "replayed": _number(figures.get("replayed")),
-        "rejected": _number(figures.get("rejected")),
-        "rejectionRate": _number(figures.get("rejection_rate")),
-        "alreadyInvalid": _number(figures.get("already_invalid")),
-        "topPointers": [p for p in _list(figures.get("top_pointers")) if isinstance(p, dict)],
-        "sampleMessageIds": [str(i) for i in _list(figures.get("sample_message_ids"))],
-        "inFlight": {
+        "staticVerdict": figures.static_verdict,
+        "tightening": figures.tightening,
+        "narrowingOnly": figures.narrowing_only,
+        "sourceType": figures.source_type,
+        "migrated": figures.migrated,
+        "since": figures.since,
+        "until": figures.until,
+        "windowDays": figures.window_days,
+        "minMessages": figures.min_messages,
+        "threshold": figures.threshold,
+        "replayed": figures.replayed,
+        "rejected": figures.rejected,
+        "rejectionRate": figures.rejection_rate,
+        "alreadyInvalid": figures.already_invalid,
+        "topPointers": [dict(p) for p in figures.top_pointers],
+        "sampleMessageIds": list(figures.sample_message_ids),
+        "inFlight": {  # inspected None: in-flight messages were not checked (the note says why)
             "inspected": _number(in_flight.get("inspected")),
             "rejected": _number(in_flight.get("rejected")),
-            "queues": [q for q in _list(in_flight.get("queues")) if isinstance(q, dict)],
+            "queues": [dict(q) for q in queues if isinstance(q, Mapping)] if isinstance(queues, list) else [],
+            "note": in_flight.get("note") if isinstance(in_flight.get("note"), str) else None,
         },
-        "reasons": [str(r) for r in _list(figures.get("reasons"))],
+        "reasons": list(figures.reasons),
     }

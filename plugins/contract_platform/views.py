@@ -172,6 +172,7 @@ class ReplayView:
     in_flight_inspected: int | float | None
     in_flight_rejected: int | float | None
     in_flight_queues: tuple[Mapping[str, Any], ...]
+    in_flight_note: str | None  # why in-flight messages were not (all) checked
     reasons: tuple[str, ...]
 
     @classmethod
@@ -196,6 +197,7 @@ class ReplayView:
             in_flight_inspected=in_flight["inspected"],
             in_flight_rejected=in_flight["rejected"],
             in_flight_queues=tuple(in_flight["queues"]),
+            in_flight_note=in_flight["note"],
             reasons=tuple(shown["reasons"]),
         )
 

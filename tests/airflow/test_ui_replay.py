@@ -60,7 +60,12 @@ UNKNOWN = REFUSED | {
     "rejection_rate": 0.0,
     "min_messages": 10000,
     "top_pointers": [],
-    "in_flight": None,
+    "in_flight": {
+        "inspected": None,
+        "rejected": None,
+        "queues": [],
+        "note": "in-flight messages not checked: no broker",
+    },
     "static_verdict": "breaking",
     "decision": "unknown",
     "reasons": ["replay: no evidence (3 of 10000 messages)"],
@@ -129,6 +134,7 @@ def test_the_api_gives_the_latest_replay_of_each_version_linked_to_its_run(clien
     assert refused["runUrl"].endswith(f"/dags/contract_change/runs/{RUN.replace(':', '%3A').replace('+', '%2B')}")
     unknown = replays["2.0.0-rc"]
     assert (unknown["decision"], unknown["inFlightChecked"], unknown["minMessages"]) == ("unknown", False, 10000)
+    assert unknown["inFlightNote"] == "in-flight messages not checked: no broker"
 
 
 def test_the_contract_page_shows_decision_pointer_and_in_flight_queues(client) -> None:

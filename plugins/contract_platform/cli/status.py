@@ -95,7 +95,7 @@ def _print_replay(replay: dict[str, Any]) -> None:
         out(f"    {pointer.get('pointer')} [{pointer.get('keyword')}]: {pointer.get('count')}")
     in_flight = replay["inFlight"]
     if in_flight["inspected"] is None:
-        out("    in flight: not checked")
+        out(f"    {in_flight['note'] or 'in-flight messages not checked'}")
     else:
         out(f"    in flight: {in_flight['inspected']} inspected, {_count(in_flight['rejected'])} rejected")
     for queue in in_flight["queues"]:

@@ -198,6 +198,7 @@ class ReplayOut(_Out):
     in_flight_inspected: int | float | None
     in_flight_rejected: int | float | None
     in_flight_queues: list[dict[str, Any]] = Field(description="[{queue, vhost, inspected, rejected, skipped}]")
+    in_flight_note: str | None = Field(description="Why in-flight messages were not (all) checked.")
     reasons: list[str]
 
     @classmethod
@@ -222,6 +223,7 @@ class ReplayOut(_Out):
             in_flight_inspected=replay.in_flight_inspected,
             in_flight_rejected=replay.in_flight_rejected,
             in_flight_queues=[dict(q) for q in replay.in_flight_queues],
+            in_flight_note=replay.in_flight_note,
             reasons=list(replay.reasons),
         )
 

@@ -36,7 +36,12 @@ def replay_figures(decision: str, replayed: int, rejected: int, **more: Any) -> 
         "already_invalid": 2,
         "top_pointers": [],
         "sample_message_ids": [],
-        "in_flight": None,
+        "in_flight": {
+            "inspected": None,
+            "rejected": None,
+            "queues": [],
+            "note": "in-flight messages not checked: no broker connection",
+        },
         "static_verdict": "compatible",
         "decision": decision,
         "reasons": [],
@@ -116,7 +121,12 @@ def test_status_json_shows_the_latest_replay_of_each_version(capsys, catalog_dir
         "breaking",
         10000,
     )
-    assert accepted["inFlight"] == {"inspected": None, "rejected": None, "queues": []}  # not checked: no figures
+    assert accepted["inFlight"] == {
+        "inspected": None,
+        "rejected": None,
+        "queues": [],
+        "note": "in-flight messages not checked: no broker connection",
+    }
     assert detail["evidence"]["replay"]["verdict"] == "pass"  # the latest of the kind, as for every kind
 
 
@@ -126,6 +136,7 @@ def test_status_text_names_the_decision_and_pointer(capsys, catalog_dir, recorde
     assert code == 0
     shown = capsys.readouterr().out
     assert "refused" in shown and "/payload/orderId [pattern]: 30" in shown
+    assert "in-flight messages not checked: no broker connection" in shown  # 1.4.0 had no broker
 
 
 def test_status_without_replay_evidence_has_an_empty_replay_list(capsys, catalog_dir, registry_url) -> None:
