@@ -205,3 +205,13 @@ def test_a_version_accepted_on_evidence_no_longer_carries_its_compatibility_prob
         "c.d.v1: type changed",
         "e.f.v1: replay refuses it: 3 of 100 messages",
     ]
+
+
+def test_the_contract_page_says_when_a_narrowing_may_pass_on_evidence(catalogue: Path):
+    from contract_platform.docs.markdown import render_contract_page
+
+    setting = {"tightening": "evidence", "window": "30d", "minMessages": 10_000}
+    catalog = load_catalog(set_compatibility(catalogue, setting))
+    page = render_contract_page(catalog.contracts["order.order-created.v1"], catalog)
+    other = render_contract_page(catalog.contracts["billing.invoice-issued.v1"], catalog)
+    assert "at least 10000 messages over 30d" in page and "Tightening" not in other
