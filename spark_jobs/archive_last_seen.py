@@ -7,8 +7,8 @@ and writes FILE, one entry per messageType::
 
     {"billing.invoice-issued.v1": {"lastReceivedAt": "2026-07-01T10:15:32.120Z", "records": 4200}}
 
-A record's type is its ``properties.type``, else a type header, else the body's ``metadata.messageType``
-(the order the dead-letter scan uses too). FILE is deleted first and written (atomically) only once an
+A record's type is ``archive_record.type_column``: the precedence of ``archive_record.record_type``
+(the body's ``metadata.messageType``, else ``properties.type``, else a type header), as every reader has it. FILE is deleted first and written (atomically) only once an
 existing ARCHIVE_ROOT has been scanned, so its presence means "scanned": a missing root leaves no file
 and exits 0 (the audit then says the retention check is undecided). Exit 2: bad arguments.
 """
@@ -24,34 +24,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from contract_platform.retirement.model import TYPE_HEADERS
+from contract_platform.archive_record import spark_schema, type_column
 from spark_jobs._common import JobRun, job_parser, parse_records, path_exists, read_archive, run_job
 
 __all__ = ["last_seen", "main", "scan_archive", "to_document", "write_document"]
 
 APP_NAME = "archive-last-seen"
-RECORD_SCHEMA = "receivedAt string, properties struct<type: string, headers: map<string, string>>, body string"
-BODY_SCHEMA = "metadata struct<messageType: string>"
+RECORD_SCHEMA = spark_schema("receivedAt", "properties", "body")
 
 
 # -- transform ----------------------------------------------------------------------------------
-
-
-def _message_type(record: Column) -> Column:
-    headers = record["properties"]["headers"]
-    candidates = [record["properties"]["type"], *(headers[name] for name in TYPE_HEADERS)]
-    body_type = F.from_json(record["body"], BODY_SCHEMA)["metadata"]["messageType"]
-    return F.coalesce(*(F.nullif(candidate, F.lit("")) for candidate in [*candidates, body_type]))
 
 
 def last_seen(records: DataFrame) -> DataFrame:
     """Archive records (a ``line`` column, as ``parse_records`` gives) -> messageType, lastReceivedAt, records."""
     record = F.from_json(F.col("line"), RECORD_SCHEMA)
     typed = records.select(
-        _message_type(record).alias("messageType"), F.to_timestamp(record["receivedAt"]).alias("receivedAt")
+        type_column(record).alias("messageType"), F.to_timestamp(record["receivedAt"]).alias("receivedAt")
     )
     return (
         typed.where(F.col("messageType").isNotNull())

@@ -46,6 +46,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from contract_platform import settings
+from contract_platform.archive_record import spark_schema, type_column
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.errors import ArchiveError, UsageError
@@ -75,7 +76,7 @@ __all__ = [
 ]
 
 APP_NAME = "dual-publish-parity"
-RECORD_DDL = "receivedAt string, redelivered boolean, body string, properties struct<messageId:string>"
+RECORD_SCHEMA = spark_schema("receivedAt", "redelivered", "properties", "body")
 MESSAGE_DDL = (
     "record_id bigint, message_type string, message_id string, received_us bigint, redelivered boolean, "
     "order_key string, body string"
@@ -111,13 +112,15 @@ def extract_messages(records: DataFrame, message_types: Sequence[str], order_key
 
     ``order_key`` is the contract's ordering key pointer (into the envelope), or None.
     """
-    record = F.from_json("line", RECORD_DDL)
+    record = F.from_json("line", RECORD_SCHEMA)
     path = _json_path(order_key) if order_key else None
     return (
         records.select("record_id", record.alias("r"))
         .select(
             "record_id",
-            F.get_json_object("r.body", "$.metadata.messageType").alias("message_type"),
+            F.when(F.get_json_object("r.body", "$.metadata").isNotNull(), type_column(F.col("r"))).alias(
+                "message_type"
+            ),
             F.coalesce(F.get_json_object("r.body", "$.metadata.messageId"), F.col("r.properties.messageId")).alias(
                 "message_id"
             ),

@@ -41,14 +41,14 @@ def lines(spark: Any, *values: str) -> Any:
     return spark.createDataFrame([(value,) for value in values], "line string")
 
 
-def test_last_seen_takes_the_type_from_property_then_header_then_body(spark: Any) -> None:
+def test_last_seen_takes_the_type_from_body_then_property_then_header(spark: Any) -> None:
     records = lines(
         spark,
         record("2026-07-01T10:00:00.000Z", type_=V1),
         record("2026-07-03T08:30:00.250Z", type_=V1),
         record("2026-07-02T00:00:00.000Z", type_=None, headers={"message-type": V1}),
         record("2026-07-09T00:00:00.000Z", type_="", body={"metadata": {"messageType": V2}}),
-        record("2026-07-05T00:00:00.000Z", type_=V2, body={"metadata": {"messageType": V1}}),  # property wins
+        record("2026-07-05T00:00:00.000Z", type_=V2, body={"metadata": {"messageType": V1}}),  # the envelope wins
         record("2026-07-06T00:00:00.000Z", type_=None, body="not json"),  # no type at all: not counted
         "{ a malformed line",
     )
@@ -56,13 +56,13 @@ def test_last_seen_takes_the_type_from_property_then_header_then_body(spark: Any
     seen = job.last_seen(records)
 
     expected = spark.createDataFrame(
-        [(V1, "2026-07-03 08:30:00.250", 3), (V2, "2026-07-09 00:00:00.000", 2)],
+        [(V1, "2026-07-05 00:00:00.000", 4), (V2, "2026-07-09 00:00:00.000", 1)],
         "messageType string, lastReceivedAt string, records long",
     ).withColumn("lastReceivedAt", F.to_timestamp("lastReceivedAt"))
     assertDataFrameEqual(seen, expected)
     assert job.to_document(seen) == {
-        V1: {"lastReceivedAt": "2026-07-03T08:30:00.250Z", "records": 3},
-        V2: {"lastReceivedAt": "2026-07-09T00:00:00.000Z", "records": 2},
+        V1: {"lastReceivedAt": "2026-07-05T00:00:00.000Z", "records": 4},
+        V2: {"lastReceivedAt": "2026-07-09T00:00:00.000Z", "records": 1},
     }
 
 

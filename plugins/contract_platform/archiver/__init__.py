@@ -19,7 +19,7 @@
   UTC with ``Z``; Decimal -> string; non-finite float -> string; tables and arrays recursively.
 - **No delivery stops it.** A delivery whose properties cannot be written as JSON (headers nested deeper
   than ``limits.depth_limit()``, values JSON cannot hold, anything ``to_record`` or the encoder refuses)
-  is archived as a *fallback record* (``fallback_record``): its headers are left out of ``properties``,
+  is archived as a *fallback record* (``archive_record.fallback_record``): its headers are left out of ``properties``,
   the AMQP property bytes are kept in ``propertiesBase64``, ``archiveError`` says why, and the body is
   kept as in any record. It is acknowledged after fsync like any other, so the deliveries behind it flow.
 
@@ -31,9 +31,7 @@ Both finish and acknowledge the current batch when stopped. ``contractctl archiv
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import decimal
 import fcntl
 import itertools
 import logging
@@ -56,6 +54,7 @@ import pika.exceptions as px
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.topology import archive_queue_name
+from contract_platform.archive_record import fallback_record, to_record
 from contract_platform.errors import ArchiveError, BrokerUnavailable, QueueMissing, UsageError
 from contract_platform.limits import depth_limit, nesting_beyond
 
@@ -65,9 +64,7 @@ __all__ = [
     "Archiver",
     "ArchiverConfig",
     "encode_record",
-    "fallback_record",
     "repair_partial_files",
-    "to_record",
 ]
 
 log = logging.getLogger(__name__)
@@ -85,37 +82,6 @@ ORJSON_MAX_DEPTH = 254  # orjson refuses to write anything nested deeper
 
 
 # --- records ------------------------------------------------------------------------------------
-
-
-def to_record(method: Any, properties: Any, body: bytes, received_at: datetime) -> dict[str, Any]:
-    """The archive record of one delivery (pure): ``method`` is a Basic.Deliver, ``properties`` BasicProperties."""
-    try:
-        text, encoded = body.decode("utf-8"), None
-    except UnicodeDecodeError:
-        text, encoded = None, base64.b64encode(body).decode("ascii")
-    return {
-        "exchange": method.exchange,
-        "routingKey": method.routing_key,
-        "receivedAt": format_received_at(received_at),
-        "redelivered": bool(method.redelivered),
-        "properties": {
-            "messageId": _json_safe(properties.message_id),
-            "correlationId": _json_safe(properties.correlation_id),
-            "type": _json_safe(properties.type),
-            "contentType": _json_safe(properties.content_type),
-            "contentEncoding": _json_safe(properties.content_encoding),
-            "deliveryMode": properties.delivery_mode,
-            "timestamp": properties.timestamp,
-            "appId": _json_safe(properties.app_id),
-            "priority": properties.priority,
-            "expiration": _json_safe(properties.expiration),
-            "replyTo": _json_safe(properties.reply_to),
-            "userId": _json_safe(properties.user_id),
-            "headers": _json_safe(properties.headers or {}),
-        },
-        "body": text,
-        "bodyBase64": encoded,
-    }
 
 
 def encode_record(method: Any, properties: Any, body: bytes, received_at: datetime) -> tuple[bytes, bool]:
@@ -140,97 +106,6 @@ def _unencodable_headers(headers: Any) -> str | None:
 
 def _short(text: str, most: int = 200) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
-
-
-def fallback_record(method: Any, properties: Any, body: bytes, received_at: datetime, reason: str) -> dict[str, Any]:
-    """The record of a delivery ``to_record`` cannot write: what can be written, the raw property bytes, and why.
-
-    ``properties`` keeps each property that can be written on its own, with empty ``headers``;
-    ``propertiesBase64`` holds the AMQP content-header property bytes (null if even those cannot be had);
-    ``archiveError`` says why. The body is kept exactly as ``to_record`` keeps it.
-    """
-    try:
-        raw: str | None = base64.b64encode(b"".join(properties.encode())).decode("ascii")
-    except Exception:  # the bytes are a courtesy; the reason below says they are missing
-        raw, reason = None, f"{reason}; the property bytes could not be re-encoded either"
-    kept: dict[str, Any] = {}
-    for field, attribute in _PROPERTY_FIELDS:
-        try:
-            value = _json_safe(getattr(properties, attribute, None))
-            orjson.dumps(value)
-        except (TypeError, ValueError, OverflowError, RecursionError):
-            value = None
-        kept[field] = value
-    kept["headers"] = {}
-    try:
-        text, encoded = body.decode("utf-8"), None
-    except UnicodeDecodeError:
-        text, encoded = None, base64.b64encode(body).decode("ascii")
-    return {
-        "exchange": _json_safe(method.exchange),
-        "routingKey": _json_safe(method.routing_key),
-        "receivedAt": format_received_at(received_at),
-        "redelivered": bool(method.redelivered),
-        "properties": kept,
-        "propertiesBase64": raw,
-        "archiveError": reason,
-        "body": text,
-        "bodyBase64": encoded,
-    }
-
-
-_PROPERTY_FIELDS = (
-    ("messageId", "message_id"),
-    ("correlationId", "correlation_id"),
-    ("type", "type"),
-    ("contentType", "content_type"),
-    ("contentEncoding", "content_encoding"),
-    ("deliveryMode", "delivery_mode"),
-    ("timestamp", "timestamp"),
-    ("appId", "app_id"),
-    ("priority", "priority"),
-    ("expiration", "expiration"),
-    ("replyTo", "reply_to"),
-    ("userId", "user_id"),
-)
-
-
-def format_received_at(moment: datetime) -> str:
-    """``2026-07-01T10:15:32.120Z``: UTC, milliseconds."""
-    if moment.tzinfo is None:
-        raise ValueError("received_at must be timezone-aware")
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _json_safe(value: Any) -> Any:
-    """A header or property value as JSON can hold it; pika decodes nothing outside these types."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"$base64": base64.b64encode(raw).decode("ascii")}
-    if isinstance(value, datetime):
-        moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-        return moment.isoformat().replace("+00:00", "Z")
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return format(value, "f")
-    if isinstance(value, Mapping):
-        return {_key(key): _json_safe(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(item) for item in value]
-    raise TypeError(f"{type(value).__name__} is not an AMQP field value")
-
-
-def _key(key: Any) -> str:
-    return key.decode("utf-8", "backslashreplace") if isinstance(key, bytes) else str(key)
 
 
 # --- files --------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Reads ``<archive root>/<exchange>/date=YYYY-MM-DD/*.jsonl[.gz]`` (docs/design.md
 first and stops as soon as it holds ``limit`` records of the type from whole partitions: a sample for
 the retirement bundle, not an analysis (that is Spark's job). Fields named by ``pii.fields`` (JSON
 pointers into the envelope) are replaced by ``MASK``; a body that is not a JSON envelope cannot be
-masked, so it is left out.
+masked, so it is left out. A record's type is ``archive_record.record_type``, as in every other reader.
 """
 
 from __future__ import annotations
@@ -17,28 +17,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from contract_platform.archive_record import record_type
 from contract_platform.catalog.model import Contract
 from contract_platform.catalog.pointers import split_pointer
-from contract_platform.retirement.model import TYPE_HEADERS
 
-__all__ = ["MASK", "last_archived", "mask_pii", "record_type"]
+__all__ = ["MASK", "last_archived", "mask_pii"]
 
 MASK = "***"
-
-
-def record_type(record: dict[str, Any]) -> str | None:
-    """The messageType of an archive record: ``properties.type``, a type header, else the body's metadata."""
-    properties = record.get("properties") or {}
-    if isinstance(properties.get("type"), str) and properties["type"]:
-        return str(properties["type"])
-    headers = properties.get("headers") or {}
-    for name in TYPE_HEADERS:
-        if isinstance(headers.get(name), str) and headers[name]:
-            return str(headers[name])
-    envelope = _envelope(record)
-    metadata = envelope.get("metadata") if isinstance(envelope, dict) else None
-    found = metadata.get("messageType") if isinstance(metadata, dict) else None
-    return found if isinstance(found, str) and found else None
 
 
 def _envelope(record: dict[str, Any]) -> Any:

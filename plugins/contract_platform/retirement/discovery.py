@@ -37,8 +37,8 @@ from contract_platform.amqp.routing import (
     route_message,
 )
 from contract_platform.amqp.topology import Role, TopologyPlan, tap_queue_name
+from contract_platform.archive_record import TYPE_HEADERS
 from contract_platform.catalog.model import Contract
-from contract_platform.retirement.model import TYPE_HEADERS
 
 __all__ = [
     "DEFAULT_DEAD_LETTER_SUFFIXES",

@@ -17,10 +17,7 @@ from typing import Any
 from contract_platform.evidence import Verdict
 from contract_platform.evidence.figures import RetirementAuditFigures
 
-__all__ = ["TYPE_HEADERS", "AuditResult", "CheckName", "CheckResult", "iso", "require_aware"]
-
-# Headers that may name a message's type when the AMQP ``type`` property is missing (checked in order).
-TYPE_HEADERS = ("message-type", "x-message-type", "messageType", "x-park-source-type")
+__all__ = ["AuditResult", "CheckName", "CheckResult", "iso", "require_aware"]
 
 
 class CheckName(StrEnum):

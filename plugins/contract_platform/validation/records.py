@@ -9,6 +9,9 @@ JSON is read with orjson and, when orjson refuses a text, once more with the sta
 A record or body nested deeper than ``limits.depth_limit()`` is MALFORMED too (no rule walks it), and
 a record that makes any rule raise is UNCHECKABLE with the exception named: ``check`` never raises for
 a record, so one record never fails a Spark task.
+
+A record's messageType is ``archive_record.record_type`` (the body's, else the ``type`` property, else a
+type header), read once the body is a JSON object; a property that disagrees with the body is HEADER_MISMATCH.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from contract_platform.archive_record import record_type
 from contract_platform.catalog.documents import MISSING, pointer_from_path, pointer_reader
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.pointers import split_pointer
@@ -391,10 +395,10 @@ class RecordChecker:
         issues = self.validator.envelope_issues(document)
         if issues:
             findings.extend(Finding(Reason.ENVELOPE_INVALID, i.pointer, i.message) for i in issues)
+        checked.message_type = record_type(record, document)
         metadata = document.get("metadata")
         if type(metadata) is dict:
-            message_type, message_id = metadata.get("messageType"), metadata.get("messageId")
-            checked.message_type = message_type if type(message_type) is str else None
+            message_id = metadata.get("messageId")
             checked.message_id = message_id if type(message_id) is str else None
             mismatches = _header_mismatches(record, metadata)
             if mismatches:

@@ -14,7 +14,7 @@ import pytest
 from pika.data import decode_table
 from pika.spec import Basic
 
-from contract_platform.archiver import to_record
+from contract_platform.archive_record import to_record
 
 RECEIVED = datetime(2026, 7, 1, 10, 15, 32, 120999, tzinfo=UTC)
 

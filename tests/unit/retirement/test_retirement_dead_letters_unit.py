@@ -35,15 +35,16 @@ def body(message_type: str | None) -> bytes:
 @pytest.mark.parametrize(
     ("properties", "raw", "expected"),
     [
-        (Props(type=V1, headers={"message-type": V2}), body(V2), (V1, "property")),
-        (Props(headers={"message-type": V1}), body(V2), (V1, "header:message-type")),
+        (Props(type=V1, headers={"message-type": V1}), body(V2), (V2, "body")),  # the envelope wins a conflict
+        (Props(type=V1, headers={"message-type": V2}), b"not json", (V1, "property")),
+        (Props(headers={"message-type": V1}), body(None), (V1, "header:message-type")),
         (Props(headers={"x-park-source-type": b"billing.invoice-issued.v1"}), b"", (V1, "header:x-park-source-type")),
         (Props(type=""), body(V1), (V1, "body")),
         (Props(), b"\xff not json", (None, None)),
         (Props(), json.dumps([1, 2]).encode(), (None, None)),
     ],
 )
-def test_message_type_comes_from_property_then_header_then_body(properties: Props, raw: bytes, expected: Any) -> None:
+def test_message_type_comes_from_body_then_property_then_header(properties: Props, raw: bytes, expected: Any) -> None:
     assert message_type_of(properties, raw) == expected
 
 
