@@ -37,6 +37,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from contract_platform.archive_record import spark_schema
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import ArchiveError, UsageError
@@ -57,10 +58,7 @@ __all__ = [
 ]
 
 APP_NAME = "envelope-quality"
-RECORD_DDL = (
-    "exchange string, routingKey string, receivedAt string, redelivered boolean, "
-    "properties struct<contentType: string, deliveryMode: int>, body string, bodyBase64 string"
-)
+RECORD_SCHEMA = spark_schema("exchange", "routingKey", "receivedAt", "redelivered", "properties", "body", "bodyBase64")
 _INTEGERS = {"schemaVersion": "int"}
 BODY_DDL = "metadata struct<{}>".format(", ".join(f"{name}: {_INTEGERS.get(name, 'string')}" for name in col.METADATA))
 # Identifiers whose presence is checked: an empty string is as good as absent.
@@ -73,7 +71,7 @@ NON_PERSISTENT = 1  # AMQP: a message without delivery mode is not persistent
 
 def envelopes(records_df: DataFrame) -> DataFrame:
     """Records (``parse_records``: a ``line`` column) -> one row per delivery with ``columns.ENVELOPE``."""
-    record = F.from_json("line", RECORD_DDL)
+    record = F.from_json("line", RECORD_SCHEMA)
     parsed = records_df.select(record.alias("r")).select(
         F.col("r.*"), F.from_json(F.col("r.body"), BODY_DDL)["metadata"].alias("m")
     )
