@@ -9,13 +9,17 @@ than ``reject``: RabbitMQ 4.3 counts ``reject(requeue)`` against a quorum queue'
 
 What requeueing cannot guarantee is flagged and the queue is not read (``requeue_risk``):
 
-- a quorum queue with a delivery limit (``x-delivery-limit``, or ``delivery-limit`` in its policy), and
-  every quorum queue on RabbitMQ 4 or later (default limit 20): each requeue counts as a delivery, so a
-  message near its limit would be dead-lettered or dropped;
+- on RabbitMQ before 4.3, a quorum queue with a delivery limit (``x-delivery-limit``, or
+  ``delivery-limit`` in its policy), and every quorum queue on 4.0 to 4.2 (default limit 20): each
+  requeue counts as a delivery, so a message near its limit would be dead-lettered or dropped;
 - stream queues (``basic.get`` is not supported on streams).
 
-A quorum queue on RabbitMQ 3.x without a limit is read; its messages' ``x-delivery-count`` goes up by
-one, which the outcome records (``delivery_count_raised``).
+From RabbitMQ 4.3 the delivery limit counts failed deliveries only: ``basic.nack(requeue)`` is a return
+that does not raise ``x-delivery-count`` (``basic.reject`` does), so quorum queues are read whatever
+their limit (rabbitmq-server pull request 15387; the quorum queue guide, "delivery limit"). Their
+``x-acquired-count`` goes up by one. A quorum queue on RabbitMQ 3.x without a limit is read; its
+messages' ``x-delivery-count`` goes up by one. Either way the outcome records it
+(``delivery_count_raised``).
 
 Users: the retirement audit's ``dead_letters`` check and replay's in-flight messages
 (``replay.inflight``). Each passes a ``visit(method, properties, body)`` that looks at one message; a
@@ -32,10 +36,16 @@ import pika.exceptions as px
 
 from contract_platform.amqp.inspection import NOT_FOUND, passive_queue
 
-__all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk"]
+__all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk", "requeues_count"]
 
 Visit = Callable[[Any, Any, bytes], None]
 _DEFAULT_DELIVERY_LIMIT_FROM = (4,)
+_NACK_NOT_COUNTED_FROM = (4, 3)  # a nack-requeue no longer counts towards the delivery limit
+
+
+def requeues_count(version: tuple[int, ...] | None) -> bool:
+    """Whether the peek's ``basic.nack(requeue)`` may count towards a quorum queue's delivery limit here."""
+    return version is None or version < _NACK_NOT_COUNTED_FROM
 
 
 def requeue_risk(
@@ -49,6 +59,8 @@ def requeue_risk(
         return "a stream queue cannot be read with basic.get"
     if queue_type != "quorum":
         return None  # classic: requeued messages keep their positions and no delivery count applies
+    if not requeues_count(version):
+        return None  # the peek gives messages back with basic.nack, which 4.3+ does not count as a delivery
     limit = (arguments or {}).get("x-delivery-limit")
     if limit is None:
         limit = (policy or {}).get("delivery-limit")
@@ -65,7 +77,7 @@ def requeue_risk(
     if modern:
         return (
             f"quorum queue on RabbitMQ {'.'.join(map(str, version))}: the default delivery limit (20) counts every "
-            "requeue, so reading it could dead-letter or drop messages"
+            "requeue before RabbitMQ 4.3, so reading it could dead-letter or drop messages"
         )
     return None
 

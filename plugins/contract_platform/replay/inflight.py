@@ -10,13 +10,14 @@ Which queues: the version's consumer queues, their retry queues, DLQs and parkin
 in the connection's virtual host; with the management API, also every dead-letter queue the broker's
 topology leads to (``retirement.discovery``: DLX bindings, policies, names by convention). Without it
 the version's own queues are still read (a passive declare gives their depth) and ``InFlight.discovered``
-is False with the reason: other DLQs were not looked for. Quorum queues are then not read at all: a
-policy's delivery limit cannot be seen without the API, and requeueing under one could lose messages.
+is False with the reason: other DLQs were not looked for. Before RabbitMQ 4.3, quorum queues are then not
+read at all: a policy's delivery limit cannot be seen without the API, and requeueing under one could
+lose messages.
 
 How: each queue is read with the platform's non-destructive peek (``amqp.peek``): depth and order stay
-as they were; a queue that requeueing could harm (a quorum queue on RabbitMQ 4+, a delivery limit, a
-stream) is not read and says why. At most ``max_messages`` per queue: a deeper queue is reported
-incomplete, never as clean.
+as they were; a queue that requeueing could harm (before RabbitMQ 4.3, a quorum queue under a delivery
+limit, which 4.0 to 4.2 set by default; a stream) is not read and says why. At most ``max_messages`` per
+queue: a deeper queue is reported incomplete, never as clean.
 
 A message becomes the record the archiver would have written (``to_record``), with two differences a
 queue imposes: ``receivedAt`` is the moment it was read, and ``exchange``/``routingKey`` are where it was
@@ -41,11 +42,12 @@ from typing import Any
 from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
 from contract_platform.amqp.inspection import ManagementClient, passive_queue
 from contract_platform.amqp.management import BrokerTopology, probe_management, read_topology
-from contract_platform.amqp.peek import PeekOutcome, peek
+from contract_platform.amqp.peek import PeekOutcome, peek, requeues_count
 from contract_platform.amqp.topology import Role, dlx_name, plan_topology
-from contract_platform.archive_record import record_type, to_record
+from contract_platform.archiver import to_record
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ManagementUnavailable
+from contract_platform.retirement.archive import record_type
 from contract_platform.retirement.discovery import discover_queues
 
 __all__ = ["DEFAULT_MAX_MESSAGES", "InFlight", "InFlightQueue", "in_flight_records"]
@@ -124,10 +126,11 @@ def in_flight_records(
     queues: dict[str, InFlightQueue] = {}
     info: dict[str, Mapping[str, Any]] = {}
     topology, note = _topology(management, home)
+    version = broker_version(connection)
     for queue in plan.queues_of(*_OWN_ROLES):
         queues[queue.name] = InFlightQueue(queue.name, home, str(queue.role))
         info[queue.name] = {"type": queue.queue_type, "arguments": dict(queue.arguments)}
-        if topology is None and queue.queue_type == "quorum":
+        if topology is None and queue.queue_type == "quorum" and requeues_count(version):
             queues[queue.name].skipped = _UNSEEN_POLICY
     if topology is not None:
         hosted = topology.vhosts.get(home)
@@ -144,7 +147,6 @@ def in_flight_records(
                     "effective_policy_definition": dict(known.policy),
                     "messages_unacknowledged": known.unacked,
                 }
-    version = broker_version(connection)
     reader = _Reader(contract, dlx_name(contract.transport.exchange))
     with broker_errors(describe_broker(connection)):
         for name, looked in queues.items():

@@ -7,12 +7,12 @@ version's own DLQs and parking lots, in every watched virtual host (``retirement
 the management API only the version's own can be found, and the check says so (unknown).
 
 A queue is read with the platform's non-destructive peek (``amqp.peek``: ``basic.get`` without ack up to
-the depth, then one ``basic.nack(multiple, requeue)``); a queue that requeueing could harm (a quorum
-queue with a delivery limit, every quorum queue on RabbitMQ 4+, streams) is not read, and says why.
+the depth, then one ``basic.nack(multiple, requeue)``); a queue that requeueing could harm (before
+RabbitMQ 4.3 a quorum queue under a delivery limit, which 4.0 to 4.2 set by default; streams) is not
+read, and says why.
 
-A message's type is ``archive_record.message_type_of``: the body's ``metadata.messageType``, else its
-AMQP ``type`` property, else a type header (the one precedence of every reader); its id is its AMQP
-``message_id``, else the body's ``metadata.messageId``.
+A message's type is its AMQP ``type`` property, else a type header, else the body's
+``metadata.messageType``; its id is its AMQP ``message_id``, else the body's ``metadata.messageId``.
 Messages of this type block; other versions of the family are counted.
 """
 
@@ -32,11 +32,10 @@ from contract_platform.amqp.inspection import ManagementClient
 from contract_platform.amqp.management import BrokerTopology
 from contract_platform.amqp.peek import peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan
-from contract_platform.archive_record import TYPE_HEADERS, message_type_of
 from contract_platform.catalog.model import Contract
 from contract_platform.evidence import Verdict
 from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery
-from contract_platform.retirement.model import CheckName, CheckResult
+from contract_platform.retirement.model import TYPE_HEADERS, CheckName, CheckResult
 
 __all__ = [
     "DEAD_LETTER_SUFFIXES",
@@ -54,6 +53,22 @@ __all__ = [
 DEAD_LETTER_SUFFIXES = DEFAULT_DEAD_LETTER_SUFFIXES
 DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and reported as incomplete
 _SHOWN_IDS = 10
+
+
+def message_type_of(properties: Any, body: bytes | None) -> tuple[str | None, str | None]:
+    """(messageType, where it was found: ``property`` / ``header:<name>`` / ``body``), or (None, None)."""
+    declared = getattr(properties, "type", None)
+    if isinstance(declared, str) and declared:
+        return declared, "property"
+    headers = getattr(properties, "headers", None) or {}
+    for name in TYPE_HEADERS:
+        value = headers.get(name)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str) and value:
+            return value, f"header:{name}"
+    found = _body_metadata(body).get("messageType")
+    return (found, "body") if isinstance(found, str) and found else (None, None)
 
 
 def _body_metadata(body: bytes | None) -> dict[str, Any]:
@@ -270,7 +285,10 @@ def check_dead_letters(contract: Contract, scan: DeadLetterScan) -> CheckResult:
         "queues": [q.to_dict() for q in scan.queues],  # every queue considered, how it was found, what it held
     }
     if any(q.delivery_count_raised for q in scan.queues):
-        figures["note"] = "quorum queues read on RabbitMQ 3.x: x-delivery-count of their messages went up by one"
+        figures["note"] = (
+            "quorum queues were read: x-delivery-count (RabbitMQ 3.x) or x-acquired-count (4.3+) of their messages "
+            "went up by one"
+        )
     holding = [q for q in scan.queues if q.matching]
     if holding:
         it = "it" if figures["matching"] == 1 else "them"
