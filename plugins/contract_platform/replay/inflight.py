@@ -44,10 +44,9 @@ from contract_platform.amqp.inspection import ManagementClient, passive_queue
 from contract_platform.amqp.management import BrokerTopology, probe_management, read_topology
 from contract_platform.amqp.peek import PeekOutcome, peek, requeues_count
 from contract_platform.amqp.topology import Role, dlx_name, plan_topology
-from contract_platform.archiver import to_record
+from contract_platform.archive_record import record_type, to_record
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ManagementUnavailable
-from contract_platform.retirement.archive import record_type
 from contract_platform.retirement.discovery import discover_queues
 
 __all__ = ["DEFAULT_MAX_MESSAGES", "InFlight", "InFlightQueue", "in_flight_records"]

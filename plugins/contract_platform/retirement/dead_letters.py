@@ -11,8 +11,9 @@ the depth, then one ``basic.nack(multiple, requeue)``); a queue that requeueing 
 RabbitMQ 4.3 a quorum queue under a delivery limit, which 4.0 to 4.2 set by default; streams) is not
 read, and says why.
 
-A message's type is its AMQP ``type`` property, else a type header, else the body's
-``metadata.messageType``; its id is its AMQP ``message_id``, else the body's ``metadata.messageId``.
+A message's type is ``archive_record.message_type_of``: the body's ``metadata.messageType``, else its
+AMQP ``type`` property, else a type header (the one precedence of every reader); its id is its AMQP
+``message_id``, else the body's ``metadata.messageId``.
 Messages of this type block; other versions of the family are counted.
 """
 
@@ -32,10 +33,11 @@ from contract_platform.amqp.inspection import ManagementClient
 from contract_platform.amqp.management import BrokerTopology
 from contract_platform.amqp.peek import peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan
+from contract_platform.archive_record import TYPE_HEADERS, message_type_of
 from contract_platform.catalog.model import Contract
 from contract_platform.evidence import Verdict
 from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery
-from contract_platform.retirement.model import TYPE_HEADERS, CheckName, CheckResult
+from contract_platform.retirement.model import CheckName, CheckResult
 
 __all__ = [
     "DEAD_LETTER_SUFFIXES",
@@ -53,22 +55,6 @@ __all__ = [
 DEAD_LETTER_SUFFIXES = DEFAULT_DEAD_LETTER_SUFFIXES
 DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and reported as incomplete
 _SHOWN_IDS = 10
-
-
-def message_type_of(properties: Any, body: bytes | None) -> tuple[str | None, str | None]:
-    """(messageType, where it was found: ``property`` / ``header:<name>`` / ``body``), or (None, None)."""
-    declared = getattr(properties, "type", None)
-    if isinstance(declared, str) and declared:
-        return declared, "property"
-    headers = getattr(properties, "headers", None) or {}
-    for name in TYPE_HEADERS:
-        value = headers.get(name)
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        if isinstance(value, str) and value:
-            return value, f"header:{name}"
-    found = _body_metadata(body).get("messageType")
-    return (found, "body") if isinstance(found, str) and found else (None, None)
 
 
 def _body_metadata(body: bytes | None) -> dict[str, Any]:
