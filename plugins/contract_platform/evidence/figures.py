@@ -21,6 +21,7 @@ import re
 import types
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from contract_platform.evidence import EvidenceKind
@@ -109,6 +110,12 @@ def _json(value: Any) -> Any:
     return value
 
 
+@cache
+def _hints(figures_class: type[Figures]) -> dict[str, Any]:
+    """Field types, resolved once per class (a guard reads every record of a validation window)."""
+    return get_type_hints(figures_class)
+
+
 @dataclass(frozen=True)
 class Figures:
     """Base of every kind's figures: ``to_json`` and ``from_json`` live here, once."""
@@ -131,7 +138,7 @@ class Figures:
     def from_json(cls: type[F], data: Mapping[str, Any]) -> F:
         """Read stored figures, including rows written by older versions (see the module docstring)."""
         source = cls._upgrade(_snake_keys(data if isinstance(data, Mapping) else {}))
-        hints = get_type_hints(cls)
+        hints = _hints(cls)
         values: dict[str, Any] = {}
         for item in fields(cls):
             if item.default is not MISSING:
