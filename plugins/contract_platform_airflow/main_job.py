@@ -222,7 +222,11 @@ def replay_pull_request(catalog_dir: Path, work: Path) -> dict[str, Any]:
     command = [sys.executable, "-m", "contract_platform.cli.main", "check", str(work), "--format", "json"]
     done = subprocess.run([*command, "--replay", str(settings.archive_dir())], capture_output=True, text=True)
     print(done.stderr, file=sys.stderr)
-    report = json.loads(done.stdout)
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        note(f"contractctl check --replay ended with exit code {done.returncode} and no report (see the step log)")
+        return {"ok": False, "replay": []}
     shown = [r for r in report.get("replay", []) if r["messageType"] == REPLAYED]
     for result in shown:
         figures = result["figures"]
