@@ -163,3 +163,41 @@ def test_targets_are_versions_with_an_earlier_version_of_their_major(catalog_dir
     old = catalog.get(ORDER).payload_schema  # type: ignore[union-attr]
     targets = replay_targets(catalog, lambda c: [("1.1.0", old)] if c.message_type == ORDER else [])
     assert ORDER in [t.contract.message_type for t in targets]
+
+
+def test_a_new_major_replays_the_previous_majors_messages_migrated_through_its_spec(spark, catalog_dir, tmp_path):
+    """billing.invoice-issued.v2: v1 traffic migrated by migration.yaml, then checked as v2 messages."""
+    from benchmarks.generate_archive import archive_record
+
+    catalog = load_catalog(catalog_dir)
+    v1 = catalog.get("billing.invoice-issued.v1")
+    assert v1 is not None
+    template = json.loads(
+        (catalog_dir / "billing/invoice-issued/v1/fixtures/valid/eur-issued-net30-inv-10001.json").read_text()
+    )
+    folder = tmp_path / "archive" / v1.transport.exchange / f"date={NOW.date().isoformat()}"
+    folder.mkdir(parents=True)
+    lines = []
+    for number, amount in enumerate(["129.95"] * 19 + ["129.955"]):  # three decimals: no EUR minor units
+        envelope = json.loads(json.dumps(template))
+        envelope["metadata"]["messageId"] = f"m-{number}"
+        envelope["payload"]["amount"] = amount
+        lines.append(json.dumps(archive_record(v1, envelope, NOW.isoformat())))
+    (folder / "part-0000.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    (result,) = job.replay_archive(
+        spark,
+        str(tmp_path / "archive"),
+        str(catalog_dir),
+        catalog,
+        lambda _c: [],
+        only=["billing.invoice-issued.v2"],
+        in_flight=False,
+        now=NOW,
+    )
+
+    figures = result.figures()
+    assert (figures["source_type"], figures["migrated"]) == ("billing.invoice-issued.v1", True)
+    assert (figures["replayed"], figures["rejected"]) == (20, 1)
+    assert figures["top_pointers"] == [{"pointer": "/payload/amount", "keyword": "migration", "count": 1}]
+    assert figures["sample_message_ids"] == ["m-19"] and result.decision.decision is Decision.REFUSED
