@@ -265,7 +265,8 @@ def publish_traffic(per_type: int) -> dict[str, int]:
     finally:
         close_quietly(connection)
         registry.close()
-    note(", ".join(f"{t}: {n}" for t, n in sent.items()))
+    print("\n".join(f"{t}: {n}" for t, n in sent.items()))  # the step's log
+    note(f"{sum(sent.values())} messages to {len(sent)} versions")
     return sent
 
 
@@ -297,7 +298,8 @@ def consume_queues() -> dict[str, int]:
                     read[consumer.service] = read.get(consumer.service, 0) + count
     finally:
         close_quietly(connection)
-    note(", ".join(f"{service}: {n}" for service, n in sorted(read.items())) or "nothing waiting")
+    print("\n".join(f"{service}: {n}" for service, n in sorted(read.items())))  # the step's log
+    note(f"{sum(read.values())} messages by {len(read)} services" if read else "nothing waiting")
     return read
 
 
