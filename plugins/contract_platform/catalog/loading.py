@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import date
+from datetime import date, timedelta
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 
 from contract_platform.catalog.documents import DocumentProblem, pointer_from_path, read_json, read_yaml
 from contract_platform.catalog.model import (
+    MAX_DEDUP_WINDOW,
     Catalog,
     Consumer,
     Contract,
@@ -30,12 +31,12 @@ from contract_platform.catalog.model import (
     Owner,
     Pii,
     QualitySettings,
+    ReplaySettings,
     Retention,
     RetirementSettings,
     Status,
     TopologySettings,
     Transport,
-    ReplaySettings,
     ValidationSettings,
 )
 from contract_platform.catalog.schemas import catalogue_registry, schema_problems
@@ -227,6 +228,24 @@ def _load_migration(folder: Path, problems: list[Problem]) -> dict[str, Any] | N
     return spec
 
 
+def _dedup_window(file: str, validation: dict[str, Any], problems: list[Problem]) -> Any:
+    """``validation.dedupWindow``: a duration up to ``MAX_DEDUP_WINDOW`` (default 24h)."""
+    if "dedupWindow" not in validation:
+        return ValidationSettings().dedup_window
+    window = _duration(file, "/validation/dedupWindow", validation["dedupWindow"], problems)
+    if window is not None and not timedelta(0) < window <= MAX_DEDUP_WINDOW:
+        problems.append(
+            Problem(
+                file,
+                "/validation/dedupWindow",
+                f"{validation['dedupWindow']!r} is outside 1s to {MAX_DEDUP_WINDOW.days}d: incremental archive"
+                " validation reads that many days of earlier copies; write a shorter window",
+            )
+        )
+        return None
+    return window
+
+
 def _duration(file: str, pointer: str, text: str, problems: list[Problem]) -> Any:
     try:
         return parse_duration(text)
@@ -319,6 +338,7 @@ def _build(
         validation=ValidationSettings(
             invalid_rate_target=raw.get("validation", {}).get("invalidRateTarget", 0.001),
             window_days=raw.get("validation", {}).get("windowDays", 7),
+            dedup_window=_dedup_window(file, raw.get("validation", {}), problems),
         ),
         topology=TopologySettings(
             queue_type=topology_raw.get("queueType", defaults_t.queue_type),

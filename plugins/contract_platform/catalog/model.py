@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_DEDUP_WINDOW",
     "Catalog",
     "Consumer",
     "Contract",
@@ -104,10 +105,16 @@ class QualitySettings:
         return float(self.mostly.get(expectation_id, 1.0))
 
 
+MAX_DEDUP_WINDOW = timedelta(days=30)  # an incremental run reads that many days of earlier first copies
+
+
 @dataclass(frozen=True)
 class ValidationSettings:
+    """``validation:``. ``dedup_window``: how far back archive validation looks for an earlier copy of a message."""
+
     invalid_rate_target: float = 0.001
     window_days: int = 7
+    dedup_window: timedelta = timedelta(hours=24)
 
 
 @dataclass(frozen=True)

@@ -128,3 +128,18 @@ def test_callers_are_a_non_empty_list_of_distinct_services(catalog_copy):
     assert any("#/callers" in p for p in problems_of(catalog_copy))
     edit(contract, "callers: []", "callers: [quote-service, quote-service]")
     assert any("#/callers" in p and "non-unique" in p for p in problems_of(catalog_copy))
+
+
+def test_a_contract_declares_its_dedup_window_up_to_30_days(catalog, catalog_copy):
+    assert {c.validation.dedup_window for c in catalog} == {timedelta(hours=24)}  # none declares one: 24 h
+
+    contract = catalog_copy / "billing" / "invoice-issued" / "v1" / "contract.yaml"
+    contract.write_text(contract.read_text() + "validation: {dedupWindow: 48h}\n")
+    assert load_catalog(catalog_copy).get("billing.invoice-issued.v1").validation.dedup_window == timedelta(hours=48)
+
+    edit(contract, "dedupWindow: 48h", "dedupWindow: 31d")
+    [problem] = problems_of(catalog_copy)
+    assert "v1/contract.yaml#/validation/dedupWindow" in problem and "30d" in problem
+    edit(contract, "dedupWindow: 31d", "dedupWindow: two days")
+    [problem] = problems_of(catalog_copy)
+    assert "#/validation/dedupWindow" in problem and "not a duration" in problem
