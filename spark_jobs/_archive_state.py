@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -24,13 +25,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contract_platform import settings
+from contract_platform.catalog.model import Contract, ValidationSettings
 from contract_platform.validation.reading import LINE_BITS, Split
 from spark_jobs._archive_rules import LAST_COLUMNS, SEEN_COLUMNS
 from spark_jobs._common import folder_date, hadoop_path, partition_date, path_exists
 
-__all__ = ["DEFAULT_LOOKBACK", "ArchiveState", "PriorState", "default_state_dir", "split_days"]
+__all__ = ["DEFAULT_LOOKBACK", "ArchiveState", "PriorState", "dedup_lookback", "default_state_dir", "split_days"]
 
-DEFAULT_LOOKBACK = timedelta(hours=24)  # the dedup window: no contract declares its own yet
+DEFAULT_LOOKBACK = ValidationSettings().dedup_window  # a contract's dedupWindow unless it declares one
+
+
+def dedup_lookback(contracts: Iterable[Contract]) -> timedelta:
+    """How far back a run looks for earlier copies: the largest ``validation.dedupWindow`` of ``contracts``."""
+    return max((contract.validation.dedup_window for contract in contracts), default=DEFAULT_LOOKBACK)
 
 
 def default_state_dir(archive: str) -> str:

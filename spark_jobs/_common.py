@@ -7,7 +7,8 @@ mapping of outcomes to exit codes:
 
 * 0 the job ran and found nothing (or ``--no-fail-on-findings`` and it found something);
 * 1 findings (invalid records, missed expectations, parity not holding);
-* 2 bad input (``BAD_INPUT``: bad arguments, a catalogue that does not load, a missing archive): one
+* 2 bad input (``BAD_INPUT``: bad arguments, ``--until`` not after ``--since``, a catalogue that does not
+  load, a missing archive): one
   ``error:`` line per problem, no traceback; ``spark-submit`` hands the code back, and the DAGs'
   operator fails such a task without retry;
 * 3 the registry store failed (transient: the task retries).
@@ -15,6 +16,13 @@ mapping of outcomes to exit codes:
 The master comes from ``--master``, else from ``spark-submit`` (or ``spark-defaults.conf``), else
 ``local[*]``; nothing else changes between a laptop and a ``spark://``, YARN or Kubernetes cluster.
 Paths go through Hadoop's FileSystem, so ``file:``, ``hdfs:`` and ``s3a:`` paths work alike.
+
+When the process starts the driver's JVM itself (``contractctl``, a DAG task, not ``spark-submit``),
+the settings a JVM needs at its start are given on its command line (``LAUNCH_DEFAULTS``): set on the
+session afterwards they would come too late. A job that knows its input is small asks for a quick
+start (``JobRun.quick_start``): the driver compiles with the client compiler only
+(``QUICK_START_JAVA_OPTIONS``), which starts a JVM in about two thirds of the CPU time and makes long
+JVM work slower (docs/archive-validation.md#fixed-cost).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from pyspark.sql import functions as F
 from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
-from contract_platform.errors import ContractPlatformError
+from contract_platform.errors import ContractPlatformError, UsageError
 
 __all__ = [
     "ARCHIVE_FILES",
@@ -42,6 +50,7 @@ __all__ = [
     "FINDINGS",
     "JobRun",
     "build_session",
+    "check_range",
     "date_arg",
     "date_partitions",
     "days",
@@ -49,6 +58,8 @@ __all__ = [
     "folder_date",
     "hadoop_path",
     "job_parser",
+    "launch_conf",
+    "local_size_at_most",
     "parse_records",
     "partition_date",
     "path_exists",
@@ -89,6 +100,14 @@ SESSION_DEFAULTS: Mapping[str, str] = {
     "spark.python.worker.reuse": "true",
 }
 
+# What the driver's JVM must have on its command line when this process launches it. pyspark launches
+# its JVM as a "pyspark-shell", and spark-submit turns the console progress bar on for a shell unless
+# the command line says otherwise; the same key in SESSION_DEFAULTS covers spark-submit's own launches.
+LAUNCH_DEFAULTS: Mapping[str, str] = {"spark.ui.showConsoleProgress": "false"}
+# A small job's driver: the client compiler only (no C2), for a JVM that runs seconds, not minutes.
+QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+QUICK_START_BYTES = 8 * 2**20  # local input up to this size starts quickly (a job's choice, local_size_at_most)
+
 
 def session_conf(spark_conf: SparkConf, conf: Mapping[str, str] | None = None) -> SparkConf:
     """``spark_conf`` completed with the platform's defaults (what is already set wins: spark-submit's, the caller's)."""
@@ -104,13 +123,28 @@ def session_conf(spark_conf: SparkConf, conf: Mapping[str, str] | None = None) -
     return spark_conf
 
 
+def launch_conf(quick_start: bool = False) -> SparkConf:
+    """What goes on the command line of a driver JVM this process launches (``LAUNCH_DEFAULTS``, quick start).
+
+    ``PYSPARK_SUBMIT_ARGS`` comes after it on that command line, so a user's ``--conf`` or
+    ``--driver-java-options`` there wins.
+    """
+    conf = SparkConf(loadDefaults=False)
+    for key, value in LAUNCH_DEFAULTS.items():
+        conf.set(key, value)
+    if quick_start:
+        conf.set("spark.driver.extraJavaOptions", QUICK_START_JAVA_OPTIONS)
+    return conf
+
+
 def build_session(
-    app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None
+    app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None, *, quick_start: bool = False
 ) -> tuple[SparkSession, bool]:
     """(session, created): an already active session is reused (and must not be stopped by the caller).
 
     A new session's shuffles get two partitions per core the master offers (``defaultParallelism``)
     unless ``spark.sql.shuffle.partitions`` was given; adaptive execution merges them further.
+    ``quick_start``: the input is small, so a JVM launched here compiles with the client compiler only.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     active = SparkSession.getActiveSession()
@@ -118,7 +152,10 @@ def build_session(
         return active, False
     # Under spark-submit the JVM is already there and holds --master and every --conf; a SparkConf made
     # before connecting to it would be empty, and the job would quietly run in local mode.
-    SparkContext._ensure_initialized()
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        SparkContext._ensure_initialized(conf=launch_conf(quick_start))
+    else:
+        SparkContext._ensure_initialized()
     spark_conf = SparkConf()
     if master:
         spark_conf.setMaster(master)
@@ -166,13 +203,16 @@ class JobRun:
     catalog_dir: str | None = None
     catalog: Catalog | None = None
     registry_url: str | None = None
+    quick_start: bool = False  # set by a job that knows its input is small, before it first asks for ``spark``
     _session: SparkSession | None = field(default=None, repr=False)
     _created: bool = field(default=False, repr=False)
 
     @property
     def spark(self) -> SparkSession:
         if self._session is None:
-            self._session, self._created = build_session(self.app_name, getattr(self.args, "master", None))
+            self._session, self._created = build_session(
+                self.app_name, getattr(self.args, "master", None), quick_start=self.quick_start
+            )
         return self._session
 
     def close(self) -> None:
@@ -190,7 +230,8 @@ def run_job(
     """Parse ``argv``, load the catalogue, run ``body`` with one session, map the outcome to an exit code.
 
     ``body`` returns 0 or ``FINDINGS``; a ``ContractPlatformError`` becomes its ``exit_code`` with one
-    ``error:`` line per problem. ``--no-fail-on-findings`` turns ``FINDINGS`` (only) into 0.
+    ``error:`` line per problem. ``--no-fail-on-findings`` turns ``FINDINGS`` (only) into 0. A job with
+    ``--since`` and ``--until`` gets them checked here (``check_range``), before the catalogue loads.
     """
     try:
         args = parser.parse_args(argv)
@@ -198,6 +239,7 @@ def run_job(
         return int(exc.code or 0)
     run = JobRun(app_name, args)
     try:
+        check_range(getattr(args, "since", None), getattr(args, "until", None))
         if hasattr(args, "catalog"):
             run.catalog_dir = args.catalog or str(settings.catalog_dir())
             run.catalog = load_catalog(run.catalog_dir)  # fail fast, before a JVM starts
@@ -213,6 +255,35 @@ def run_job(
     if code == FINDINGS and getattr(args, "no_fail_on_findings", False):
         return 0
     return code
+
+
+def check_range(since: date | None, until: date | None) -> None:
+    """A day range ``since <= day < until`` (either bound may be left out); ``until`` not after ``since`` is bad input."""
+    if since is not None and until is not None and until <= since:
+        raise UsageError(f"until {until} is not after since {since}: the range is since <= day < until")
+
+
+def local_size_at_most(path: str, limit: int) -> bool:
+    """True when ``path`` is a local file or folder whose files hold at most ``limit`` bytes together.
+
+    Walks the folder only until the limit is passed; a path of another file system (``hdfs:``,
+    ``s3a:``) or one that does not exist is False.
+    """
+    local = path.removeprefix("file://") if path.startswith("file://") else path
+    if "://" in local or not os.path.exists(local):
+        return False
+    if os.path.isfile(local):
+        return os.path.getsize(local) <= limit
+    total = 0
+    for folder, _, names in os.walk(local):
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+            except OSError:  # gone meanwhile: Spark will say so
+                continue
+            if total > limit:
+                return False
+    return True
 
 
 def date_arg(text: str) -> date | None:

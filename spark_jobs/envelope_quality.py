@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from contract_platform.archive_record import spark_schema
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
-from contract_platform.errors import ArchiveError, UsageError
+from contract_platform.errors import ArchiveError
 from contract_platform.quality import QualityReport, record_quality, run_suite
 from contract_platform.quality import columns as col
 from spark_jobs._common import JobRun, date_arg, job_parser, parse_records, path_exists, read_archive, run_job
@@ -229,8 +229,6 @@ def _parser() -> argparse.ArgumentParser:
 def _quality(run: JobRun) -> int:
     args = run.args
     assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
-    if args.since is not None and args.until is not None and args.until <= args.since:
-        raise UsageError(f"until {args.until} is not after since {args.since}: the window is since <= day < until")
     report = run_quality(
         run.spark,
         args.archive,

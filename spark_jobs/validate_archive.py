@@ -15,7 +15,8 @@ Incremental runs (docs/archive-validation.md): ``--since``/``--until`` (``since 
 read only the ``date=YYYY-MM-DD`` partitions in range, listed by folder name. The cross-record rules
 keep their meaning across the boundary through the state kept under ``--state`` (default under the
 platform's data folder, ``spark_jobs/_archive_state.py``): copies are compared with the first copies
-of the lookback (24 h) before the interval, sequences with the last one known per ordering key.
+of the lookback before the interval (the largest ``validation.dedupWindow`` of the catalogue, 24 h by
+default), sequences with the last one known per ordering key.
 
 Extract -> transform -> load:
 
@@ -26,7 +27,9 @@ Extract -> transform -> load:
   (``contract_platform.validation``) on every line, returning Arrow batches (``mapInArrow``): the
   lines never cross into the JVM and back. The catalogue travels as a broadcast of its files'
   contents, compiled once per worker process, so executors need only the installed distribution;
-  only records found invalid keep their line, so what Spark caches stays narrow;
+  only records found invalid keep their line, so what Spark caches stays narrow. An input that one
+  partition would hold anyway is checked in the driver instead (``check_in_driver``, local masters:
+  the same ``check_splits``, the same rows), so a small run starts no Python worker for it;
 * ``find_duplicates`` and ``find_out_of_order`` (``spark_jobs/_archive_rules.py``): the cross-record
   rules; duplicates are found by an aggregation first, so the window that names the first copy only
   sees repeated messageIds;
@@ -82,12 +85,15 @@ from spark_jobs._archive_rules import (
     last_sequences,
     summarize,
 )
-from spark_jobs._archive_state import DEFAULT_LOOKBACK, ArchiveState, PriorState, default_state_dir, split_days
+from spark_jobs._archive_state import ArchiveState, PriorState, dedup_lookback, default_state_dir, split_days
 from spark_jobs._common import (
+    QUICK_START_BYTES,
     JobRun,
+    check_range,
     date_arg,
     date_partitions,
     job_parser,
+    local_size_at_most,
     path_exists,
     path_is_empty,
     read_archive,
@@ -97,12 +103,15 @@ from spark_jobs._common import (
 __all__ = [
     "aggregate",
     "archive_splits",
+    "check_in_driver",
     "check_records",
     "find_duplicates",
     "find_out_of_order",
     "list_archive",
     "main",
+    "plan_archive",
     "run_validation",
+    "split_frame",
     "summarize",
     "write_quarantine",
 ]
@@ -116,6 +125,7 @@ REREAD_SCHEMA = from_arrow_schema(pa.schema(list(REREAD_FIELDS)))
 _GZIP_WEIGHT = 8  # a gzipped byte is worth about this many plain ones to read and check
 _PARTITION_WORK = 16 * 2**20  # a partition's least work: a small archive is not spread over every core
 _SMALL_INPUT = 64 * 2**20  # input bytes below which the flagged records are broadcast without counting them
+_IN_DRIVER_WORK = _PARTITION_WORK  # work one partition would hold anyway: checked in the driver on a local master
 
 
 # -- extract ------------------------------------------------------------------------------------
@@ -154,14 +164,24 @@ def archive_splits(
     spark: SparkSession, files: Sequence[tuple[str, int]], split_bytes: int | None = None
 ) -> tuple[list[Split], DataFrame]:
     """The splits of ``files`` and a DataFrame of them (``SPLIT_FIELDS``), about two partitions per core."""
+    splits = plan_archive(spark, files, split_bytes)
+    return splits, split_frame(spark, splits)
+
+
+def plan_archive(spark: SparkSession, files: Sequence[tuple[str, int]], split_bytes: int | None = None) -> list[Split]:
+    """The splits of ``files``: a gzipped file whole, a plain one in ``spark.sql.files.maxPartitionBytes`` pieces."""
     if split_bytes is None:
         split_bytes = _bytes_setting(spark.conf.get("spark.sql.files.maxPartitionBytes", None), DEFAULT_SPLIT_BYTES)
-    splits = plan_splits(files, split_bytes)
+    return plan_splits(files, split_bytes)
+
+
+def split_frame(spark: SparkSession, splits: Sequence[Split]) -> DataFrame:
+    """A DataFrame of ``splits`` (``SPLIT_FIELDS``), packed into about two partitions per core."""
     context = spark.sparkContext
     enough = 1 + sum(_work(split) for split in splits) // _PARTITION_WORK  # each Python worker compiles the catalogue
     bins = _packed(splits, min(2 * context.defaultParallelism, enough))
     rows = context.parallelize([[_split_row(s) for s in part] for part in bins], len(bins)).flatMap(lambda part: part)
-    return splits, spark.createDataFrame(rows, SPLIT_SCHEMA)
+    return spark.createDataFrame(rows, SPLIT_SCHEMA)
 
 
 def _bytes_setting(value: str | None, default: int) -> int:
@@ -204,6 +224,51 @@ def check_records(
         keep_lines=keep_lines,
     )
     return splits.mapInArrow(body, CHECKED_SCHEMA)
+
+
+def check_in_driver(
+    spark: SparkSession,
+    splits: Sequence[Split],
+    bundle: CatalogBundle,
+    *,
+    oversize_bytes: int = DEFAULT_OVERSIZE_BYTES,
+    statuses: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """``check_records`` run in this process instead of a Python worker: the same ``check_splits``, the same rows.
+
+    For an input that one partition would hold anyway (``_IN_DRIVER_WORK``) on a local master, where
+    the driver reads the same files as the workers: no Python worker has to start for it.
+    """
+    names = [name for name, _ in SPLIT_FIELDS]
+    table = pa.RecordBatch.from_pylist(
+        [dict(zip(names, _split_row(split), strict=True)) for split in splits], schema=pa.schema(list(SPLIT_FIELDS))
+    )
+    checked = list(
+        check_splits(
+            [table], catalog=bundle, oversize_bytes=oversize_bytes, statuses=dict(statuses) if statuses else None
+        )
+    )
+    if not any(batch.num_rows for batch in checked):  # Arrow has no rows to build the columns from
+        return spark.createDataFrame([], CHECKED_SCHEMA)
+    return spark.createDataFrame(pa.Table.from_batches(checked, schema=pa.schema(list(CHECKED_FIELDS))))
+
+
+def _checked(
+    spark: SparkSession,
+    splits: Sequence[Split],
+    catalog_dir: str | Path,
+    bundle: CatalogBundle,
+    shipped: Broadcast[CatalogBundle],
+    *,
+    oversize_bytes: int,
+    statuses: Mapping[str, str],
+) -> DataFrame:
+    """The record-level rules' rows: in the driver for a small input on a local master, else by the Python workers."""
+    local = (spark.sparkContext.master or "").startswith("local")
+    if local and sum(_work(split) for split in splits) <= _IN_DRIVER_WORK:
+        return check_in_driver(spark, splits, bundle, oversize_bytes=oversize_bytes, statuses=statuses)
+    frame = split_frame(spark, splits)
+    return check_records(frame, catalog_dir, bundle=shipped, oversize_bytes=oversize_bytes, statuses=statuses)
 
 
 # -- load ---------------------------------------------------------------------------------------
@@ -293,17 +358,17 @@ def run_validation(
     since: date | None = None,
     until: date | None = None,
     state_dir: str | Path | None = None,
-    lookback: timedelta = DEFAULT_LOOKBACK,
+    lookback: timedelta | None = None,
 ) -> ValidationReport:
     """Validate every record under ``archive_path`` (or its date partitions in ``[since, until)``); write the report and quarantine when asked.
 
     With ``state_dir``, the cross-record rules start from what earlier intervals kept there (when
-    ``since`` is given) and this interval's state is written there afterwards (``_archive_state``).
-    Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
+    ``since`` is given) and this interval's state is written there afterwards (``_archive_state``);
+    ``lookback`` (default: the catalogue's largest ``validation.dedupWindow``) is how far back it looks
+    for an earlier copy of a message. Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
     (catalogue does not load) and ``UsageError`` (bad status, range or quarantine folder).
     """
-    if since is not None and until is not None and until <= since:
-        raise UsageError(f"until {until} is not after since {since}: the range is since <= date < until")
+    check_range(since, until)
     try:
         return _run_validation(
             spark,
@@ -335,11 +400,13 @@ def _run_validation(
     statuses: dict[str, str],
     interval: tuple[date | None, date | None] | None,
     state: ArchiveState | None,
-    lookback: timedelta,
+    lookback: timedelta | None,
 ) -> ValidationReport:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     catalog = load_catalog(catalog_dir)  # CatalogError lists every problem
+    if lookback is None:
+        lookback = dedup_lookback(catalog)
     try:
         effective_statuses(catalog, statuses)
     except ValueError as exc:
@@ -357,9 +424,9 @@ def _run_validation(
     since, until = interval or (None, None)
     files = list_archive(spark, archive, since, until)
     prior = state.prior(since, lookback) if state is not None and since is not None else PriorState(None, None, 0, None)
-    planned, splits = archive_splits(spark, files)
-    checked = check_records(
-        splits, catalog_dir, bundle=shipped, oversize_bytes=oversize_bytes, statuses=statuses
+    planned = plan_archive(spark, files)
+    checked = _checked(
+        spark, planned, catalog_dir, bundle, shipped, oversize_bytes=oversize_bytes, statuses=statuses
     ).persist(StorageLevel.MEMORY_AND_DISK)
     flags: DataFrame | None = None
     records: DataFrame | None = None
@@ -483,6 +550,7 @@ def _validate(run: JobRun) -> int:
     statuses = dict(args.status) or (registry_statuses(run.registry_url) if run.registry_url else {})
     incremental = args.since is not None or args.until is not None
     state_dir = args.state or (default_state_dir(args.path) if incremental else None)
+    run.quick_start = local_size_at_most(args.path, QUICK_START_BYTES)  # before the session starts
     report = run_validation(
         run.spark,
         args.path,

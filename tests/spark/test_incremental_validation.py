@@ -21,7 +21,7 @@ from spark_jobs import validate_archive as job
 pytestmark = pytest.mark.spark
 
 V1 = "billing.invoice-issued.v1"  # ordered by /metadata/partitionKey, sequence /payload/aggregateVersion
-DAY1, DAY2 = "2026-07-01", "2026-07-02"
+DAY1, DAY2, DAY3 = "2026-07-01", "2026-07-02", "2026-07-03"
 
 
 def envelope(catalog: Catalog, key: str, sequence: int, message_id: str | None = None, amount: str = "10.00") -> dict:
@@ -157,3 +157,27 @@ def test_a_range_with_no_partitions_validates_nothing_and_a_reversed_one_is_bad_
         validate(spark, two_days, catalog_dir, since=date.fromisoformat(DAY2), until=date.fromisoformat(DAY1))
     code = job.main([str(two_days), "--catalog", str(catalog_dir), "--since", "July"])
     assert code == 2 and "YYYY-MM-DD" in capsys.readouterr().err
+
+
+def test_a_copy_30_hours_later_is_a_duplicate_within_a_48h_dedup_window_and_not_the_default(
+    spark, catalog: Catalog, catalog_dir: Path, catalog_copy: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "archive"
+    first = envelope(catalog, "inv-1", 1, "msg-30h")
+    write_day(root, catalog, DAY1, [("20:00:00.000", first)])
+    write_day(root, catalog, DAY2, [("12:00:00.000", envelope(catalog, "inv-2", 1))])
+    write_day(root, catalog, DAY3, [("02:00:00.000", first)])  # 30 h after the first copy
+    contract = catalog_copy / "billing" / "invoice-issued" / "v1" / "contract.yaml"
+    contract.write_text(contract.read_text() + "validation: {dedupWindow: 48h}\n")
+    d1, d3 = date.fromisoformat(DAY1), date.fromisoformat(DAY3)
+
+    def day_three(catalogue: Path, state: Path) -> ValidationReport:
+        validate(spark, root, catalogue, since=d1, until=d3, state_dir=state)  # days one and two, kept in the state
+        return validate(spark, root, catalogue, since=d3, state_dir=state)
+
+    default = day_three(catalog_dir, tmp_path / "state-24h")
+    assert default.totals.records == 1 and reasons(default) == {}
+    assert default.interval is not None and default.interval.lookback_days == 1
+    wide = day_three(catalog_copy, tmp_path / "state-48h")
+    assert reasons(wide) == {str(Reason.DUPLICATE): 1}
+    assert wide.interval is not None and wide.interval.lookback_days == 2

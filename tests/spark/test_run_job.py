@@ -50,3 +50,12 @@ def test_every_job_is_the_skeleton_with_its_own_arguments(job, capsys) -> None: 
     assert "--master" in shown
     if job is not archive_last_seen:  # the jobs that judge: findings, evidence linked to a run
         assert "--no-fail-on-findings" in shown and "--run-id" in shown and "--registry-url" in shown
+
+
+@pytest.mark.parametrize("job", (validate_archive, envelope_quality), ids=lambda job: job.__name__.rsplit(".", 1)[-1])
+def test_until_not_after_since_is_bad_input_in_one_line_for_every_job_with_a_range(job, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert job.main([str(tmp_path), "--since", "2026-07-02", "--until", "2026-07-02"]) == BAD_INPUT
+    assert (
+        capsys.readouterr().err
+        == "error: until 2026-07-02 is not after since 2026-07-02: the range is since <= day < until\n"
+    )
