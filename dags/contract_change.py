@@ -113,6 +113,7 @@ def contract_change() -> None:
         run = "".join(c if c.isalnum() or c in "-_" else "-" for c in (run_id_of(get_current_context()) or "run"))
         reports = settings.data_dir() / "reports" / "replay"
         reports.mkdir(parents=True, exist_ok=True)
+        settings.archive_dir().mkdir(parents=True, exist_ok=True)  # nothing archived yet: replay finds no traffic
         return {
             "archive": str(settings.archive_dir()),
             "catalog": str(catalog_root()),

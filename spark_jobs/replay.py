@@ -145,6 +145,8 @@ def replay_archive(
     now: datetime | None = None,
 ) -> list[ReplayResult]:
     """What ``contractctl check --replay`` and this job run: targets, in-flight when a broker answers, replay."""
+    if not path_exists(spark, archive):
+        raise UsageError(f"no archive at {archive}: give the archive root (ARCHIVE) or set CONTRACT_ARCHIVE_DIR")
     targets = replay_targets(catalog, history_of, only)
     if not targets:
         return []
@@ -194,8 +196,6 @@ def _replay(run: JobRun) -> int:
     args = run.args
     assert run.catalog is not None and run.catalog_dir is not None
     archive = args.archive or str(settings.archive_dir())
-    if not args.archive and not Path(archive).exists():
-        raise UsageError(f"the archive {archive} does not exist; give ARCHIVE or set CONTRACT_ARCHIVE_DIR")
     registry = None
     if run.registry_url:
         from contract_platform.store import Registry

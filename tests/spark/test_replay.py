@@ -201,3 +201,13 @@ def test_a_new_major_replays_the_previous_majors_messages_migrated_through_its_s
     assert (figures["replayed"], figures["rejected"]) == (20, 1)
     assert figures["top_pointers"] == [{"pointer": "/payload/amount", "keyword": "migration", "count": 1}]
     assert figures["sample_message_ids"] == ["m-19"] and result.decision.decision is Decision.REFUSED
+
+
+def test_check_replay_of_an_archive_that_does_not_exist_says_where_and_exits_2(catalog_dir, tmp_path, capsys):
+    missing = tmp_path / "no-such-archive"
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+
+    code = contractctl(["check", str(catalog_dir), "--registry-url", url, "--replay", str(missing), "--no-in-flight"])
+
+    assert code == 2
+    assert f"no archive at {missing}" in capsys.readouterr().err
