@@ -37,10 +37,10 @@ def render_contract_page(contract: Contract, catalog: Catalog) -> str:
         f"| Compatibility | {contract.compatibility} ({contract.compatibility_policy} content model) |",
     ]
     if contract.replay.on_evidence:
-        r = contract.replay
+        replay = contract.replay
         lines.append(
             f"| Tightening | on evidence: a narrowing passes as a minor version when replay of at least "
-            f"{r.min_messages} messages over {format_duration(r.window)} finds no violation (docs/replay.md) |"
+            f"{replay.min_messages} messages over {format_duration(replay.window)} finds no violation (docs/replay.md) |"
         )
     if contract.superseded_by:
         lines.append(f"| Superseded by | [{contract.superseded_by}]({contract.superseded_by}.md) |")
