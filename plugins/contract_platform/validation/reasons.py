@@ -18,8 +18,9 @@ MALFORMED                  yes       the record line is not a JSON object (trunc
 UNCHECKABLE                yes       a rule raised on the record (path ``""``; the message names the
                                      exception): reported and quarantined instead of failing the run
 ENVELOPE_INVALID           yes       the body fails the envelope schema (the failing pointer)
-UNKNOWN_TYPE               yes       ``metadata.messageType`` is not in the catalogue
-                                     (``/metadata/messageType``)
+UNKNOWN_TYPE               yes       the record's type (``archive_record.record_type``: the body's
+                                     ``metadata.messageType``, else ``properties.type``, else a type
+                                     header) is not in the catalogue (``/metadata/messageType``)
 PAYLOAD_INVALID            yes       the payload fails its contract's schema, format assertions on
                                      (the failing pointer under ``/payload``)
 HEADER_MISMATCH            yes       ``properties.messageId`` != ``metadata.messageId``,
