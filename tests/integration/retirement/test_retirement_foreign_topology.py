@@ -83,14 +83,14 @@ def foreign(vhost: str, service: str) -> Iterator[Any]:
     close_quietly(connection)
 
 
-def v1_body(message_id: str) -> bytes:
-    envelope = {"metadata": {"messageId": message_id, "messageType": V1, "schemaVersion": 1}, "payload": {}}
+def v1_body(message_id: str, kind: str = V1) -> bytes:
+    envelope = {"metadata": {"messageId": message_id, "messageType": kind, "schemaVersion": 1}, "payload": {}}
     return json.dumps(envelope).encode()
 
 
 def publish(channel: Any, exchange: str, key: str, message_id: str, *, with_id: bool = True, kind: str = V1) -> None:
     properties = pika.BasicProperties(type=kind, message_id=message_id if with_id else None, delivery_mode=2)
-    channel.basic_publish(exchange, key, v1_body(message_id), properties)
+    channel.basic_publish(exchange, key, v1_body(message_id, kind), properties)  # the envelope names the type
 
 
 def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str, vhosts: tuple[str, ...] = ()) -> AuditResult:
