@@ -236,26 +236,28 @@ def _body_type(record: Mapping[str, Any], envelope: Any) -> str | None:
     return _text(metadata.get("messageType")) if isinstance(metadata, dict) else None
 
 
+def _source(record: Mapping[str, Any], source: str, envelope: Any) -> str | None:
+    """The type one source of ``TYPE_PRECEDENCE`` gives, or None."""
+    if source == "body":
+        return _body_type(record, envelope)
+    properties = record.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    if source == "property":
+        return _text(properties.get("type"))
+    headers = properties.get("headers")
+    return _text(headers.get(source.removeprefix("header:"))) if isinstance(headers, Mapping) else None
+
+
 def resolve_type(record: Mapping[str, Any], envelope: Any = _NOT_READ) -> tuple[str | None, str | None]:
     """(messageType, its source in ``TYPE_PRECEDENCE``: ``body`` / ``property`` / ``header:<name>``), or (None, None).
 
     ``envelope``: the body already parsed (the record checker has it), so it is not parsed twice.
     """
-    found = _body_type(record, envelope)
-    if found is not None:
-        return found, "body"
-    properties = record.get("properties")
-    if not isinstance(properties, Mapping):
-        return None, None
-    found = _text(properties.get("type"))
-    if found is not None:
-        return found, "property"
-    headers = properties.get("headers")
-    if isinstance(headers, Mapping):
-        for name in TYPE_HEADERS:
-            found = _text(headers.get(name))
-            if found is not None:
-                return found, f"header:{name}"
+    for source in TYPE_PRECEDENCE:
+        found = _source(record, source, envelope)
+        if found is not None:
+            return found, source
     return None, None
 
 
