@@ -8,8 +8,11 @@ then runs, ``--runs`` times each, alternating:
 * ``validate``: ``contractctl validate-archive ARCHIVE --report FILE``, a fresh process each time, the
   way a user or a DAG task runs it;
 * ``floor``: a minimal Spark job in a fresh process that only parses the same archive
-  (``spark.read.text`` + ``from_json`` + ``count``, session start and stop included), with the
-  platform's session settings (``spark_jobs._common.build_session``): what any Spark job pays.
+  (``spark.read.text`` + ``from_json`` + ``count``, session start and stop included), started as
+  the job starts (``spark_jobs._common.JobRun`` with a quick start): what any Spark job pays.
+
+The first run on a machine also writes the JVM's class-data archive (``CONTRACT_JVM_CLASS_CACHE``,
+``spark_jobs/_common.py``) and is slower; ``--warm-up`` runs once, unmeasured, first.
 
 For each it records wall seconds and CPU seconds (user + sys of the process **and of the JVM and
 Python workers it starts**). ``/usr/bin/time`` misses the JVM: PySpark does not wait for it, so it
@@ -91,14 +94,16 @@ def floor_job(archive: str) -> int:
     """The minimal Spark job: parse every line of the archive and count, session start and stop included."""
     from pyspark.sql import functions as F
 
-    from spark_jobs._common import build_session, read_archive
+    from spark_jobs._common import JobRun, read_archive
 
-    spark, _ = build_session("fixed-cost-floor")
+    run = JobRun("fixed-cost-floor", argparse.Namespace(master=None), quick_start=True)  # as the job starts
     try:
-        records = read_archive(spark, archive).select(F.from_json("value", "exchange string, body string").alias("r"))
+        records = read_archive(run.spark, archive).select(
+            F.from_json("value", "exchange string, body string").alias("r")
+        )
         return int(records.where(F.col("r").isNotNull()).count())
     finally:
-        spark.stop()
+        run.close()
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -115,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=20, help="records in the generated archive")
     parser.add_argument("--archive", type=Path, default=None, help="use this archive instead of generating one")
     parser.add_argument("--no-floor", action="store_true", help="skip the minimal Spark job")
+    parser.add_argument("--warm-up", action="store_true", help="one unmeasured run first (writes the class archive)")
     parser.add_argument("--floor-job", default=None, metavar="ARCHIVE", help=argparse.SUPPRESS)  # one floor run
     args = parser.parse_args(argv)
     if args.floor_job:
@@ -134,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         contractctl = str(Path(sys.executable).with_name("contractctl"))
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         results: dict[str, list[dict[str, Any]]] = {"validate": [], "floor": []}
+        if args.warm_up:
+            measure([contractctl, "validate-archive", str(archive)], env=env)
         for run in range(args.runs):
             report = Path(work) / f"report-{run}.json"
             results["validate"].append(

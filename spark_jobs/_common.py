@@ -22,17 +22,22 @@ the settings a JVM needs at its start are given on its command line (``LAUNCH_DE
 session afterwards they would come too late. A job that knows its input is small asks for a quick
 start (``JobRun.quick_start``): the driver compiles with the client compiler only
 (``QUICK_START_JAVA_OPTIONS``), which starts a JVM in about two thirds of the CPU time and makes long
-JVM work slower (docs/archive-validation.md#fixed-cost).
+JVM work slower, and maps Spark's classes from a class-data archive that the first such JVM writes
+(``class_archive_options``; docs/archive-validation.md#fixed-cost).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 from pyspark import SparkConf, SparkContext
@@ -107,6 +112,75 @@ LAUNCH_DEFAULTS: Mapping[str, str] = {"spark.ui.showConsoleProgress": "false"}
 # A small job's driver: the client compiler only (no C2), for a JVM that runs seconds, not minutes.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 QUICK_START_BYTES = 8 * 2**20  # local input up to this size starts quickly (a job's choice, local_size_at_most)
+# A quick start also maps Spark's classes from a class-data archive (AppCDS) instead of loading and
+# verifying each of them: the first such JVM writes the archive when it exits, the next ones read it.
+# The folder: $CONTRACT_JVM_CLASS_CACHE (``off``: no archive), else ~/.cache/contract-platform.
+CLASS_CACHE_ENV = "CONTRACT_JVM_CLASS_CACHE"
+# The JVM's own warnings to stderr, never into a job's stdout (its JSON report); writing an archive
+# warns of every class it leaves out, which nobody acts on.
+_QUIET_CDS = ("-Xlog:disable", "-Xlog:all=warning,cds*=off:stderr")
+_class_archive_pending: tuple[Path, Path] | None = None  # (being written, final name) by the JVM launched here
+
+
+def class_archive_options() -> list[str]:
+    """The driver's Java options for the class-data archive of this Spark and Java: read it, or write it at exit."""
+    global _class_archive_pending
+    folder = os.environ.get(CLASS_CACHE_ENV) or str(Path.home() / ".cache" / "contract-platform")
+    if folder == "off":
+        return []
+    import pyspark
+
+    jars = sorted(path.name for path in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    java = os.environ.get("JAVA_HOME") or os.path.realpath(_which("java") or "java")
+    digest = hashlib.sha256("\n".join([java, pyspark.__version__, *jars]).encode("utf-8")).hexdigest()[:16]
+    archive = Path(folder) / f"spark-classes-{digest}.jsa"
+    if archive.is_file() and archive.stat().st_size > 0:
+        return [*_QUIET_CDS, f"-XX:SharedArchiveFile={archive}"]
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no writable cache: start without one
+        return []
+    for stale in archive.parent.glob("spark-classes-*.tmp"):  # left by a JVM nobody waited for
+        try:
+            if stale.stat().st_mtime < time.time() - 3600:
+                stale.unlink()
+        except OSError:
+            continue
+    writing = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
+    _class_archive_pending = (writing, archive)
+    return [*_QUIET_CDS, f"-XX:ArchiveClassesAtExit={writing}"]
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
+
+
+def _finish_class_archive() -> None:
+    """After the session stopped: let the JVM exit (it writes the archive then) and put the archive in place."""
+    global _class_archive_pending
+    if _class_archive_pending is None:
+        return
+    writing, archive = _class_archive_pending
+    _class_archive_pending = None
+    gateway: Any = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if process is None:
+        return
+    try:
+        if process.stdin is not None:
+            process.stdin.close()  # the JVM exits when its stdin closes
+        process.wait(timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    finally:
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    if process.returncode == 0 and writing.is_file() and writing.stat().st_size > 0:
+        os.replace(writing, archive)  # atomic: a JVM never reads a half-written archive
+    else:
+        writing.unlink(missing_ok=True)
 
 
 def session_conf(spark_conf: SparkConf, conf: Mapping[str, str] | None = None) -> SparkConf:
@@ -133,7 +207,7 @@ def launch_conf(quick_start: bool = False) -> SparkConf:
     for key, value in LAUNCH_DEFAULTS.items():
         conf.set(key, value)
     if quick_start:
-        conf.set("spark.driver.extraJavaOptions", QUICK_START_JAVA_OPTIONS)
+        conf.set("spark.driver.extraJavaOptions", " ".join([QUICK_START_JAVA_OPTIONS, *class_archive_options()]))
     return conf
 
 
@@ -218,6 +292,7 @@ class JobRun:
     def close(self) -> None:
         if self._session is not None and self._created:
             self._session.stop()
+            _finish_class_archive()
         self._session = None
 
 

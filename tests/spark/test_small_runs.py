@@ -8,6 +8,7 @@ quarantine are the same as when the Python workers check it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,31 +60,51 @@ def test_a_small_input_checked_in_the_driver_gives_the_report_and_quarantine_of_
     assert quarantined(tmp_path / "driver") == quarantined(tmp_path / "workers") != []
 
 
-def test_a_jvm_this_process_launches_has_no_progress_bar_and_a_quick_start_when_asked() -> None:
-    probe = (
-        "import json\n"
-        "from spark_jobs._common import build_session\n"
-        "spark, created = build_session('launch-probe', 'local[1]', quick_start=True)\n"
-        "jvm = spark.sparkContext._jvm\n"
-        "arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())\n"
-        "conf = spark.sparkContext.getConf()\n"
-        "print(json.dumps({'created': created, 'progress': conf.get('spark.ui.showConsoleProgress'), 'jvm': arguments}))\n"
-        "spark.stop()\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
-    )
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["created"] is True
-    assert seen["progress"] == "false"  # pyspark's shell launch would have turned it on
-    assert "-XX:TieredStopAtLevel=1" in seen["jvm"]
+@pytest.fixture(scope="module")
+def class_cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of a process whose JVM keeps its class-data archive in a folder of this module."""
+    return {**os.environ, "CONTRACT_JVM_CLASS_CACHE": str(tmp_path_factory.mktemp("class-cache"))}
 
 
-def test_contractctl_validate_archive_writes_no_progress_bar(defective: Path, tmp_path: Path) -> None:
+PROBE = """
+import argparse, json
+from spark_jobs._common import JobRun
+run = JobRun("launch-probe", argparse.Namespace(master="local[1]"), quick_start=True)
+context = run.spark.sparkContext
+arguments = list(context._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+print(json.dumps({"progress": context.getConf().get("spark.ui.showConsoleProgress"), "jvm": arguments}))
+run.close()
+"""
+
+
+def test_a_jvm_this_process_launches_has_no_progress_bar_a_quick_start_and_its_class_archive(
+    class_cache: dict[str, str],
+) -> None:
+    def probe() -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE], cwd=ROOT, env=class_cache, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    first = probe()
+    assert first["progress"] == "false"  # pyspark's shell launch would have turned it on
+    assert "-XX:TieredStopAtLevel=1" in first["jvm"]
+    assert any(argument.startswith("-XX:ArchiveClassesAtExit=") for argument in first["jvm"])
+    folder = Path(class_cache["CONTRACT_JVM_CLASS_CACHE"])
+    [archive] = folder.iterdir()  # written when the JVM exited, then put in place: nothing half-written left
+    assert archive.suffix == ".jsa"
+    assert f"-XX:SharedArchiveFile={archive}" in probe()["jvm"]  # the next JVM maps it
+
+
+def test_contractctl_validate_archive_writes_no_progress_bar(
+    defective: Path, tmp_path: Path, class_cache: dict[str, str]
+) -> None:
     contractctl = Path(sys.executable).with_name("contractctl")
     done = subprocess.run(
         [str(contractctl), "validate-archive", str(defective), "--report", str(tmp_path / "report.json")],
         cwd=ROOT,
+        env=class_cache,
         capture_output=True,
         text=True,
         timeout=600,
