@@ -62,6 +62,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from contract_platform.catalog import load_catalog
+from contract_platform.catalog.model import Catalog
 from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
 from contract_platform.validation.arrow import (
     CHECKED_FIELDS,
@@ -359,13 +360,15 @@ def run_validation(
     until: date | None = None,
     state_dir: str | Path | None = None,
     lookback: timedelta | None = None,
+    catalog: Catalog | None = None,
 ) -> ValidationReport:
     """Validate every record under ``archive_path`` (or its date partitions in ``[since, until)``); write the report and quarantine when asked.
 
     With ``state_dir``, the cross-record rules start from what earlier intervals kept there (when
     ``since`` is given) and this interval's state is written there afterwards (``_archive_state``);
     ``lookback`` (default: the catalogue's largest ``validation.dedupWindow``) is how far back it looks
-    for an earlier copy of a message. Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
+    for an earlier copy of a message; ``catalog``: the catalogue already loaded from ``catalog_dir``
+    (loaded here when not given). Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
     (catalogue does not load) and ``UsageError`` (bad status, range or quarantine folder).
     """
     check_range(since, until)
@@ -381,6 +384,7 @@ def run_validation(
             interval=(since, until) if since is not None or until is not None else None,
             state=ArchiveState(spark, str(state_dir)) if state_dir is not None else None,
             lookback=lookback,
+            catalog=catalog,
         )
     except (PySparkException, Py4JJavaError) as exc:  # a Python worker's error, as Spark hands it back
         mapped = _job_error(exc)
@@ -401,10 +405,12 @@ def _run_validation(
     interval: tuple[date | None, date | None] | None,
     state: ArchiveState | None,
     lookback: timedelta | None,
+    catalog: Catalog | None,
 ) -> ValidationReport:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    catalog = load_catalog(catalog_dir)  # CatalogError lists every problem
+    if catalog is None:
+        catalog = load_catalog(catalog_dir)  # CatalogError lists every problem
     if lookback is None:
         lookback = dedup_lookback(catalog)
     try:
@@ -562,6 +568,7 @@ def _validate(run: JobRun) -> int:
         since=args.since,
         until=args.until,
         state_dir=state_dir,
+        catalog=run.catalog,  # loaded once, before the JVM started
     )
     run.close()  # the evidence needs no JVM: free it first
     if run.registry_url:
