@@ -87,9 +87,11 @@ def test_queued_messages_the_narrowed_schema_rejects_refuse_it_with_the_queue_na
     finally:
         close_quietly(connection)
 
+    empty = tmp_path / "archive"  # nothing archived yet: the queues are the only traffic
+    empty.mkdir()
     (result,) = job.replay_archive(
         spark,
-        str(tmp_path / "no-archive"),
+        str(empty),
         str(catalog_path),
         catalog,
         lambda c: [("1.2.0", old)] if c.message_type == ORDER else [],
