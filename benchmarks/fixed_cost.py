@@ -90,14 +90,24 @@ def measure(command: Sequence[str], *, env: dict[str, str] | None = None) -> dic
     }
 
 
-def floor_job(archive: str) -> int:
-    """The minimal Spark job: parse every line of the archive and count, session start and stop included."""
+def floor_job(archive: str, kind: str = "parse") -> int:
+    """The floor in one process, session start and stop included.
+
+    ``parse``: parse every line of the archive and count. ``jvm``: the JVM pass of
+    ``benchmarks/archive_validation.py`` (every field read in the JVM, no Python per record), for a
+    whole-process comparison with the job on a large archive.
+    """
     from pyspark.sql import functions as F
 
-    from spark_jobs._common import JobRun, read_archive
+    from spark_jobs._common import QUICK_START_BYTES, JobRun, local_size_at_most, read_archive
 
-    run = JobRun("fixed-cost-floor", argparse.Namespace(master=None), quick_start=True)  # as the job starts
+    quick = local_size_at_most(archive, QUICK_START_BYTES)  # as the job starts
+    run = JobRun("fixed-cost-floor", argparse.Namespace(master=None), quick_start=quick)
     try:
+        if kind == "jvm":
+            from benchmarks.archive_validation import _jvm_pass
+
+            return int(_jvm_pass(run.spark, archive))
         records = read_archive(run.spark, archive).select(
             F.from_json("value", "exchange string, body string").alias("r")
         )
@@ -121,10 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--archive", type=Path, default=None, help="use this archive instead of generating one")
     parser.add_argument("--no-floor", action="store_true", help="skip the minimal Spark job")
     parser.add_argument("--warm-up", action="store_true", help="one unmeasured run first (writes the class archive)")
+    parser.add_argument("--floor", choices=("parse", "jvm"), default="parse", help="the floor job (default: parse)")
     parser.add_argument("--floor-job", default=None, metavar="ARCHIVE", help=argparse.SUPPRESS)  # one floor run
     args = parser.parse_args(argv)
     if args.floor_job:
-        floor_job(args.floor_job)
+        floor_job(args.floor_job, args.floor)
         return 0
     subreaper = _become_subreaper()
     with tempfile.TemporaryDirectory(prefix="fixed-cost-") as work:
@@ -148,7 +159,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 measure([contractctl, "validate-archive", str(archive), "--report", str(report)], env=env)
             )
             if not args.no_floor:
-                floor = [sys.executable, str(Path(__file__).resolve()), "--floor-job", str(archive)]
+                floor = [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--floor-job",
+                    str(archive),
+                    "--floor",
+                    args.floor,
+                ]
                 results["floor"].append(measure(floor, env=env))
     figures = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
