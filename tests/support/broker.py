@@ -1,4 +1,4 @@
-"""The shared local broker in tests: names of a test's own, counting, publishing, draining, cleaning up.
+"""The shared local broker in tests: names of a test's own, counting, reading, waiting, cleaning up.
 
 Other suites use the same RabbitMQ at the same time, so a test declares everything under its own
 ``prefix()`` (``t-<uuid8>.``) or in a ``private_vhost()``, and deletes it afterwards. The management
