@@ -55,6 +55,7 @@ __all__ = [
     "TopologyConflict",
     "TransitionRefused",
     "UsageError",
+    "printable",
 ]
 
 
@@ -68,7 +69,17 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}#{self.pointer}" if self.pointer else self.file
-        return f"{where}: {self.message}"
+        return f"{printable(where)}: {self.message}"
+
+
+def printable(text: str) -> str:
+    """``text`` on one line: control characters, lone surrogates and other unprintables as escapes.
+
+    File names and JSON pointers come from the catalogue, so a key may hold a newline; a problem still
+    prints as one line a person can read back into the key."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class ContractPlatformError(Exception):

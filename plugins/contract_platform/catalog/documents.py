@@ -271,7 +271,34 @@ def read_json(path: Path) -> Any:
         pointer, digits = found
         message = f"an integer of {len(digits.lstrip('-'))} digits is too long (at most {MAX_INTEGER_DIGITS})"
         raise DocumentProblem(Problem(str(path), pointer, message))
+    if "\\u" in text and (pointer := _lone_surrogate(document)) is not None:
+        raise DocumentProblem(
+            Problem(
+                str(path),
+                pointer,
+                'a string holds a lone surrogate ("\\ud800"...), which is not text: write the character itself, '
+                'or both halves of its pair ("\\ud83d\\ude00")',
+            )
+        )
     return document
+
+
+def _lone_surrogate(document: Any) -> str | None:
+    """Pointer of the first key or string JSON text gave a lone surrogate escape (not UTF-8 text), or None."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii() and not _is_text(value):
+                return pointer_from_path(path)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not key.isascii() and not _is_text(key):
+                    return pointer_from_path((*path, key))
+                stack.append((item, (*path, key)))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+    return None
 
 
 def pointer_from_path(parts: Any) -> str:

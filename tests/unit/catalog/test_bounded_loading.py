@@ -151,3 +151,30 @@ def test_an_out_of_range_duration_is_bad_input_at_its_pointer(catalog: Path, cap
     mine = [line for line in err if line.startswith(f"contractctl: {path}#")]
     assert code == 2
     assert len(mine) == 1 and mine[0].startswith(f"contractctl: {path}#/retention/archive: "), err
+
+
+@pytest.mark.parametrize("verb", [("lint",), ("export", "asyncapi", "--out")])
+def test_a_lone_surrogate_escape_in_a_fixture_is_bad_input_at_its_pointer(
+    catalog: Path, capsys, tmp_path: Path, verb: tuple[str, ...]
+) -> None:
+    fixture = sorted((catalog / VERSION / "fixtures" / "valid").glob("*.json"))[0]
+    text = fixture.read_text()
+    fixture.write_text(text.replace('"metadata": {', '"metadata": {"note": "\\ud800",', 1))
+
+    argv = [*verb, str(tmp_path / "out.json"), "--catalog", str(catalog)] if len(verb) > 1 else [*verb, str(catalog)]
+    code, err = contractctl(capsys, *argv)
+
+    assert code == 2
+    assert any(
+        line.startswith(f"contractctl: {fixture}#/metadata/note: a string holds a lone surrogate") for line in err
+    ), err
+
+
+def test_a_key_holding_a_newline_is_named_on_one_line(catalog: Path, capsys) -> None:
+    path = catalog / VERSION / "contract.yaml"
+    path.write_text(path.read_text() + 'odd: {"a\\nb": {"\\ud800": 1}}\n')
+
+    code, err = contractctl(capsys, "lint", str(catalog))
+
+    assert code == 2
+    assert f"contractctl: {path}#/odd/a\\nb/\\ud800: a string holds a surrogate" in " ".join(err), err
