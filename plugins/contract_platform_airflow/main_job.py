@@ -45,23 +45,23 @@ def note(text: str) -> None:
 
 @contextlib.contextmanager
 def console_to(path: Path) -> Iterator[None]:
-    """Send everything written to stdout and stderr to ``path``: this process's ``sys.stdout``/``sys.stderr``
-    (whatever objects they are now) and file descriptors 1 and 2, which child processes inherit."""
+    """Send everything written to file descriptors 1 and 2 to ``path``: this process's ``sys.stdout`` and
+    ``sys.stderr`` write there, child processes inherit them. The stream objects themselves stay: Airflow's
+    logging keeps the ``sys.stdout`` it found, and must keep writing after the step to wherever fd 1 goes."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    with path.open("a", buffering=1) as sink:
+    with path.open("ab") as sink:
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
-        try:
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            for fd, copy in zip((1, 2), saved, strict=True):
-                os.dup2(copy, fd)
-                os.close(copy)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
 
 
 # A warning line in a step's log: Airflow's (structlog) "[warning ] text [logger] ...", Spark's (log4j)
