@@ -133,6 +133,7 @@ def contract_change() -> None:
             "{{ run_id }}",
             "--no-fail-on-findings",  # a refusal is evidence first; report_problems turns the run red
         ],
+        with_broker=True,  # messages in flight are read through rabbitmq_default, as users set it
     )
 
     @task(retries=0)

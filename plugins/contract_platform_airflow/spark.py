@@ -111,11 +111,16 @@ def check_spark_connection(conn_id: str, env_vars: dict[str, str] | None = None)
 
 
 class PlatformSparkSubmitOperator(SparkSubmitOperator):
-    """SparkSubmitOperator that hands the job the registry URL of ``contract_registry_default``.
+    """SparkSubmitOperator that hands the job the registry URL of ``contract_registry_default`` and, for a
+    job that reads the broker (``with_broker``), the AMQP URL of ``rabbitmq_default``.
 
-    The URL is resolved when the task runs (credentials are read only then) and passed through
+    The URLs are resolved when the task runs (credentials are read only then) and passed through
     the job's environment, never its command line, which the Spark hook logs.
     """
+
+    def __init__(self, *, with_broker: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.with_broker = with_broker
 
     def execute(self, context: Any) -> Any:
         from contract_platform_airflow.hooks.registry import RegistryHook
@@ -125,6 +130,10 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         self.log.info("submitting %s to Spark master %s (connection %s)", self.name, master, self._conn_id)
         platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
         self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
+        if self.with_broker:
+            from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
+
+            self.env_vars["CONTRACT_RABBITMQ_URL"] = RabbitMQHook().get_url()
         for value in self.env_vars.values():  # on YARN and Kubernetes env_vars go on the logged command line
             _mask_credentials(str(value))
         try:

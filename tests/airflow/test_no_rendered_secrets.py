@@ -51,3 +51,23 @@ def test_the_spark_task_gets_the_registry_url_only_when_it_runs(dagbag, monkeypa
     task.execute({})
 
     assert submitted["CONTRACT_REGISTRY_URL"] == url
+
+
+def test_the_replay_task_reads_messages_in_flight_through_rabbitmq_default(dagbag, monkeypatch) -> None:
+    """The broker a user set as ``rabbitmq_default`` is the one replay peeks, not the worker's environment."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from contract_platform_airflow import spark
+
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
+    monkeypatch.setenv("AIRFLOW_CONN_RABBITMQ_DEFAULT", f"amqp://platform:{PASSWORD}@broker.example:5673/orders")
+    monkeypatch.setattr(spark, "check_spark_connection", lambda conn_id, env_vars=None: "local[2]")
+    submitted: dict[str, Any] = {}
+    monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: submitted.update(self.env_vars))
+    task = dagbag.get_dag("contract_change").get_task("replay_traffic")
+    assert "CONTRACT_RABBITMQ_URL" not in (task.env_vars or {})
+    monkeypatch.setattr(task, "env_vars", dict(task.env_vars or {}))
+
+    task.execute({})
+
+    assert submitted["CONTRACT_RABBITMQ_URL"] == f"amqp://platform:{PASSWORD}@broker.example:5673/orders"
