@@ -21,7 +21,6 @@ import re
 import types
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from functools import cache
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from contract_platform.evidence import EvidenceKind
@@ -110,10 +109,15 @@ def _json(value: Any) -> Any:
     return value
 
 
-@cache
-def _hints(figures_class: type[Figures]) -> dict[str, Any]:
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(figures_class: type) -> dict[str, Any]:
     """Field types, resolved once per class (a guard reads every record of a validation window)."""
-    return get_type_hints(figures_class)
+    found = _HINTS.get(figures_class)
+    if found is None:
+        found = _HINTS[figures_class] = get_type_hints(figures_class)
+    return found
 
 
 @dataclass(frozen=True)
