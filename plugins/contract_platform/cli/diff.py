@@ -110,7 +110,9 @@ def _sample(old: Any, new: Any, compatible: bool, args: argparse.Namespace) -> l
 
         from contract_platform.compat.soundness import verify_samples
     except ImportError as exc:
-        raise UsageError(f"--verify-samples needs {exc.name}: pip install 'contract-lifecycle-platform[verify]'") from exc
+        raise UsageError(
+            f"--verify-samples needs {exc.name}: pip install 'contract-lifecycle-platform[verify]'"
+        ) from exc
 
     claimed = {"backward": ["backward"], "forward": ["forward"], "full": ["backward", "forward"]}.get(args.mode, [])
     if not compatible or not claimed:
