@@ -16,6 +16,7 @@ from typing import Any
 import pika
 import pytest
 from tests.support import broker
+from tests.support.retirement import seed_quiet_history
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -50,23 +51,6 @@ def walk(store: Any, message_type: str, version: str, to: str) -> None:
         state = store.apply_transition(
             message_type, expected=state, to=status, actor="test-seed", reason="seeded", evidence_id=evidence.id
         )
-
-
-def seed_observations(store: Any, contract: Any, now: datetime, days: tuple[int, ...]) -> None:
-    from contract_platform.amqp import plan_topology
-    from contract_platform.retirement.queues import AUDITED_ROLES
-
-    for age in days:
-        for queue in plan_topology(contract).queues_of(*AUDITED_ROLES):
-            store.record_observation(
-                contract.message_type,
-                queue.name,
-                consumers=0,
-                ready=0,
-                unacked=0,
-                source="management",
-                observed_at=now - timedelta(days=age),
-            )
 
 
 def write_archive(root: Path, contract: Any, last: datetime, catalog_dir: Path) -> None:
@@ -141,7 +125,7 @@ def test_retirement_audit_records_blockers_then_retires_v1(
     with Registry.open(platform_env["registry_url"]) as store:
         walk(store, V1, v1.version, "deprecated")
         walk(store, V2, v2.version, "active")
-        seed_observations(store, v1, now, days=(8, 4, 1))
+        seed_quiet_history(store, v1, now, days=(8, 4, 1))
     write_archive(archive, v1, now - timedelta(days=20), catalog_dir)
     plan = plan_topology(v1)
     dlq = plan.queues_of(Role.DLQ)[0].name

@@ -23,7 +23,7 @@ import copy
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pika
@@ -31,7 +31,7 @@ import pika
 from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
 from contract_platform.amqp.inspection import ManagementClient
 from contract_platform.amqp.management import BrokerTopology
-from contract_platform.amqp.peek import peek, requeue_risk
+from contract_platform.amqp.peek import PeekOutcome, peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.archive_record import TYPE_HEADERS, message_type_of
 from contract_platform.catalog.model import Contract
@@ -77,32 +77,17 @@ def message_id_of(properties: Any, body: bytes | None) -> str | None:
 
 
 @dataclass
-class QueueScan:
-    """What one dead-letter queue held when it was read (or why it was not)."""
+class QueueScan(PeekOutcome):
+    """What one dead-letter queue held when it was read (or why it was not): the peek's outcome, and what of
+    this type and family it found."""
 
-    queue: str
-    depth: int = 0
     vhost: str | None = None
     found: tuple[str, ...] = ()  # how the queue was found (platform topology, DLX topology, policy, name convention)
     why: tuple[str, ...] = ()
-    inspected: int = 0
     matching: int = 0
     matching_ids: list[str] = field(default_factory=list)
     family: dict[str, int] = field(default_factory=dict)  # other versions of the family: messages
     untyped: int = 0
-    unacked: int | None = None  # held by some consumer: not readable here
-    skipped: str | None = None  # why it was not read
-    vanished: bool = False  # deleted while the audit ran
-    exhausted: bool = False  # basic.get found it empty before the depth was reached (someone else took some)
-    delivery_count_raised: bool = False  # quorum queue read: x-delivery-count went up by one
-
-    @property
-    def complete(self) -> bool:
-        """Every message the queue held was seen (a vanished queue holds nothing)."""
-        if self.vanished:
-            return True
-        read_all = self.inspected >= self.depth or self.exhausted
-        return self.skipped is None and read_all and not self.unacked
 
     def to_dict(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -239,9 +224,8 @@ def _scan_queue(
         _tally(scan, contract, properties, body)
 
     outcome = peek(connection, name, limit=max_messages, info=info, version=version, visit=visit)
-    scan.depth, scan.inspected, scan.unacked = outcome.depth, outcome.inspected, outcome.unacked
-    scan.skipped, scan.vanished, scan.exhausted = outcome.skipped, outcome.vanished, outcome.exhausted
-    scan.delivery_count_raised = outcome.delivery_count_raised
+    for item in fields(PeekOutcome):
+        setattr(scan, item.name, getattr(outcome, item.name))
     return scan
 
 
