@@ -16,9 +16,9 @@ def drain_archives(catalog: Catalog, connection: Any, root: Path, *, idle_timeou
     An exchange whose archive queue does not exist yet (no version of it provisioned) is skipped
     and listed, not an error: nothing can have travelled on it through the platform.
     """
-    from contract_platform.archiver import Archiver, ArchiverConfig
     from contract_platform.amqp.inspection import passive_queue
     from contract_platform.amqp.topology import archive_queue_name
+    from contract_platform.archiver import Archiver, ArchiverConfig
 
     present = [e for e in catalog.exchanges if passive_queue(connection, archive_queue_name(e)) is not None]
     skipped = [e for e in catalog.exchanges if e not in present]
