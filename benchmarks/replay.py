@@ -22,11 +22,9 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,21 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.archive_validation import _seconds  # noqa: E402
 from benchmarks.generate_archive import ArchiveSpec, generate_archive  # noqa: E402
 
 __all__ = ["main", "run_benchmark"]
 
 ORDER = "order.order-created.v1"
 DATES = ("2026-07-01", "2026-07-02")
-
-
-def _seconds(action: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def _candidate(catalog_dir: Path, target: Path) -> tuple[Path, dict[str, Any]]:
