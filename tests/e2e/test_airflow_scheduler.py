@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -182,10 +183,16 @@ class Served:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             scheduled = [r for r in self.runs(dag_id) if r["run_type"] == "scheduled"]
+            settled = bool(scheduled)
             for run in scheduled:
                 if run["state"] not in TERMINAL:
-                    self.request("PATCH", f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}", {"state": "failed"})
-            if scheduled:
+                    try:
+                        self.request("PATCH", f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}", {"state": "failed"})
+                    except urllib.error.HTTPError as exc:
+                        if exc.code < 500:
+                            raise
+                        settled = False  # the scheduler wrote to SQLite at the same moment: look again
+            if settled:
                 return
             time.sleep(1.0)
 
