@@ -62,12 +62,15 @@ PRIOR_ID = -1  # record_id of what an earlier run saw: it takes part in the rule
 _BEFORE_ALL = -(2**63)  # received_us of the ordering state: before anything in the interval
 
 
-def find_duplicates(records: DataFrame, prior: DataFrame | None = None) -> DataFrame:
+def find_duplicates(records: DataFrame, prior: DataFrame | None = None, *, broadcast_keys: bool = False) -> DataFrame:
     """(record_id, finding): DUPLICATE / CONFLICTING_DUPLICATE for every copy after the first (see ``sequence``).
 
-    The messageIds seen more than once are found by an aggregation; only their copies are windowed.
-    ``prior`` (``SEEN_COLUMNS``: first copies an earlier interval's run kept, within the lookback)
-    take part as originals, so a copy of a message received before the interval is still found.
+    The messageIds seen more than once are found by an aggregation on a 64-bit hash of the key (a
+    collision only lets a record into the window, which orders by the key itself); only their copies
+    are windowed. ``prior`` (``SEEN_COLUMNS``: first copies an earlier interval's run kept, within the
+    lookback) take part as originals, so a copy of a message received before the interval is still
+    found. ``broadcast_keys``: the repeated keys' hashes are few enough (at most one per two records)
+    to send to every task, so the records are filtered where they are instead of shuffled.
     """
     key = ["message_type", "message_id"]
     keyed = records.where(F.col("message_type").isNotNull() & F.col("message_id").isNotNull()).select(
@@ -75,8 +78,9 @@ def find_duplicates(records: DataFrame, prior: DataFrame | None = None) -> DataF
     )
     if prior is not None:
         keyed = keyed.unionByName(prior.select(F.lit(PRIOR_ID).cast("long").alias("record_id"), *SEEN_COLUMNS))
-    repeated = keyed.groupBy(*key).count().where(F.col("count") > 1).select(*key)
-    copies = keyed.join(repeated, key, "left_semi")
+    keyed = keyed.withColumn("key_hash", F.xxhash64(*key))
+    repeated = keyed.groupBy("key_hash").count().where(F.col("count") > 1).select("key_hash")
+    copies = keyed.join(F.broadcast(repeated) if broadcast_keys else repeated, "key_hash", "left_semi")
     window = _in_archive_order(*key)
     first_at = F.coalesce(F.first("received_at").over(window), F.lit(UNKNOWN_TIME))
     same = F.col("payload_hash").eqNullSafe(F.first("payload_hash").over(window))

@@ -119,6 +119,7 @@ __all__ = [
 
 APP_NAME = "validate-archive"
 _BROADCAST_ROWS = 1_000_000  # flagged records to broadcast, beyond which a shuffle join is safer
+_BROADCAST_KEYS = 10_000_000  # records whose repeated keys' hashes (8 bytes each, one per two at most) are broadcast
 _COLLECT_ROWS = 100_000  # records to read again that the driver groups itself, beyond which Spark does
 SPLIT_SCHEMA = from_arrow_schema(pa.schema(list(SPLIT_FIELDS)))
 CHECKED_SCHEMA = from_arrow_schema(pa.schema(list(CHECKED_FIELDS)))
@@ -435,24 +436,24 @@ def _run_validation(
         spark, planned, catalog_dir, bundle, shipped, oversize_bytes=oversize_bytes, statuses=statuses
     ).persist(StorageLevel.MEMORY_AND_DISK)
     flags: DataFrame | None = None
-    records: DataFrame | None = None
     duplicates: DataFrame | None = None
     try:
         sequence_paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
-        duplicates = find_duplicates(checked, prior.seen).persist(StorageLevel.MEMORY_AND_DISK)
-        # A small input has few flagged records for certain; a large one counts them (materializing the
-        # cache once) to know whether they are few enough to broadcast.
+        # The flagged records are a subset of the records: when these are few enough to broadcast, so are
+        # those, and nothing has to be counted. A small input is known to be few; a larger one counts its
+        # records (the Spark job that runs the record-level rules and fills the cache, needed anyway).
         small_input = sum(size for _, size in files) <= _SMALL_INPUT
-        copies = 0 if small_input else duplicates.count()
-        small = F.broadcast(duplicates) if copies <= _BROADCAST_ROWS else duplicates
+        counted = None if small_input else checked.count()
+        few = counted is None or counted <= _BROADCAST_ROWS
+        keys_few = prior.seen is None and (counted is None or counted <= _BROADCAST_KEYS)
+        duplicates = find_duplicates(checked, prior.seen, broadcast_keys=keys_few).persist(StorageLevel.MEMORY_AND_DISK)
+        small = F.broadcast(duplicates) if few or duplicates.count() <= _BROADCAST_ROWS else duplicates
         flags = duplicates.unionByName(find_out_of_order(checked, sequence_paths, small, prior.last)).persist(
             StorageLevel.MEMORY_AND_DISK
         )
-        flagged = 0 if small_input else flags.count()
-        # one cached result that the report's aggregation and the quarantine both read
-        records = all_findings(checked, flags, broadcast=flagged <= _BROADCAST_ROWS).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+        # Not cached: the report's aggregation and the quarantine each read the cached records with the
+        # flags joined on the way, which costs less than writing a second copy of every record.
+        records = all_findings(checked, flags, broadcast=few or flags.count() <= _BROADCAST_ROWS)
         figures = aggregate(records)
         if quarantine_dir is not None:
             reread = partial(reread_batches, catalog=shipped, oversize_bytes=oversize_bytes, statuses=statuses or None)
@@ -485,7 +486,7 @@ def _run_validation(
                 state.write(first_copies(checked, small), last_sequences(checked, small, prior.last), days, last_day)
     finally:
         checked.unpersist()
-        for cached in (records, flags, duplicates):
+        for cached in (flags, duplicates):
             if cached is not None:
                 cached.unpersist()
     if report_path is not None:

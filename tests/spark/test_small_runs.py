@@ -41,6 +41,11 @@ def defective(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Pa
     return root
 
 
+def stable(report: Any) -> dict[str, Any]:
+    """The report without what differs from run to run."""
+    return {k: v for k, v in report.to_dict().items() if k not in VOLATILE and k != "quarantine"}
+
+
 def quarantined(folder: Path) -> list[str]:
     return sorted(line for path in folder.glob("part-*") for line in path.read_text().splitlines())
 
@@ -52,12 +57,24 @@ def test_a_small_input_checked_in_the_driver_gives_the_report_and_quarantine_of_
     monkeypatch.setattr(job, "_IN_DRIVER_WORK", -1)  # nothing is small enough: the Python workers check it
     by_workers = job.run_validation(spark, defective, catalog_dir, quarantine_dir=tmp_path / "workers")
 
-    def stable(report: Any) -> dict[str, Any]:
-        return {k: v for k, v in report.to_dict().items() if k not in VOLATILE and k != "quarantine"}
-
     assert in_driver.totals.records == 300 and in_driver.totals.invalid > 0
     assert stable(in_driver) == stable(by_workers)
     assert quarantined(tmp_path / "driver") == quarantined(tmp_path / "workers") != []
+
+
+def test_the_shuffle_joins_of_a_large_input_give_the_report_and_quarantine_of_the_broadcasts(
+    spark: Any, defective: Path, catalog_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broadcast = job.run_validation(spark, defective, catalog_dir, quarantine_dir=tmp_path / "broadcast")
+    # as if the input were too large to broadcast anything: records counted, then copies and flags
+    monkeypatch.setattr(job, "_SMALL_INPUT", -1)
+    monkeypatch.setattr(job, "_BROADCAST_ROWS", 0)
+    monkeypatch.setattr(job, "_BROADCAST_KEYS", 0)
+    shuffled = job.run_validation(spark, defective, catalog_dir, quarantine_dir=tmp_path / "shuffled")
+
+    assert {"DUPLICATE", "CONFLICTING_DUPLICATE", "OUT_OF_ORDER"} <= set(broadcast.to_dict()["by_reason"])
+    assert stable(broadcast) == stable(shuffled)
+    assert quarantined(tmp_path / "broadcast") == quarantined(tmp_path / "shuffled") != []
 
 
 @pytest.fixture(scope="module")
