@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contract_platform import settings
@@ -30,14 +30,27 @@ from contract_platform.validation.reading import LINE_BITS, Split
 from spark_jobs._archive_rules import LAST_COLUMNS, SEEN_COLUMNS
 from spark_jobs._common import folder_date, hadoop_path, partition_date, path_exists
 
-__all__ = ["DEFAULT_LOOKBACK", "ArchiveState", "PriorState", "dedup_lookback", "default_state_dir", "split_days"]
+__all__ = [
+    "DEFAULT_LOOKBACK",
+    "ArchiveState",
+    "PriorState",
+    "dedup_lookback",
+    "dedup_windows",
+    "default_state_dir",
+    "split_days",
+]
 
 DEFAULT_LOOKBACK = ValidationSettings().dedup_window  # a contract's dedupWindow unless it declares one
 
 
 def dedup_lookback(contracts: Iterable[Contract]) -> timedelta:
-    """How far back a run looks for earlier copies: the largest ``validation.dedupWindow`` of ``contracts``."""
+    """How many days a run reads back for earlier copies: the largest ``validation.dedupWindow`` of ``contracts``."""
     return max((contract.validation.dedup_window for contract in contracts), default=DEFAULT_LOOKBACK)
+
+
+def dedup_windows(contracts: Iterable[Contract]) -> dict[str, timedelta]:
+    """messageType -> its ``validation.dedupWindow``; a type the catalogue does not hold has ``DEFAULT_LOOKBACK``."""
+    return {contract.message_type: contract.validation.dedup_window for contract in contracts}
 
 
 def default_state_dir(archive: str) -> str:
@@ -61,9 +74,18 @@ class ArchiveState:
     spark: SparkSession
     root: str
 
-    def prior(self, since: date, lookback: timedelta = DEFAULT_LOOKBACK) -> PriorState:
-        """First copies received in the ``lookback`` before ``since`` and the latest ordering state before it."""
-        lookback_days = max(1, math.ceil(lookback / timedelta(days=1)))
+    def prior(
+        self, since: date, lookback: timedelta = DEFAULT_LOOKBACK, windows: Mapping[str, timedelta] | None = None
+    ) -> PriorState:
+        """First copies received in the dedup window before ``since`` and the latest ordering state before it.
+
+        ``windows``: each messageType's own dedup window (a type not in it has ``DEFAULT_LOOKBACK``); the
+        days read are those of the largest window, ``lookback`` when it is larger. Without ``windows``,
+        ``lookback`` is every type's window.
+        """
+        per_type = dict(windows or {})
+        widest = max([lookback, *per_type.values()]) if per_type else lookback
+        lookback_days = max(1, math.ceil(widest / timedelta(days=1)))
         seen_paths = [
             path
             for n in range(lookback_days, 0, -1)
@@ -72,11 +94,8 @@ class ArchiveState:
         seen = None
         if seen_paths:
             start_us = int(datetime.combine(since, datetime.min.time(), UTC).timestamp() * 1_000_000)
-            seen = (
-                self.spark.read.parquet(*seen_paths)
-                .select(*SEEN_COLUMNS)
-                .where(F.col("received_us") >= F.lit(start_us - int(lookback / timedelta(microseconds=1))))
-            )
+            seen = self.spark.read.parquet(*seen_paths).select(*SEEN_COLUMNS)
+            seen = seen.where(F.col("received_us") >= F.lit(start_us) - _window_us(per_type, lookback))
         state_from = self._latest_before(since)
         last = None
         if state_from is not None:
@@ -109,6 +128,20 @@ class ArchiveState:
         )
         target = f"{self.root}/last/date={last_day}"
         last.select(*LAST_COLUMNS).coalesce(1).write.mode("overwrite").parquet(target)
+
+
+def _window_us(windows: Mapping[str, timedelta], default: timedelta) -> Column:
+    """A column of each row's dedup window in microseconds, by its ``message_type``."""
+
+    def us(window: timedelta) -> int:
+        return window // timedelta(microseconds=1)
+
+    fallback = F.lit(us(DEFAULT_LOOKBACK if windows else default)).cast("long")
+    if not windows:
+        return fallback
+    pairs = [(F.lit(name), F.lit(us(window)).cast("long")) for name, window in sorted(windows.items())]
+    table = F.create_map(*[part for pair in pairs for part in pair])
+    return F.coalesce(table[F.col("message_type")], fallback)
 
 
 def split_days(splits: list[Split]) -> dict[int, date]:

@@ -15,8 +15,8 @@ Incremental runs (docs/archive-validation.md): ``--since``/``--until`` (``since 
 read only the ``date=YYYY-MM-DD`` partitions in range, listed by folder name. The cross-record rules
 keep their meaning across the boundary through the state kept under ``--state`` (default under the
 platform's data folder, ``spark_jobs/_archive_state.py``): copies are compared with the first copies
-of the lookback before the interval (the largest ``validation.dedupWindow`` of the catalogue, 24 h by
-default), sequences with the last one known per ordering key.
+received within their type's ``validation.dedupWindow`` (24 h by default) before the interval,
+sequences with the last one known per ordering key.
 
 Extract -> transform -> load:
 
@@ -86,7 +86,14 @@ from spark_jobs._archive_rules import (
     last_sequences,
     summarize,
 )
-from spark_jobs._archive_state import ArchiveState, PriorState, dedup_lookback, default_state_dir, split_days
+from spark_jobs._archive_state import (
+    ArchiveState,
+    PriorState,
+    dedup_lookback,
+    dedup_windows,
+    default_state_dir,
+    split_days,
+)
 from spark_jobs._common import (
     QUICK_START_BYTES,
     JobRun,
@@ -367,8 +374,8 @@ def run_validation(
 
     With ``state_dir``, the cross-record rules start from what earlier intervals kept there (when
     ``since`` is given) and this interval's state is written there afterwards (``_archive_state``);
-    ``lookback`` (default: the catalogue's largest ``validation.dedupWindow``) is how far back it looks
-    for an earlier copy of a message; ``catalog``: the catalogue already loaded from ``catalog_dir``
+    ``lookback`` is how far back it looks for an earlier copy of a message of any type (default: each
+    type its own ``validation.dedupWindow``, 24 h for a type the catalogue does not hold); ``catalog``: the catalogue already loaded from ``catalog_dir``
     (loaded here when not given). Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
     (catalogue does not load) and ``UsageError`` (bad status, range or quarantine folder).
     """
@@ -412,6 +419,7 @@ def _run_validation(
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     if catalog is None:
         catalog = load_catalog(catalog_dir)  # CatalogError lists every problem
+    windows = dedup_windows(catalog) if lookback is None else None  # each type its own window, unless one is given
     if lookback is None:
         lookback = dedup_lookback(catalog)
     try:
@@ -430,7 +438,11 @@ def _run_validation(
     shipped = spark.sparkContext.broadcast(bundle)  # once: the record rules and the second read share it
     since, until = interval or (None, None)
     files = list_archive(spark, archive, since, until)
-    prior = state.prior(since, lookback) if state is not None and since is not None else PriorState(None, None, 0, None)
+    prior = (
+        state.prior(since, lookback, windows)
+        if state is not None and since is not None
+        else PriorState(None, None, 0, None)
+    )
     planned = plan_archive(spark, files)
     checked = _checked(
         spark, planned, catalog_dir, bundle, shipped, oversize_bytes=oversize_bytes, statuses=statuses

@@ -21,11 +21,19 @@ from spark_jobs import validate_archive as job
 pytestmark = pytest.mark.spark
 
 V1 = "billing.invoice-issued.v1"  # ordered by /metadata/partitionKey, sequence /payload/aggregateVersion
+V2 = "billing.invoice-issued.v2"  # the same exchange and ordering
 DAY1, DAY2, DAY3 = "2026-07-01", "2026-07-02", "2026-07-03"
 
 
-def envelope(catalog: Catalog, key: str, sequence: int, message_id: str | None = None, amount: str = "10.00") -> dict:
-    contract = catalog.get(V1)
+def envelope(
+    catalog: Catalog,
+    key: str,
+    sequence: int,
+    message_id: str | None = None,
+    amount: str = "10.00",
+    message_type: str = V1,
+) -> dict:
+    contract = catalog.get(message_type)
     doc = copy.deepcopy(next(f.document for f in contract.fixtures if f.valid))
     doc["metadata"]["messageId"] = message_id or str(uuid.uuid4())
     doc["metadata"]["partitionKey"] = key
@@ -35,10 +43,12 @@ def envelope(catalog: Catalog, key: str, sequence: int, message_id: str | None =
 
 
 def write_day(root: Path, catalog: Catalog, day: str, stamped: list[tuple[str, dict[str, Any]]]) -> None:
-    contract = catalog.get(V1)
-    folder = root / contract.transport.exchange / f"date={day}"
+    folder = root / catalog.get(V1).transport.exchange / f"date={day}"
     folder.mkdir(parents=True)
-    lines = [json.dumps(archive_record(contract, doc, f"{day}T{time}Z")) for time, doc in stamped]
+    lines = [
+        json.dumps(archive_record(catalog.get(doc["metadata"]["messageType"]), doc, f"{day}T{time}Z"))
+        for time, doc in stamped
+    ]
     (folder / "part-0000.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -181,3 +191,25 @@ def test_a_copy_30_hours_later_is_a_duplicate_within_a_48h_dedup_window_and_not_
     wide = day_three(catalog_copy, tmp_path / "state-48h")
     assert reasons(wide) == {str(Reason.DUPLICATE): 1}
     assert wide.interval is not None and wide.interval.lookback_days == 2
+
+
+def test_each_type_looks_back_its_own_dedup_window(
+    spark, catalog: Catalog, catalog_dir: Path, catalog_copy: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "archive"
+    first_v1 = envelope(catalog, "inv-1", 1, "msg-v1")
+    first_v2 = envelope(catalog, "inv-1", 1, "msg-v2", message_type=V2)
+    write_day(root, catalog, DAY1, [("20:00:00.000", first_v1), ("20:00:00.000", first_v2)])
+    write_day(root, catalog, DAY2, [("12:00:00.000", envelope(catalog, "inv-2", 1))])
+    write_day(root, catalog, DAY3, [("02:00:00.000", first_v1), ("02:00:00.000", first_v2)])  # both 30 h later
+    contract = catalog_copy / "billing" / "invoice-issued" / "v1" / "contract.yaml"
+    contract.write_text(contract.read_text() + "validation: {dedupWindow: 48h}\n")  # v2 keeps the default 24h
+    d1, d3 = date.fromisoformat(DAY1), date.fromisoformat(DAY3)
+    state = tmp_path / "state"
+    validate(spark, root, catalog_copy, since=d1, until=d3, state_dir=state)
+    day_three = validate(spark, root, catalog_copy, since=d3, state_dir=state)
+    assert day_three.totals.records == 2 and day_three.interval is not None
+    assert day_three.interval.lookback_days == 2  # the widest window decides the days read
+    assert reasons(day_three) == {str(Reason.DUPLICATE): 1}
+    duplicates = {name: figures.by_reason.get(Reason.DUPLICATE, 0) for name, figures in day_three.by_type.items()}
+    assert duplicates == {V1: 1, V2: 0}
