@@ -47,6 +47,7 @@ from pyspark.sql import functions as F
 from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
+from contract_platform.days import check_range, parse_day
 from contract_platform.errors import ContractPlatformError, UsageError
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
     "FINDINGS",
     "JobRun",
     "build_session",
-    "check_range",
     "date_arg",
     "date_partitions",
     "days",
@@ -332,12 +332,6 @@ def run_job(
     return code
 
 
-def check_range(since: date | None, until: date | None) -> None:
-    """A day range ``since <= day < until`` (either bound may be left out); ``until`` not after ``since`` is bad input."""
-    if since is not None and until is not None and until <= since:
-        raise UsageError(f"until {until} is not after since {since}: the range is since <= day < until")
-
-
 def local_size_at_most(path: str, limit: int) -> bool:
     """True when ``path`` is a local file or folder whose files hold at most ``limit`` bytes together.
 
@@ -362,13 +356,11 @@ def local_size_at_most(path: str, limit: int) -> bool:
 
 
 def date_arg(text: str) -> date | None:
-    """A ``YYYY-MM-DD`` option (empty: no bound), for argparse."""
-    if not text:
-        return None
+    """A ``YYYY-MM-DD`` option (empty: no bound), for argparse (``contract_platform.days.parse_day``)."""
     try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write YYYY-MM-DD") from None
+        return parse_day(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:

@@ -63,6 +63,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
+from contract_platform.days import check_range
 from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
 from contract_platform.validation.arrow import (
     CHECKED_FIELDS,
@@ -97,7 +98,6 @@ from spark_jobs._archive_state import (
 from spark_jobs._common import (
     QUICK_START_BYTES,
     JobRun,
-    check_range,
     date_arg,
     date_partitions,
     job_parser,

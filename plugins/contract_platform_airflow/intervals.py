@@ -17,19 +17,12 @@ from typing import Any
 
 from airflow.timetables.interval import CronDataIntervalTimetable
 
-from contract_platform.errors import UsageError
+from contract_platform.days import check_range, parse_day
 
 __all__ = ["DAILY", "INTERVAL_RUN_TYPES", "run_range"]
 
 DAILY = CronDataIntervalTimetable("0 0 * * *", timezone="UTC")
 INTERVAL_RUN_TYPES = ("scheduled", "backfill")
-
-
-def _day(name: str, text: str) -> str:
-    try:
-        return date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise UsageError(f"{name} {text!r} is not a date; write YYYY-MM-DD (or leave it empty)") from None
 
 
 def _end_day(moment: datetime) -> date:
@@ -42,11 +35,9 @@ def run_range(context: dict[str, Any], params: dict[str, Any] | None = None) -> 
     given = dict(params or {})
     since, until = str(given.get("since") or ""), str(given.get("until") or "")
     if since or until:
-        since = _day("since", since) if since else ""
-        until = _day("until", until) if until else ""
-        if since and until and until <= since:
-            raise UsageError(f"until {until} is not after since {since}: the range is since <= day < until")
-        return since, until
+        first, end = parse_day(since, "since"), parse_day(until, "until")
+        check_range(first, end)
+        return (first.isoformat() if first else "", end.isoformat() if end else "")
     run = context.get("dag_run")
     start, end = context.get("data_interval_start"), context.get("data_interval_end")
     if (

@@ -8,12 +8,12 @@ threshold, 1 when any misses, 2 for bad input.
 from __future__ import annotations
 
 import argparse
-from datetime import date
 from pathlib import Path
 
 from contract_platform import settings
 from contract_platform.cli.common import add_catalog_argument, add_format_argument
 from contract_platform.cli.output import emit_json, out, table
+from contract_platform.days import parse_day
 from contract_platform.errors import UsageError
 
 HELP = "envelope quality (Great Expectations) over an archive, per message type"
@@ -27,20 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_format_argument(parser)
 
 
-def _since(text: str | None) -> date | None:
-    if not text:
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"--since {text!r} is not a date; write YYYY-MM-DD") from None
-
-
 def run(args: argparse.Namespace) -> int:
     from contract_platform.catalog import load_catalog
 
     catalog_dir = args.catalog or settings.catalog_dir()
-    since = _since(args.since)
+    since = parse_day(args.since, "--since")
     load_catalog(catalog_dir)  # a catalogue that does not load is bad input, before a JVM starts
     if not args.archive.exists():
         raise UsageError(f"{args.archive}: archive path does not exist; give an archive root, folder or file")
