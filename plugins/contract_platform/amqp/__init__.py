@@ -8,7 +8,8 @@
     remove_topology(connection, plan, exchanges_in_use=...) -> RemovalReport
     Publisher(connection_or_url, validator).publish(envelope) -> PublishResult
     inspect_queue(connection, name)            -> QueueState
-    peek(connection, queue, visit)             -> PeekOutcome (non-destructive read)
+    peek.peek(connection, queue, visit)        -> PeekOutcome (non-destructive read; the function shares
+                                                  its module's name, so it is imported from the module)
 
 Only transport lives here; the services built on it are their own packages: the topic archiver
 (``contract_platform.archiver``) and the v<N-1> -> v<N> bridge (``contract_platform.bridge``).
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
     from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
-    from contract_platform.amqp.peek import PeekOutcome, peek
+    from contract_platform.amqp.peek import PeekOutcome
     from contract_platform.amqp.publisher import Publisher, PublishResult, basic_properties, encode_body
     from contract_platform.amqp.topology import (
         Binding,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 _MODULES = {
     "connection": ("amqp_url", "broker_errors", "describe_broker", "open_connection"),
     "inspection": ("ManagementClient", "QueueState", "inspect_queue"),
-    "peek": ("PeekOutcome", "peek"),
+    "peek": ("PeekOutcome",),
     "publisher": ("PublishResult", "Publisher", "basic_properties", "encode_body"),
     "topology": (
         "Binding",
@@ -99,7 +100,6 @@ __all__ = [
     "inspect_queue",
     "open_connection",
     "parking_lot_name",
-    "peek",
     "plan_topology",
     "provision",
     "remove_topology",
