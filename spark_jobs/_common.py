@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -201,14 +202,51 @@ def launch_conf(quick_start: bool = False) -> SparkConf:
     """What goes on the command line of a driver JVM this process launches (``LAUNCH_DEFAULTS``, quick start).
 
     ``PYSPARK_SUBMIT_ARGS`` comes after it on that command line, so a user's ``--conf`` or
-    ``--driver-java-options`` there wins.
+    ``--driver-java-options`` there wins. The driver's heap is ``default_driver_memory()`` unless the
+    user sized it (``driver_memory_chosen``).
     """
     conf = SparkConf(loadDefaults=False)
     for key, value in LAUNCH_DEFAULTS.items():
         conf.set(key, value)
+    if not driver_memory_chosen():
+        conf.set("spark.driver.memory", default_driver_memory())
     if quick_start:
         conf.set("spark.driver.extraJavaOptions", " ".join([QUICK_START_JAVA_OPTIONS, *class_archive_options()]))
     return conf
+
+
+# In local mode the driver is the executor too: it caches the checked records and runs every task.
+# Spark's 1g default ran out of heap validating 3M records (1.6 GB of record text, 2 cores).
+DRIVER_MEMORY_RANGE = (1, 4)  # GiB: a quarter of the machine's memory, within these bounds
+
+
+def default_driver_memory() -> str:
+    """A quarter of the machine's memory, between 1 and 4 GiB, as Spark writes a size (``"4g"``)."""
+    low, high = DRIVER_MEMORY_RANGE
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):  # no sysconf: Spark's own default
+        return f"{low}g"
+    return f"{max(low, min(high, int(total // 4)))}g"
+
+
+def driver_memory_chosen() -> bool:
+    """Whether the user sized the driver: ``SPARK_DRIVER_MEMORY``, ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``."""
+    if os.environ.get("SPARK_DRIVER_MEMORY"):
+        return True
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if "--driver-memory" in submit_args or "spark.driver.memory" in submit_args:
+        return True
+    folder = os.environ.get("SPARK_CONF_DIR") or (
+        str(Path(os.environ["SPARK_HOME"]) / "conf") if os.environ.get("SPARK_HOME") else None
+    )
+    if folder is None:
+        return False
+    try:
+        text = (Path(folder) / "spark-defaults.conf").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(re.split(r"[\s=:]", line.strip(), maxsplit=1)[0] == "spark.driver.memory" for line in text.splitlines())
 
 
 def build_session(

@@ -18,6 +18,7 @@ import pytest
 from benchmarks.generate_archive import DEFECTS, ArchiveSpec, generate_archive
 
 from spark_jobs import validate_archive as job
+from spark_jobs._common import DRIVER_MEMORY_RANGE, default_driver_memory, driver_memory_chosen, launch_conf
 
 pytestmark = pytest.mark.spark
 
@@ -106,12 +107,45 @@ def test_a_jvm_this_process_launches_has_no_progress_bar_a_quick_start_and_its_c
 
     first = probe()
     assert first["progress"] == "false"  # pyspark's shell launch would have turned it on
+    assert f"-Xmx{default_driver_memory()}" in first["jvm"]  # not Spark's 1g: the driver caches the records
     assert "-XX:TieredStopAtLevel=1" in first["jvm"]
     assert any(argument.startswith("-XX:ArchiveClassesAtExit=") for argument in first["jvm"])
     folder = Path(class_cache["CONTRACT_JVM_CLASS_CACHE"])
     [archive] = folder.iterdir()  # written when the JVM exited, then put in place: nothing half-written left
     assert archive.suffix == ".jsa"
     assert f"-XX:SharedArchiveFile={archive}" in probe()["jvm"]  # the next JVM maps it
+
+
+@pytest.mark.parametrize(
+    ("environment", "defaults", "chosen"),
+    [
+        ({}, None, False),
+        ({"SPARK_DRIVER_MEMORY": "1536m"}, None, True),
+        ({"PYSPARK_SUBMIT_ARGS": "--driver-memory 2g pyspark-shell"}, None, True),
+        ({"PYSPARK_SUBMIT_ARGS": "--conf spark.driver.memory=2g pyspark-shell"}, None, True),
+        ({}, "spark.driver.memory   6g\n", True),
+        ({}, "spark.driver.memory=6g\n", True),
+        ({}, "# spark.driver.memory 6g\nspark.driver.memoryOverhead 1g\n", False),
+    ],
+)
+def test_a_driver_the_user_sized_keeps_its_size(
+    environment: dict[str, str],
+    defaults: str | None,
+    chosen: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("SPARK_DRIVER_MEMORY", "PYSPARK_SUBMIT_ARGS", "SPARK_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    if defaults is not None:
+        (tmp_path / "spark-defaults.conf").write_text(defaults)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert driver_memory_chosen() is chosen
+    assert (launch_conf().get("spark.driver.memory") is None) is chosen
+    low, high = DRIVER_MEMORY_RANGE
+    assert low <= int(default_driver_memory().removesuffix("g")) <= high
 
 
 def test_contractctl_validate_archive_writes_no_progress_bar(

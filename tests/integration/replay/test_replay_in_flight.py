@@ -8,8 +8,8 @@ poisoned body is a record like any other, and what could not be read says so.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -57,6 +57,35 @@ def order_contract(catalog: Catalog, queue_type: str = "classic") -> Contract:
     return replace(contract, topology=replace(contract.topology, queue_type=queue_type))
 
 
+@dataclass(frozen=True)
+class Provisioned:
+    """order.order-created.v1's topology on the broker, and a channel with publisher confirms."""
+
+    contract: Contract
+    channel: Any
+
+    @property
+    def work(self) -> str:
+        return self.contract.consumers[0].queue
+
+    def publish(self, number: int) -> None:
+        """Message ``m-<number>`` of the version, through its exchange."""
+        transport = self.contract.transport
+        publish(self.channel, transport.exchange, transport.routing_key, envelope(number), ORDER_V1, f"m-{number}")
+
+
+@pytest.fixture
+def provisioned(connection: Any, management: ManagementClient, catalog: Catalog) -> Callable[..., Provisioned]:
+    def make(queue_type: str = "classic") -> Provisioned:
+        contract = order_contract(catalog, queue_type)
+        provision(connection, plan_topology(contract), management=management)
+        channel = connection.channel()
+        channel.confirm_delivery()
+        return Provisioned(contract, channel)
+
+    return make
+
+
 def envelope(number: int, message_type: str = ORDER_V1) -> bytes:
     metadata = {"messageId": f"m-{number}", "messageType": message_type}
     return json.dumps({"metadata": metadata, "payload": {"orderId": f"ORD-{number}"}}).encode()
@@ -73,15 +102,12 @@ def contents(connection: Any, queue: str) -> list[str]:
 
 
 def test_messages_of_the_version_in_its_queues_come_back_as_records_and_stay_where_they_were(
-    connection: Any, management: ManagementClient, catalog: Catalog, vhost: str
+    connection: Any, management: ManagementClient, provisioned: Callable[..., Provisioned], vhost: str
 ) -> None:
-    contract = order_contract(catalog)
-    provision(connection, plan_topology(contract), management=management)
-    work = contract.consumers[0].queue
+    version = provisioned()
+    contract, work, channel = version.contract, version.work, version.channel
     exchange, key = contract.transport.exchange, contract.transport.routing_key
-    channel = connection.channel()
-    channel.confirm_delivery()
-    publish(channel, exchange, key, envelope(1), ORDER_V1, "m-1")
+    version.publish(1)
     publish(channel, dlx_name(exchange), dlq_name(work), envelope(2), ORDER_V1, "m-2")  # rejected earlier
     publish(channel, dlx_name(exchange), dlq_name(work), envelope(3, OTHER), OTHER, "m-3")  # another type
     publish(channel, dlx_name(exchange), parking_lot_name(work), b"\xff\xfe not text", ORDER_V1, "m-4")  # poisoned
@@ -123,20 +149,15 @@ def test_messages_of_the_version_in_its_queues_come_back_as_records_and_stay_whe
 
 @pytest.mark.parametrize("queue_type", ["classic", "quorum"])
 def test_depth_and_order_are_unchanged_for_each_queue_type(
-    connection: Any, management: ManagementClient, catalog: Catalog, queue_type: str
+    connection: Any, management: ManagementClient, provisioned: Callable[..., Provisioned], queue_type: str
 ) -> None:
-    contract = order_contract(catalog, queue_type)
-    provision(connection, plan_topology(contract), management=management)
-    work = contract.consumers[0].queue
-    channel = connection.channel()
-    channel.confirm_delivery()
+    version = provisioned(queue_type)
+    work = version.work
     ids = [f"m-{n}" for n in range(6)]
-    for number, message_id in enumerate(ids):
-        publish(
-            channel, contract.transport.exchange, contract.transport.routing_key, envelope(number), ORDER_V1, message_id
-        )
+    for number in range(len(ids)):
+        version.publish(number)
 
-    found = in_flight_records(connection, contract, management=management)
+    found = in_flight_records(connection, version.contract, management=management)
 
     looked = {q.queue: q for q in found.queues}[work]
     version = broker_version(connection)
@@ -150,13 +171,10 @@ def test_depth_and_order_are_unchanged_for_each_queue_type(
 
 
 def test_without_the_management_api_the_versions_own_queues_are_still_read(
-    connection: Any, management: ManagementClient, catalog: Catalog
+    connection: Any, management: ManagementClient, provisioned: Callable[..., Provisioned]
 ) -> None:
-    contract = order_contract(catalog)
-    provision(connection, plan_topology(contract), management=management)
-    work = contract.consumers[0].queue
-    channel = connection.channel()
-    channel.confirm_delivery()
+    version = provisioned()
+    contract, work, channel = version.contract, version.work, version.channel
     publish(channel, dlx_name(contract.transport.exchange), dlq_name(work), envelope(1), ORDER_V1, "m-1")
     channel.queue_declare("legacy-consumer.errors", durable=True)
     publish(channel, "", "legacy-consumer.errors", envelope(2), ORDER_V1, "m-2")
@@ -171,25 +189,15 @@ def test_without_the_management_api_the_versions_own_queues_are_still_read(
 
 
 def test_a_queue_deeper_than_the_bound_is_reported_incomplete(
-    connection: Any, management: ManagementClient, catalog: Catalog
+    connection: Any, management: ManagementClient, provisioned: Callable[..., Provisioned]
 ) -> None:
-    contract = order_contract(catalog)
-    provision(connection, plan_topology(contract), management=management)
-    work = contract.consumers[0].queue
-    channel = connection.channel()
-    channel.confirm_delivery()
+    version = provisioned()
     for number in range(3):
-        publish(
-            channel,
-            contract.transport.exchange,
-            contract.transport.routing_key,
-            envelope(number),
-            ORDER_V1,
-            f"m-{number}",
-        )
+        version.publish(number)
 
-    found = in_flight_records(connection, contract, management=management, max_messages=2)
+    found = in_flight_records(connection, version.contract, management=management, max_messages=2)
 
+    work = version.work
     looked = {q.queue: q for q in found.queues}[work]
     assert (looked.depth, looked.inspected) == (3, 2)
     assert looked.skipped and "2 of 3" in looked.skipped and not found.complete
@@ -221,13 +229,10 @@ def test_a_queue_deleted_while_it_is_read_ends_the_peek_without_an_error(connect
 
 
 def test_a_quorum_queue_under_a_delivery_limit_policy_is_not_read(
-    connection: Any, management: ManagementClient, catalog: Catalog, vhost: str
+    connection: Any, management: ManagementClient, provisioned: Callable[..., Provisioned], vhost: str
 ) -> None:
-    contract = order_contract(catalog, "quorum")
-    provision(connection, plan_topology(contract), management=management)
-    work = contract.consumers[0].queue
-    channel = connection.channel()
-    channel.confirm_delivery()
+    version = provisioned("quorum")
+    contract, work, channel = version.contract, version.work, version.channel
     publish(channel, dlx_name(contract.transport.exchange), dlq_name(work), envelope(1), ORDER_V1, "m-1")
     policy = {"pattern": r"\.dlq$", "definition": {"delivery-limit": 5}, "apply-to": "queues"}
     path = f"policies/{quote(vhost, safe='')}/limit-dlqs"
@@ -248,17 +253,14 @@ def test_a_quorum_queue_under_a_delivery_limit_policy_is_not_read(
 
 
 def test_without_the_management_api_quorum_queues_are_not_read(
-    connection: Any, management: ManagementClient, catalog: Catalog
+    connection: Any, management: ManagementClient, provisioned: Callable[..., Provisioned]
 ) -> None:
-    contract = order_contract(catalog, "quorum")
-    provision(connection, plan_topology(contract), management=management)
-    work = contract.consumers[0].queue
-    channel = connection.channel()
-    channel.confirm_delivery()
-    publish(channel, contract.transport.exchange, contract.transport.routing_key, envelope(1), ORDER_V1, "m-1")
+    version = provisioned("quorum")
+    work = version.work
+    version.publish(1)
     broker.wait_for_depth(broker.url_of(management.vhost), work, 1)
 
-    found = in_flight_records(connection, contract, management=None)
+    found = in_flight_records(connection, version.contract, management=None)
 
     looked = {q.queue: q for q in found.queues}[work]
     assert (looked.depth, looked.inspected) == (1, 0)  # its depth is known, its messages were not touched
