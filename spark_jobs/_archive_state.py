@@ -34,7 +34,6 @@ __all__ = [
     "DEFAULT_LOOKBACK",
     "ArchiveState",
     "PriorState",
-    "dedup_lookback",
     "dedup_windows",
     "default_state_dir",
     "split_days",
@@ -43,13 +42,8 @@ __all__ = [
 DEFAULT_LOOKBACK = ValidationSettings().dedup_window  # a contract's dedupWindow unless it declares one
 
 
-def dedup_lookback(contracts: Iterable[Contract]) -> timedelta:
-    """How many days a run reads back for earlier copies: the largest ``validation.dedupWindow`` of ``contracts``."""
-    return max((contract.validation.dedup_window for contract in contracts), default=DEFAULT_LOOKBACK)
-
-
 def dedup_windows(contracts: Iterable[Contract]) -> dict[str, timedelta]:
-    """messageType -> its ``validation.dedupWindow``; a type the catalogue does not hold has ``DEFAULT_LOOKBACK``."""
+    """messageType -> its ``validation.dedupWindow`` (``ArchiveState.prior`` gives other types ``DEFAULT_LOOKBACK``)."""
     return {contract.message_type: contract.validation.dedup_window for contract in contracts}
 
 
@@ -75,17 +69,15 @@ class ArchiveState:
     root: str
 
     def prior(
-        self, since: date, lookback: timedelta = DEFAULT_LOOKBACK, windows: Mapping[str, timedelta] | None = None
+        self, since: date, windows: Mapping[str, timedelta] | None = None, default: timedelta = DEFAULT_LOOKBACK
     ) -> PriorState:
-        """First copies received in the dedup window before ``since`` and the latest ordering state before it.
+        """First copies received in their dedup window before ``since`` and the latest ordering state before it.
 
-        ``windows``: each messageType's own dedup window (a type not in it has ``DEFAULT_LOOKBACK``); the
-        days read are those of the largest window, ``lookback`` when it is larger. Without ``windows``,
-        ``lookback`` is every type's window.
+        A messageType in ``windows`` looks back its own window, any other ``default``; the days read
+        are those of the widest.
         """
         per_type = dict(windows or {})
-        widest = max([lookback, *per_type.values()]) if per_type else lookback
-        lookback_days = max(1, math.ceil(widest / timedelta(days=1)))
+        lookback_days = max(1, math.ceil(max([default, *per_type.values()]) / timedelta(days=1)))
         seen_paths = [
             path
             for n in range(lookback_days, 0, -1)
@@ -95,7 +87,7 @@ class ArchiveState:
         if seen_paths:
             start_us = int(datetime.combine(since, datetime.min.time(), UTC).timestamp() * 1_000_000)
             seen = self.spark.read.parquet(*seen_paths).select(*SEEN_COLUMNS)
-            seen = seen.where(F.col("received_us") >= F.lit(start_us) - _window_us(per_type, lookback))
+            seen = seen.where(F.col("received_us") >= F.lit(start_us) - _window_us(per_type, default))
         state_from = self._latest_before(since)
         last = None
         if state_from is not None:
@@ -136,7 +128,7 @@ def _window_us(windows: Mapping[str, timedelta], default: timedelta) -> Column:
     def us(window: timedelta) -> int:
         return window // timedelta(microseconds=1)
 
-    fallback = F.lit(us(DEFAULT_LOOKBACK if windows else default)).cast("long")
+    fallback = F.lit(us(default)).cast("long")
     if not windows:
         return fallback
     pairs = [(F.lit(name), F.lit(us(window)).cast("long")) for name, window in sorted(windows.items())]

@@ -88,9 +88,9 @@ from spark_jobs._archive_rules import (
     summarize,
 )
 from spark_jobs._archive_state import (
+    DEFAULT_LOOKBACK,
     ArchiveState,
     PriorState,
-    dedup_lookback,
     dedup_windows,
     default_state_dir,
     split_days,
@@ -375,8 +375,8 @@ def run_validation(
     With ``state_dir``, the cross-record rules start from what earlier intervals kept there (when
     ``since`` is given) and this interval's state is written there afterwards (``_archive_state``);
     ``lookback`` is how far back it looks for an earlier copy of a message of any type (default: each
-    type its own ``validation.dedupWindow``, 24 h for a type the catalogue does not hold); ``catalog``: the catalogue already loaded from ``catalog_dir``
-    (loaded here when not given). Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
+    type its own ``validation.dedupWindow``, 24 h for a type the catalogue does not hold); ``catalog``:
+    the catalogue already loaded from ``catalog_dir`` (loaded here when not given). Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
     (catalogue does not load) and ``UsageError`` (bad status, range or quarantine folder).
     """
     check_range(since, until)
@@ -420,8 +420,6 @@ def _run_validation(
     if catalog is None:
         catalog = load_catalog(catalog_dir)  # CatalogError lists every problem
     windows = dedup_windows(catalog) if lookback is None else None  # each type its own window, unless one is given
-    if lookback is None:
-        lookback = dedup_lookback(catalog)
     try:
         effective_statuses(catalog, statuses)
     except ValueError as exc:
@@ -439,7 +437,7 @@ def _run_validation(
     since, until = interval or (None, None)
     files = list_archive(spark, archive, since, until)
     prior = (
-        state.prior(since, lookback, windows)
+        state.prior(since, windows, DEFAULT_LOOKBACK if lookback is None else lookback)
         if state is not None and since is not None
         else PriorState(None, None, 0, None)
     )
