@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from contract_platform.errors import UsageError
+from contract_platform.errors import UsageError, clipped
 
 __all__ = ["check_range", "parse_day"]
 
@@ -21,9 +21,10 @@ def parse_day(text: str | None, name: str | None = None) -> date | None:
     try:
         return date.fromisoformat(text)
     except (TypeError, ValueError):
-        shown = repr(text) if len(repr(text)) <= 40 else repr(text)[:37] + "..."
         named = f"{name} " if name else ""
-        raise UsageError(f"{named}{shown} is not a date; write YYYY-MM-DD (or leave it empty)") from None
+        raise UsageError(
+            f"{named}{clipped(repr(text), 40)} is not a date; write YYYY-MM-DD (or leave it empty)"
+        ) from None
 
 
 def check_range(since: date | None, until: date | None) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from contract_platform.errors import clipped
+
 __all__ = ["format_duration", "parse_duration"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -18,7 +20,7 @@ def parse_duration(text: str) -> timedelta:
     """``"14d"`` -> 14 days. Raises ValueError with the accepted form when ``text`` is not a duration."""
     match = _PATTERN.match(text.strip()) if isinstance(text, str) and len(text) <= _LONGEST_TEXT else None
     if match is None:
-        shown = repr(text) if len(repr(text)) <= _LONGEST_TEXT else repr(text)[: _LONGEST_TEXT - 3] + "..."
+        shown = clipped(repr(text), _LONGEST_TEXT)
         raise ValueError(f"{shown} is not a duration; write an integer and one of s, m, h, d, w (e.g. 14d)")
     number, unit = match.group(1), match.group(2)
     if len(number) > _LONGEST_NUMBER or int(number) * _UNITS[unit] > _MAX_SECONDS:

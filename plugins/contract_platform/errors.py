@@ -72,6 +72,12 @@ class Problem:
         return f"{printable(where)}: {self.message}"
 
 
+def clipped(text: str, most: int) -> str:
+    """``text`` cut to at most ``most`` characters, ending in ``...`` when it was cut: a message stays short
+    whatever a producer or a contract put in the value it quotes."""
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
 def printable(text: str) -> str:
     """``text`` on one line: control characters, lone surrogates and other unprintables as escapes.
 

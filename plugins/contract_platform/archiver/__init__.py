@@ -55,7 +55,7 @@ from contract_platform.amqp.connection import broker_errors, close_quietly, desc
 from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.topology import archive_queue_name
 from contract_platform.archive_record import fallback_record, to_record
-from contract_platform.errors import ArchiveError, BrokerUnavailable, QueueMissing, UsageError
+from contract_platform.errors import ArchiveError, BrokerUnavailable, QueueMissing, UsageError, clipped
 from contract_platform.limits import depth_limit, nesting_beyond
 
 __all__ = [
@@ -91,7 +91,7 @@ def encode_record(method: Any, properties: Any, body: bytes, received_at: dateti
         if reason is None:
             return orjson.dumps(to_record(method, properties, body, received_at)) + b"\n", False
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:  # orjson.JSONEncodeError is a TypeError
-        reason = f"its properties cannot be written as JSON ({type(exc).__name__}: {_short(str(exc))})"
+        reason = f"its properties cannot be written as JSON ({type(exc).__name__}: {clipped(str(exc), 200)})"
     return orjson.dumps(fallback_record(method, properties, body, received_at, reason)) + b"\n", True
 
 
@@ -101,11 +101,7 @@ def _unencodable_headers(headers: Any) -> str | None:
     pointer = nesting_beyond(headers, limit) if isinstance(headers, dict) else None
     if pointer is None:
         return None
-    return f"its headers nest deeper than {limit} levels (at {_short(pointer)})"
-
-
-def _short(text: str, most: int = 200) -> str:
-    return text if len(text) <= most else text[: most - 3] + "..."
+    return f"its headers nest deeper than {limit} levels (at {clipped(pointer, 200)})"
 
 
 # --- files --------------------------------------------------------------------------------------
@@ -365,7 +361,7 @@ class _Sink:
                 "%s: delivery %s (messageId %r) archived as a fallback record: %s",
                 self.queue,
                 method.delivery_tag,
-                _short(str(getattr(properties, "message_id", None)), 80),
+                clipped(str(getattr(properties, "message_id", None)), 80),
                 orjson.loads(line)["archiveError"],
             )
         self.writer.write(line, received.date())

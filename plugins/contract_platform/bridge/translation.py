@@ -33,7 +33,7 @@ from contract_platform.bridge.relay import Outgoing
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.envelope.properties import amqp_properties
 from contract_platform.envelope.validation import EnvelopeValidator, SchemaIssue
-from contract_platform.errors import MessageNotMigratable, MigrationSpecError, Problem, UsageError
+from contract_platform.errors import MessageNotMigratable, MigrationSpecError, Problem, UsageError, clipped
 from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyond
 from contract_platform.migration import MigrationSpec, check_spec, compile_spec, parse_spec
 
@@ -155,7 +155,7 @@ class Translator:
             return Unmigratable(ParkReason.NOT_JSON, "", "the body is not a UTF-8 JSON document")
         limit = self.depth_limit
         if may_nest_beyond(body, limit) and (pointer := nesting_beyond(envelope, limit)) is not None:
-            shown = pointer if len(pointer) <= _LONGEST_POINTER else pointer[: _LONGEST_POINTER - 3] + "..."
+            shown = clipped(pointer, _LONGEST_POINTER)
             return Unmigratable(ParkReason.TOO_DEEP, shown, f"the body nests deeper than {limit} levels")
         target = self.route.target
         try:

@@ -16,6 +16,7 @@ from jsonschema.protocols import Validator
 from contract_platform.catalog.documents import pointer_from_path
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.catalog.schemas import validator_for
+from contract_platform.errors import clipped
 
 __all__ = ["EnvelopeValidator", "SchemaIssue", "describe_errors"]
 
@@ -42,8 +43,7 @@ def describe_errors(errors: Iterable[ValidationError], prefix: str = "", limit: 
     for error in errors:
         for leaf in _leaf_errors(error):
             pointer = prefix + pointer_from_path(leaf.absolute_path)
-            message = leaf.message if len(leaf.message) <= 200 else leaf.message[:197] + "..."
-            issues.add(SchemaIssue(pointer, f"{leaf.validator}: {message}"))
+            issues.add(SchemaIssue(pointer, f"{leaf.validator}: {clipped(leaf.message, 200)}"))
         if len(issues) >= limit:
             break
     return sorted(issues)[:limit]

@@ -17,7 +17,7 @@ from typing import Any
 
 from contract_platform.catalog.documents import MISSING, pointer_from_path, pointer_reader
 from contract_platform.catalog.pointers import split_pointer
-from contract_platform.errors import MessageNotMigratable
+from contract_platform.errors import MessageNotMigratable, clipped
 from contract_platform.limits import depth_limit, nesting_beyond
 from contract_platform.migration.conversions import decimal_to_minor_units, number_to_text
 from contract_platform.migration.spec import (
@@ -59,7 +59,7 @@ def copied(value: Any, where: str = "/payload") -> Any:
     limit = depth_limit()
     inside = nesting_beyond(value, limit)
     if inside is not None:
-        shown = inside if len(inside) <= 120 else inside[:117] + "..."
+        shown = clipped(inside, 120)
         raise MessageNotMigratable(f"a value nests deeper than {limit} levels (at {where}{shown})", where)
     return copy.deepcopy(value)
 

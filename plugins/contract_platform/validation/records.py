@@ -33,6 +33,7 @@ from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.envelope.properties import HEADER_FIELDS
 from contract_platform.envelope.validation import EnvelopeValidator
+from contract_platform.errors import clipped
 from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyond
 from contract_platform.validation.model import CheckedRecord, Finding
 from contract_platform.validation.reasons import Reason
@@ -130,8 +131,7 @@ def retirement_times(statuses: Mapping[str, str] | None) -> dict[str, int]:
 
 
 def _show(value: Any, most: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= most else text[: most - 3] + "..."
+    return clipped(repr(value), most)
 
 
 _TEXT_FIELDS = ("exchange", "routing_key", "received_at", "message_type", "message_id", "order_key")
