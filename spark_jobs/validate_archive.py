@@ -16,7 +16,9 @@ read only the ``date=YYYY-MM-DD`` partitions in range, listed by folder name. Th
 keep their meaning across the boundary through the state kept under ``--state`` (default under the
 platform's data folder, ``spark_jobs/_archive_state.py``): copies are compared with the first copies
 received within their type's ``validation.dedupWindow`` (24 h by default) before the interval,
-sequences with the last one known per ordering key.
+sequences with the last one known per ordering key. A lookback day no run kept is read from its
+archive partitions (``prior_state``, inside the window only); what neither gives is named in the
+report's ``interval.incomplete`` and on stderr, and the evidence is not clean.
 
 Extract -> transform -> load:
 
@@ -47,7 +49,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -100,8 +102,11 @@ from spark_jobs._common import (
     JobRun,
     date_arg,
     date_partitions,
+    days,
+    folder_date,
     job_parser,
     local_size_at_most,
+    partition_date,
     path_exists,
     path_is_empty,
     read_archive,
@@ -118,6 +123,7 @@ __all__ = [
     "list_archive",
     "main",
     "plan_archive",
+    "prior_state",
     "run_validation",
     "split_frame",
     "summarize",
@@ -280,6 +286,81 @@ def _checked(
     return check_records(frame, catalog_dir, bundle=shipped, oversize_bytes=oversize_bytes, statuses=statuses)
 
 
+def prior_state(
+    spark: SparkSession,
+    state: ArchiveState,
+    archive: str,
+    since: date,
+    check: Callable[[Sequence[Split]], DataFrame],
+    *,
+    windows: Mapping[str, timedelta] | None = None,
+    default: timedelta = DEFAULT_LOOKBACK,
+    cached: list[DataFrame] | None = None,
+) -> PriorState:
+    """What the cross-record rules know before ``since``: the state, completed from the window's archive partitions.
+
+    A lookback day no run kept (its first copies, or its sequences after the ordering state's day)
+    is read from its archive partitions with ``check`` (the record-level rules' rows of some splits),
+    one day at a time, so a day that cannot be read is named instead of failing the run; days outside
+    the window are never read (``ArchiveState.plan``). The rows read are cached (and appended to
+    ``cached``, for the caller to release once the run is done).
+    """
+    archived = {day for day in map(folder_date, date_partitions(spark, archive, None, since)) if day is not None}
+    plan = state.plan(since, archived, windows, default)
+    if not plan.from_archive:
+        return state.prior(plan, windows, default)
+    listed: dict[date, list[tuple[str, int]]] = {}
+    unreadable: set[date] = set()
+    for day in plan.from_archive:
+        try:
+            listed[day] = list_archive(spark, archive, day, day + timedelta(days=1))
+        except ArchiveError:
+            unreadable.add(day)
+    by_day: dict[date | None, list[Split]] = {}
+    every_file = [file for day in sorted(listed) for file in listed[day]]
+    for split in plan_archive(spark, every_file):  # one plan: record ids unique across the days
+        by_day.setdefault(partition_date(split.uri), []).append(split)
+    read: dict[date, DataFrame] = {}
+    for day in sorted(listed):
+        if not by_day.get(day):
+            continue  # a partition without archive files: read, and nothing in it
+        try:
+            rows = check(by_day[day]).persist(StorageLevel.MEMORY_AND_DISK)
+            if cached is not None:
+                cached.append(rows)
+            rows.count()  # read now: a file that cannot be opened fails here, for this day alone
+        except (ArchiveError, PySparkException, Py4JJavaError) as exc:
+            if not isinstance(exc, ArchiveError) and _job_error(exc) is None:
+                raise
+            unreadable.add(day)
+            continue
+        read[day] = rows
+
+    def union(wanted: Sequence[date]) -> DataFrame | None:
+        frames = [read[day] for day in wanted if day in read]
+        if not frames:
+            return None
+        joined = frames[0]
+        for frame in frames[1:]:
+            joined = joined.unionByName(frame)
+        return joined
+
+    everything = union(sorted(read))
+    if everything is None:
+        return state.prior(plan, windows, default, unreadable=unreadable)
+    copies = find_duplicates(everything)  # a copy among the days read is no first copy and no sequence, as in a run
+    seen = union(plan.seen_from_archive)
+    ordered = union(plan.order_from_archive)
+    return state.prior(
+        plan,
+        windows,
+        default,
+        seen_rebuilt=first_copies(seen, copies) if seen is not None else None,
+        last_rebuilt=last_sequences(ordered, copies) if ordered is not None else None,
+        unreadable=unreadable,
+    )
+
+
 # -- load ---------------------------------------------------------------------------------------
 
 
@@ -436,18 +517,31 @@ def _run_validation(
     shipped = spark.sparkContext.broadcast(bundle)  # once: the record rules and the second read share it
     since, until = interval or (None, None)
     files = list_archive(spark, archive, since, until)
-    prior = (
-        state.prior(since, windows, DEFAULT_LOOKBACK if lookback is None else lookback)
-        if state is not None and since is not None
-        else PriorState(None, None, 0, None)
-    )
-    planned = plan_archive(spark, files)
-    checked = _checked(
-        spark, planned, catalog_dir, bundle, shipped, oversize_bytes=oversize_bytes, statuses=statuses
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def check(splits: Sequence[Split]) -> DataFrame:
+        return _checked(spark, splits, catalog_dir, bundle, shipped, oversize_bytes=oversize_bytes, statuses=statuses)
+
+    rebuilt: list[DataFrame] = []  # lookback days read from the archive, released with the rest
     flags: DataFrame | None = None
     duplicates: DataFrame | None = None
+    checked: DataFrame | None = None
     try:
+        prior = (
+            prior_state(
+                spark,
+                state or ArchiveState(spark, None),  # no state kept: the lookback's partitions are still read
+                archive,
+                since,
+                check,
+                windows=windows,
+                default=DEFAULT_LOOKBACK if lookback is None else lookback,
+                cached=rebuilt,
+            )
+            if since is not None
+            else PriorState(None, None, 0, None)
+        )
+        planned = plan_archive(spark, files)
+        checked = check(planned).persist(StorageLevel.MEMORY_AND_DISK)
         sequence_paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
         # The flagged records are a subset of the records: when these are few enough to broadcast, so are
         # those, and nothing has to be counted. A small input is known to be few; a larger one counts its
@@ -485,18 +579,27 @@ def _run_validation(
                 partitions=len({str(uri).rsplit("/", 1)[0] for uri, _ in files}),
                 lookback_days=prior.lookback_days,
                 state_from=prior.state_from,
+                rebuilt=prior.rebuilt,
+                incomplete=prior.incomplete,
             )
             if interval is not None
             else None,
         )
         if state is not None:
-            days = split_days(planned)
-            last_day = (until - timedelta(days=1)) if until is not None else max(days.values(), default=None)
+            by_split = split_days(planned)
+            last_day = (until - timedelta(days=1)) if until is not None else max(by_split.values(), default=None)
+            first_day = since if since is not None else min(by_split.values(), default=None)
             if last_day is not None:
-                state.write(first_copies(checked, small), last_sequences(checked, small, prior.last), days, last_day)
+                state.write(
+                    first_copies(checked, small),
+                    last_sequences(checked, small, prior.last),
+                    by_split,
+                    last_day,
+                    run_days=days(first_day, last_day + timedelta(days=1)) if first_day is not None else (),
+                    ordering_gaps=prior.incomplete.ordering,
+                )
     finally:
-        checked.unpersist()
-        for cached in (flags, duplicates):
+        for cached in (checked, flags, duplicates, *rebuilt):
             if cached is not None:
                 cached.unpersist()
     if report_path is not None:
@@ -582,6 +685,14 @@ def _validate(run: JobRun) -> int:
         catalog=run.catalog,  # loaded once, before the JVM started
     )
     run.close()  # the evidence needs no JVM: free it first
+    if not report.incomplete.complete:
+        interval = report.interval
+        print(
+            f"warning: the cross-day checks of {interval.since if interval else 'this run'} onwards are incomplete, "
+            f"not clean: {report.incomplete.describe()}; validate those days in order, then this range again "
+            "(docs/archive-validation.md#incremental-runs)",
+            file=sys.stderr,
+        )
     if run.registry_url:
         from contract_platform.store import Registry  # SQLAlchemy: only where evidence is recorded
 

@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 from benchmarks.generate_archive import archive_record
 
-from contract_platform.catalog import Catalog
+from contract_platform.catalog import Catalog, load_catalog
 from contract_platform.errors import UsageError
-from contract_platform.validation import Reason, ValidationReport
+from contract_platform.evidence import Verdict
+from contract_platform.evidence.figures import ArchiveValidationFigures
+from contract_platform.store import Registry
+from contract_platform.validation import Reason, ValidationReport, record_evidence
 from spark_jobs import validate_archive as job
 
 pytestmark = pytest.mark.spark
@@ -124,6 +127,8 @@ def test_a_day_two_run_reads_only_day_two_and_finds_copies_and_late_versions_of_
         "partitions": 1,
         "lookback_days": 1,
         "state_from": DAY1,
+        "rebuilt": [],
+        "incomplete": {"duplicates": [], "ordering": []},
     }
     quarantined = [
         json.loads(line) for path in (tmp_path / "quarantine").glob("part-*") for line in path.read_text().splitlines()
@@ -132,11 +137,92 @@ def test_a_day_two_run_reads_only_day_two_and_finds_copies_and_late_versions_of_
     assert len(late) == 1 and "lower than 5" in json.dumps(late[0]["reasons"])
 
 
-def test_without_the_state_a_day_two_run_cannot_see_day_one(spark, two_days: Path, catalog_dir: Path, tmp_path):
-    day2 = validate(spark, two_days, catalog_dir, since=date.fromisoformat(DAY2), state_dir=tmp_path / "fresh-state")
-    assert day2.totals.records == 4
-    # no copy found: the day-one message repeated is taken as new (and orders inv-1 within day two)
-    assert reasons(day2) == {str(Reason.OUT_OF_ORDER): 1}
+def test_without_state_for_day_one_a_day_two_run_builds_it_from_day_ones_partition(
+    spark, two_days: Path, catalog_dir: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "fresh-state"
+    day2 = validate(spark, two_days, catalog_dir, since=date.fromisoformat(DAY2), state_dir=state)
+    assert day2.totals.records == 4 and day2.input.files == 1  # the counts are still day two's alone
+    assert reasons(day2) == {
+        str(Reason.DUPLICATE): 1,
+        str(Reason.OUT_OF_ORDER): 1,
+        str(Reason.CONFLICTING_DUPLICATE): 1,
+    }
+    assert day2.interval is not None and day2.interval.rebuilt == (date.fromisoformat(DAY1),)
+    assert day2.interval.state_from is None and day2.incomplete.complete  # day one was all there was before
+
+
+def test_a_day_outside_the_dedup_window_is_not_read_and_its_ordering_is_named_incomplete(
+    spark, two_days: Path, catalog: Catalog, catalog_dir: Path, tmp_path: Path, capsys
+) -> None:
+    older = "2026-06-30"  # one day before day one: outside day two's 24 h window
+    write_day(two_days, catalog, older, [("12:00:00.000", envelope(catalog, "inv-2", 9))])  # above day two's 2
+    code = job.main(
+        [
+            str(two_days),
+            "--catalog",
+            str(catalog_dir),
+            "--since",
+            DAY2,
+            "--state",
+            str(tmp_path / "state"),
+            "--status",
+            f"{V1}=active",
+            "--report",
+            str(tmp_path / "day2.json"),
+            "--no-fail-on-findings",
+        ]
+    )
+    assert code == 0
+    written = json.loads((tmp_path / "day2.json").read_text())
+    assert written["interval"]["rebuilt"] == [DAY1]  # only the window's day was read
+    assert written["interval"]["incomplete"] == {"duplicates": [], "ordering": [older]}
+    # day one's copy and late version are found; inv-2's 9 of the older day was never read, so its 2 is no finding
+    assert written["by_reason"][str(Reason.OUT_OF_ORDER)] == 1 and written["by_reason"][str(Reason.DUPLICATE)] == 1
+    err = capsys.readouterr().err
+    assert "incomplete, not clean" in err and f"ordering checks miss the sequences of {older}" in err
+    # the ordering state day two kept lacks the older day, and says so to every run after it
+    day3 = validate(
+        spark,
+        two_days,
+        catalog_dir,
+        since=date.fromisoformat(DAY3),
+        until=date.fromisoformat("2026-07-04"),
+        state_dir=tmp_path / "state",
+    )
+    assert day3.interval is not None and day3.interval.state_from == date.fromisoformat(DAY2)
+    assert day3.interval.rebuilt == () and day3.incomplete.duplicates == ()
+    assert day3.incomplete.ordering == (date.fromisoformat(older),)
+
+
+def test_a_lookback_day_with_neither_state_nor_partition_makes_both_checks_incomplete_until_it_is_run(
+    spark, catalog: Catalog, catalog_copy: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "archive"
+    first = envelope(catalog, "inv-1", 5, "msg-first")
+    write_day(root, catalog, DAY1, [("20:00:00.000", first)])
+    write_day(root, catalog, DAY3, [("02:00:00.000", first)])  # 30 h later; day two has no partition
+    contract = catalog_copy / "billing" / "invoice-issued" / "v1" / "contract.yaml"
+    contract.write_text(contract.read_text() + "validation: {dedupWindow: 48h}\n")
+    d1, d2, d3 = (date.fromisoformat(day) for day in (DAY1, DAY2, DAY3))
+    state = tmp_path / "state"
+
+    gap = validate(spark, root, catalog_copy, since=d3, state_dir=state)
+    assert gap.interval is not None and gap.interval.rebuilt == (d1,)
+    assert reasons(gap) == {str(Reason.DUPLICATE): 1}  # day one was read: within the 48 h window
+    assert gap.incomplete.duplicates == (d2,) and gap.incomplete.ordering == (d2,)
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    with Registry.open(url) as registry:
+        record_evidence(gap, load_catalog(catalog_copy), registry)
+        recorded = registry.latest_evidence(V1, "archive_validation")
+    assert recorded is not None and recorded.verdict is Verdict.UNKNOWN
+    figures = ArchiveValidationFigures.of(recorded)
+    assert figures.incomplete_duplicates == (DAY2,) and figures.incomplete_ordering == (DAY2,)
+
+    validate(spark, root, catalog_copy, since=d1, until=d3, state_dir=state)  # day two run: it had no traffic
+    again = validate(spark, root, catalog_copy, since=d3, state_dir=state)
+    assert again.incomplete.complete and again.interval is not None and again.interval.rebuilt == ()
+    assert reasons(again) == {str(Reason.DUPLICATE): 1}
 
 
 def test_running_a_day_again_gives_the_same_findings(spark, two_days: Path, catalog_dir: Path, tmp_path: Path):

@@ -1,4 +1,5 @@
-"""Day ranges (contract_platform.days): one reading of a bound and one range check for jobs, CLI and DAGs."""
+"""Day ranges (contract_platform.days): one reading of a bound and one range check for jobs, CLI and DAGs;
+one way of naming days in a sentence."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from contract_platform.days import check_range, parse_day
+from contract_platform.days import check_range, named_days, parse_day
 from contract_platform.errors import UsageError
 
 
@@ -30,3 +31,12 @@ def test_until_must_be_after_since_and_either_may_be_left_out() -> None:
     for until in (date(2026, 7, 1), date(2026, 6, 30)):
         with pytest.raises(UsageError, match="since <= day < until"):
             check_range(date(2026, 7, 1), until)
+
+
+def test_days_are_named_in_order_with_consecutive_ones_as_one_range() -> None:
+    year = [date(2025, 7, 1) + (date(2025, 7, 2) - date(2025, 7, 1)) * n for n in range(365)]
+    assert named_days(["2026-07-05", date(2026, 7, 1), "2026-07-04", "2026-07-05"]) == (
+        "2026-07-01, 2026-07-04, 2026-07-05"
+    )
+    assert named_days(year) == "2025-07-01 to 2026-06-30 (365 days)"
+    assert named_days([]) == ""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from contract_platform.validation.lookback import Incomplete
 from contract_platform.validation.reasons import Reason
 
 __all__ = [
@@ -182,7 +183,10 @@ class Interval:
     """The date partitions an incremental run validated (``since <= date < until``; None: unbounded) and what it knew before.
 
     ``lookback_days`` of earlier first copies were compared for DUPLICATE / CONFLICTING_DUPLICATE;
-    ``state_from`` is the day whose ordering state (the last sequence per key) OUT_OF_ORDER started from.
+    ``state_from`` is the day whose ordering state (the last sequence per key) OUT_OF_ORDER started from;
+    ``rebuilt`` the earlier days (inside the dedup window) whose archive partitions were read because no
+    run had kept their state; ``incomplete`` the earlier days the cross-day rules could not see at all
+    (``lookback.Incomplete``, docs/archive-validation.md).
     """
 
     since: date | None = None
@@ -190,6 +194,8 @@ class Interval:
     partitions: int = 0
     lookback_days: int = 0
     state_from: date | None = None
+    rebuilt: tuple[date, ...] = ()
+    incomplete: Incomplete = field(default_factory=Incomplete)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -198,6 +204,8 @@ class Interval:
             "partitions": self.partitions,
             "lookback_days": self.lookback_days,
             "state_from": self.state_from.isoformat() if self.state_from else None,
+            "rebuilt": [day.isoformat() for day in self.rebuilt],
+            "incomplete": self.incomplete.to_dict(),
         }
 
 
@@ -230,7 +238,13 @@ class ValidationReport:
         return self.figures.by_type
 
     @property
+    def incomplete(self) -> Incomplete:
+        """The earlier days the cross-day rules could not see (complete for a whole-archive run)."""
+        return self.interval.incomplete if self.interval is not None else Incomplete()
+
+    @property
     def exit_code(self) -> int:
+        """1 when a record is invalid; incomplete cross-day checks are no finding about a record (``incomplete``)."""
         return 1 if self.totals.invalid else 0
 
     @property
