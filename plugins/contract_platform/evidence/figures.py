@@ -255,6 +255,15 @@ class ArchiveValidationFigures(Figures):
     window: Mapping[str, Any] = field(default_factory=dict)
     invalid_rate_target: float | None = None
     interval: Mapping[str, Any] | None = None  # the days an incremental run covered (since, until)
+    # Earlier days (ISO dates) the run's cross-day rules could not see (docs/archive-validation.md): no
+    # state and no readable archive partition inside the dedup window. Rows of older versions have none.
+    incomplete_duplicates: tuple[str, ...] = ()
+    incomplete_ordering: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Duplicates and ordering were checked against every earlier day they needed."""
+        return not self.incomplete_duplicates and not self.incomplete_ordering
 
     @property
     def interval_key(self) -> tuple[Any, Any] | None:

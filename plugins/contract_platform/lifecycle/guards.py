@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from contract_platform.catalog.model import Contract, Status
+from contract_platform.days import named_days
 from contract_platform.durations import format_duration
 from contract_platform.evidence import EvidenceKind, Registry, Verdict
 from contract_platform.evidence.figures import (
@@ -129,7 +130,11 @@ def guard_envelope_quality(ctx: GuardContext) -> list[str]:
 
 
 def guard_archive_validation(ctx: GuardContext) -> list[str]:
-    """The invalid rate over the validation window, summed over every run in it, is within target."""
+    """The invalid rate over the validation window, summed over every run in it, is within target.
+
+    A run whose duplicate or ordering checks could not see every earlier day they needed
+    (docs/archive-validation.md) is not clean whatever its rate: the guard names the days.
+    """
     days = ctx.contract.validation.window_days
     records = _latest_per_interval(ctx.collected_since(EvidenceKind.ARCHIVE_VALIDATION, ctx.now - timedelta(days=days)))
     if not records:
@@ -138,17 +143,40 @@ def guard_archive_validation(ctx: GuardContext) -> list[str]:
     unreadable = [record for record, f in figures if _count(f.invalid) is None or _count(f.total) is None]
     if unreadable:
         return [f"archive validation {_cite(unreadable[0])} has no integer invalid/total figures: record it again"]
+    reasons = _incomplete_cross_day(figures)
     invalid = sum(_count(f.invalid) or 0 for _, f in figures)
     total = sum(_count(f.total) or 0 for _, f in figures)
     if total == 0:
-        return [f"archive validation saw no messages in the last {days} days: activation needs real traffic"]
+        return [*reasons, f"archive validation saw no messages in the last {days} days: activation needs real traffic"]
     target = ctx.contract.validation.invalid_rate_target
     if invalid / total > target:
-        return [
+        reasons.append(
             f"invalid rate {invalid / total:.3%} ({invalid} of {total} archived messages in the last {days} days) "
             f"is above the target {target:.3%}: see the quarantine of topic_archive_validation for the reasons"
-        ]
-    return []
+        )
+    return reasons
+
+
+def _incomplete_cross_day(figures: list[tuple[EvidenceRecord, ArchiveValidationFigures]]) -> list[str]:
+    """One reason for the runs whose cross-day checks were incomplete, naming the days they could not see."""
+    incomplete = [(record, f) for record, f in figures if not f.complete]
+    if not incomplete:
+        return []
+    duplicates = {day for _, f in incomplete for day in f.incomplete_duplicates}
+    ordering = {day for _, f in incomplete for day in f.incomplete_ordering}
+    missed = []
+    if duplicates:
+        missed.append(f"duplicate checks missed the first copies of {named_days(duplicates)}")
+    if ordering:
+        missed.append(f"ordering checks missed the sequences of {named_days(ordering)}")
+    latest = max(incomplete, key=lambda pair: (pair[0].collected_at, pair[0].id))[0]
+    runs = f"{len(incomplete)} runs" if len(incomplete) > 1 else "a run"
+    first = min(duplicates | ordering)
+    return [
+        f"archive validation is incomplete, not clean, for {runs} (latest {_cite(latest)}): {'; '.join(missed)}; "
+        f"validate the days from {first} on, in order, then those runs' days again "
+        "(docs/archive-validation.md#incremental-runs)"
+    ]
 
 
 def _latest_per_interval(records: list[EvidenceRecord]) -> list[EvidenceRecord]:

@@ -174,6 +174,47 @@ def test_archive_validation_without_traffic_is_refused(
     ]
 
 
+def test_archive_validation_with_incomplete_cross_day_checks_is_not_clean_and_names_the_days(
+    ctx: Ctx, prove: Prove, make_contract: Callable[..., Contract]
+) -> None:
+    contract = make_contract("billing.gap.v1")
+    for kind in ("compatibility", "envelope_quality"):
+        prove(contract, kind)
+    day = {"since": "2026-07-01", "until": "2026-07-02"}
+    incomplete = {
+        "invalid": 0,
+        "total": 1000,
+        "interval": day,
+        "incomplete_duplicates": ["2026-06-30"],
+        "incomplete_ordering": [f"2026-06-{n:02d}" for n in range(1, 31)],
+    }
+    record = prove(contract, "archive_validation", "unknown", incomplete, age=timedelta(hours=2))
+    prove(contract, "archive_validation", "pass", {"invalid": 0, "total": 1000}, age=timedelta(days=1))  # older row
+    assert refusal(ctx, contract, Status.ACTIVE) == [
+        f"archive validation is incomplete, not clean, for a run (latest evidence #{record.id} of 2026-07-01 10:00 "
+        "UTC): duplicate checks missed the first copies of 2026-06-30; ordering checks missed the sequences of "
+        "2026-06-01 to 2026-06-30 (30 days); validate the days from 2026-06-01 on, in order, then those runs' days "
+        "again (docs/archive-validation.md#incremental-runs)"
+    ]
+    # the same day validated again once the earlier days were: its latest evidence is complete, and counts
+    prove(contract, "archive_validation", "pass", {"invalid": 0, "total": 1000, "interval": day})
+    assert refusal(ctx, contract, Status.ACTIVE) == []
+
+
+def test_incomplete_cross_day_checks_are_named_beside_a_rate_above_target(
+    ctx: Ctx, prove: Prove, make_contract: Callable[..., Contract]
+) -> None:
+    contract = make_contract("billing.gap-and-rate.v1")
+    for kind in ("compatibility", "envelope_quality"):
+        prove(contract, kind)
+    figures = {"invalid": 5, "total": 1000, "incomplete_ordering": ["2026-06-29", "2026-06-30"]}
+    prove(contract, "archive_validation", "fail", figures)
+    reasons = refusal(ctx, contract, Status.ACTIVE)
+    assert len(reasons) == 2
+    assert "ordering checks missed the sequences of 2026-06-29, 2026-06-30" in reasons[0]
+    assert reasons[1:] == rate_refusal("0.500%", 5, 1000)
+
+
 # -- to superseded -------------------------------------------------------------------------------------
 
 
