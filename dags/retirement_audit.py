@@ -4,9 +4,11 @@
 Daily evidence for every deprecated contract version, and retirement where it is declared and proven
 (docs/design.md#lifecycle-and-guards, docs/design.md#retirement-audit).
 
-1. **check_management_api** — the broker's management API must answer: the audit reads every queue,
-   binding, policy and consumer services declared through it. Fails at once, without retry, with the
-   command that enables it (`rabbitmq-plugins enable rabbitmq_management`), as `contractctl audit` says.
+1. **check_management_api** — the broker's management API must answer (the audit reads every queue,
+   binding, policy, consumer and delivery counter through it) and RabbitMQ's event exchange must be on
+   (the broker activity recorder stores every reader from it). Fails at once, without retry, with the
+   command that enables what is missing (`rabbitmq-plugins enable rabbitmq_management`,
+   `rabbitmq-plugins enable rabbitmq_event_exchange`), as `contractctl audit` says.
 2. **locate_inputs** — the catalogue must load (no retry otherwise: fix the files and push again);
    says where the topic archive and the last-seen file are.
 3. **find_last_seen** (Spark, `spark_jobs/archive_last_seen.py` on `spark_default`) — when each
@@ -14,7 +16,9 @@ Daily evidence for every deprecated contract version, and retirement where it is
 4. **list_deprecated** — every catalogue version whose effective status is *deprecated* (whether it
    declares `deprecated` or already `retired`).
 5. **audit_version** (one mapped task per version) — queues (the version's own and every queue its
-   exchange routes to, whoever declared it), consumers over time, dead letters (every DLQ found by
+   exchange routes to, whoever declared it), readers over the whole observation span (reader sessions
+   stored by `contractctl record-activity`, its coverage gaps, each queue's delivery counters between
+   audits), dead letters (every DLQ found by
    dead-letter topology, policies or naming convention, read and requeued in order), retention,
    holds, successor consumers. Writes
    `<docs>/retirement/<messageType>/latest.md` (and `.json`) and records `retirement_audit` evidence.
@@ -86,12 +90,13 @@ def retirement_audit() -> None:
         from airflow.sdk.exceptions import AirflowFailException
 
         from contract_platform.amqp.management import management_client_for_url, require_management
-        from contract_platform.errors import ManagementUnavailable
+        from contract_platform.errors import EventExchangeUnavailable, ManagementUnavailable
         from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 
         try:
-            return require_management(management_client_for_url(RabbitMQHook().get_url())).base_url
-        except ManagementUnavailable as exc:
+            client = management_client_for_url(RabbitMQHook().get_url())
+            return require_management(client, event_exchange=True).base_url
+        except (ManagementUnavailable, EventExchangeUnavailable) as exc:
             raise AirflowFailException(str(exc)) from exc
 
     @task(retries=0)

@@ -41,6 +41,7 @@ __all__ = [
     "ConcurrentTransition",
     "ContractPlatformError",
     "EnvelopeError",
+    "EventExchangeUnavailable",
     "LifecycleError",
     "ManagementUnavailable",
     "MessageNotMigratable",
@@ -230,6 +231,10 @@ class QueueMissing(BrokerError):
 
 class ManagementUnavailable(BrokerError):
     """The RabbitMQ management HTTP API, which the retirement audit requires, does not answer or refuses us."""
+
+
+class EventExchangeUnavailable(BrokerError):
+    """RabbitMQ's event exchange (plugin ``rabbitmq_event_exchange``), which continuous reader evidence needs, is off."""
 
 
 class ArchiveError(ContractPlatformError):

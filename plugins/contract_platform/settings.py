@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 __all__ = [
@@ -16,8 +17,10 @@ __all__ = [
     "data_dir",
     "dead_letter_suffixes",
     "docs_dir",
+    "event_vhost",
     "rabbitmq_management_url",
     "rabbitmq_url",
+    "recorder_heartbeat",
     "redact_url",
     "registry_url",
     "watched_vhosts",
@@ -70,6 +73,26 @@ def dead_letter_suffixes() -> tuple[str, ...] | None:
     if raw is None:
         return None
     return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+
+
+def event_vhost() -> str:
+    """``$CONTRACT_RABBITMQ_EVENT_VHOST``: where RabbitMQ's event exchange lives (the plugin's ``vhost``; default ``/``)."""
+    return os.environ.get("CONTRACT_RABBITMQ_EVENT_VHOST") or "/"
+
+
+def recorder_heartbeat() -> timedelta:
+    """``$CONTRACT_RECORDER_HEARTBEAT`` (a duration, default ``5s``): how often the activity recorder confirms coverage.
+
+    The retirement audit waits up to three of these for the recorder to confirm the moment it started.
+    """
+    from contract_platform.durations import parse_duration
+
+    raw = os.environ.get("CONTRACT_RECORDER_HEARTBEAT") or "5s"
+    try:
+        value = parse_duration(raw)
+    except ValueError as exc:
+        raise ValueError(f"CONTRACT_RECORDER_HEARTBEAT: {exc}") from exc
+    return max(value, timedelta(seconds=1))
 
 
 _PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@]*):(?P<pw>[^@]*)@", re.IGNORECASE)

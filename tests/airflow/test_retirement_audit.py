@@ -146,7 +146,7 @@ def test_retirement_audit_records_blockers_then_retires_v1(
         with Registry.open(platform_env["registry_url"]) as store:
             latest = store.latest_evidence(V1, "retirement_audit")
             assert latest is not None and latest.run_id == blocked.run_id and str(latest.verdict) == "fail"
-            assert {"queues", "consumers_over_time", "dead_letters"} <= set(latest.figures["failed_checks"])
+            assert {"queues", "readers", "dead_letters"} <= set(latest.figures["failed_checks"])
             assert "retention" not in latest.figures["failed_checks"]  # archived 20 days ago: elapsed
             assert "dead-1" in json.dumps(latest.figures["blockers"])
             assert store.effective(V1).status is Status.DEPRECATED

@@ -216,3 +216,21 @@ def wait_for_stats(management: ManagementClient, names: list[str], timeout: floa
         0.5,
         what=f"statistics for {names} from the management API",
     )
+
+
+def delivery_counter(vhost: str, queue: str, name: str) -> int:
+    """A queue's cumulative ``message_stats`` counter (deliver_get, get_empty, ack, redeliver), 0 before any."""
+    answer = httpx.get(f"{API}/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}", auth=AUTH, timeout=5)
+    stats = answer.json().get("message_stats", {}) if answer.status_code == 200 else {}
+    value = stats.get(name, 0) if isinstance(stats, dict) else 0
+    return value if isinstance(value, int) else 0
+
+
+def wait_for_counter(vhost: str, queue: str, name: str, at_least: int, timeout: float = STATS_INTERVAL) -> None:
+    """The management API's statistics (refreshed every ~5 s) show ``name`` of ``queue`` at ``at_least``."""
+    wait_until(
+        lambda: delivery_counter(vhost, queue, name) >= at_least,
+        timeout,
+        0.3,
+        what=f"{name} of {queue} at {at_least} in the management API",
+    )

@@ -74,11 +74,12 @@ class PrivateNode:
             "ERL_EPMD_ADDRESS": "127.0.0.1",
         }
 
-    def start(self, timeout: float = 90.0) -> None:
+    def start(self, timeout: float = 90.0, plugins: tuple[str, ...] = ()) -> None:
+        """Start the node with ``plugins`` enabled (none by default)."""
         folder = self.workdir
         for sub in ("mnesia", "log"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
-        (folder / "enabled_plugins").write_text("[].\n")
+        (folder / "enabled_plugins").write_text(f"[{','.join(plugins)}].\n")
         (folder / "rabbitmq-env.conf").write_text("# private test node: nothing from /etc/rabbitmq\n")
         (folder / "rabbitmq.conf").write_text(f"listeners.tcp.1 = 127.0.0.1:{self.port}\n")
         with self.log.open("ab") as log:

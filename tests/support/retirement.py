@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
+from tests.support.broker import AUTH, HOST
 from tests.support.contracts import V1, V2
+from tests.support.waiting import wait_until
 
-from contract_platform.amqp import plan_topology, provision
+from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig
+from contract_platform.amqp import ManagementClient, open_connection, plan_topology, provision
+from contract_platform.amqp.connection import close_quietly
+from contract_platform.amqp.management import read_topology
 from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement.queues import AUDITED_ROLES
 from contract_platform.store import Registry
 
@@ -20,9 +30,20 @@ def provision_family(connection: Any, contracts: Catalog) -> None:
 
 
 def seed_quiet_history(
-    registry: Registry, contract: Contract, now: datetime, days: tuple[int, ...] = (8, 4, 1)
+    registry: Registry,
+    contract: Contract,
+    now: datetime,
+    days: tuple[int, ...] = (8, 4, 1),
+    *,
+    vhosts: Sequence[str] = ("/",),
+    coverage_until: datetime,
 ) -> None:
-    """Zero-consumer observations of every audited queue, one audit per entry of ``days`` ago."""
+    """A quiet past: one audit per entry of ``days`` ago, and a recorder running all along.
+
+    Each audit recorded zero-consumer observations of every audited queue and the delivery counters of
+    every queue in ``vhosts`` as they are now (nothing read since); the recorder's coverage runs from
+    before the first audit to ``coverage_until`` (where a real recorder, ``running_recorder``, took over).
+    """
     for age in days:
         for queue in plan_topology(contract).queues_of(*AUDITED_ROLES):
             registry.record_observation(
@@ -34,3 +55,73 @@ def seed_quiet_history(
                 source="management",
                 observed_at=now - timedelta(days=age),
             )
+    seed_counters(registry, contract, [now - timedelta(days=age) for age in days], vhosts=vhosts)
+    seed_coverage(registry, now - timedelta(days=max(days, default=1) + 1), coverage_until)
+
+
+def seed_counters(
+    registry: Registry, contract: Contract, moments: Sequence[datetime], *, vhosts: Sequence[str] = ("/",)
+) -> None:
+    """The delivery counters of every queue in ``vhosts``, as the management API reports them now, at ``moments``."""
+    topology = read_topology(ManagementClient(f"http://{HOST}:15672", *AUTH), vhosts)
+    rows = []
+    for at in moments:
+        for vhost, hosted in topology.vhosts.items():
+            for queue in hosted.queues.values():
+                counters = queue.counters
+                rows.append(
+                    QueueCounters(
+                        contract.message_type,
+                        vhost,
+                        queue.name,
+                        at,
+                        True,
+                        counters.deliver_get if counters else None,
+                        counters.get_empty if counters else None,
+                        counters.ack if counters else None,
+                        counters.redeliver if counters else None,
+                    )
+                )
+    registry.record_queue_counters(rows)
+
+
+def seed_coverage(registry: Registry, start: datetime, until: datetime) -> None:
+    """One coverage segment of a recorder running from ``start``, confirmed up to ``until``."""
+    segment = uuid.uuid4().hex
+    registry.open_coverage_segment(segment, started_at=start, host="seeded")
+    registry.extend_coverage(segment, covered_from=start, until=until)
+
+
+@contextmanager
+def running_recorder(registry: Registry, url: str, queue: str, heartbeat: float = 1.0) -> Iterator[datetime]:
+    """The broker activity recorder in a thread, into ``registry``; yields the moment its coverage starts."""
+    recorder = ActivityRecorder(url, registry, RecorderConfig(queue=queue, heartbeat=heartbeat))
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            recorder.run(until=stop.is_set)
+        except BaseException as exc:  # shown by the test, not lost in the thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name=f"recorder-{queue}", daemon=True)
+    thread.start()
+    try:
+        wait_until(
+            lambda: recorder.report.covered_until is not None or failed, 30, 0.05, what="the recorder's first coverage"
+        )
+        if failed:
+            raise failed[0]
+        assert recorder.report.covered_since is not None
+        yield recorder.report.covered_since
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        connection = open_connection(url)
+        try:
+            connection.channel().queue_delete(queue)
+        finally:
+            close_quietly(connection)
+    if failed:
+        raise failed[0]

@@ -18,12 +18,23 @@ DOMAIN = Path(__file__).resolve().parents[2] / "plugins" / "contract_platform"
 ROOT = "contract_platform"
 
 # The foundation every package may use: plain data and rules, no broker, no services.
-FOUNDATION = {"errors", "settings", "limits", "durations", "catalog", "envelope", "evidence", "archive_record"}
+FOUNDATION = {
+    "errors",
+    "settings",
+    "limits",
+    "durations",
+    "signals",
+    "catalog",
+    "envelope",
+    "evidence",
+    "archive_record",
+}
 # package -> everything it may import from the domain (a package not named here is not restricted).
 ALLOWED = {
     "archive_record": set(),  # the record's definition: read by everyone, reads nothing of the domain
     "amqp": FOUNDATION,  # transport: nothing above it
     "archiver": FOUNDATION | {"amqp"},
+    "activity": FOUNDATION | {"amqp"},  # the recorder: events in, the store (a protocol) out
     "bridge": FOUNDATION | {"amqp", "migration", "validation"},
     "migration": FOUNDATION | {"amqp"},  # a migration is data the bridge runs, never the other way round
 }

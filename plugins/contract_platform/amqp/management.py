@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -27,17 +28,22 @@ import httpx
 from contract_platform import settings
 from contract_platform.amqp.inspection import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient
 from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
-from contract_platform.errors import ManagementUnavailable
+from contract_platform.errors import EventExchangeUnavailable, ManagementUnavailable
 
 __all__ = [
     "ENABLE_COMMAND",
+    "ENABLE_EVENTS_COMMAND",
+    "EVENT_EXCHANGE",
     "BrokerTopology",
     "ConsumerInfo",
+    "DeliveryCounters",
     "PolicyInfo",
     "QueueInfo",
     "VhostTopology",
+    "event_exchange_problem",
     "management_client",
     "management_client_for_url",
+    "probe_event_exchange",
     "probe_management",
     "read_topology",
     "require_management",
@@ -73,6 +79,29 @@ class ConsumerInfo:
 
 
 @dataclass(frozen=True)
+class DeliveryCounters:
+    """A queue's cumulative counters (``message_stats``): they only grow while the queue lives.
+
+    ``deliver_get`` counts every delivery and every ``basic.get`` that returned a message, ``get_empty``
+    every ``basic.get`` that found the queue empty, ``ack`` acknowledgements, ``redeliver`` deliveries of
+    requeued messages. The broker refreshes them every statistics interval (5 s by default).
+    """
+
+    deliver_get: int
+    get_empty: int
+    ack: int
+    redeliver: int
+    publish: int = 0
+
+    @classmethod
+    def of(cls, stats: Any) -> DeliveryCounters:
+        """From a queue's ``message_stats`` (absent until the queue's first activity: all zero)."""
+        stats = stats if isinstance(stats, dict) else {}
+        names = ("deliver_get", "get_empty", "ack", "redeliver", "publish")
+        return cls(*(_int(stats.get(name)) or 0 for name in names))
+
+
+@dataclass(frozen=True)
 class QueueInfo:
     vhost: str
     name: str
@@ -83,6 +112,8 @@ class QueueInfo:
     ready: int | None = None
     unacked: int | None = None
     consumers: int | None = None
+    counters: DeliveryCounters | None = None  # None: the broker collects no statistics
+    idle_since: datetime | None = None  # the queue's last activity (classic queues; absent while busy)
 
     def setting(self, argument: str, policy_key: str) -> Any:
         """A queue argument, else the same setting from its effective policy (arguments win, as on the broker)."""
@@ -118,6 +149,7 @@ class VhostTopology:
 class BrokerTopology:
     vhosts: Mapping[str, VhostTopology]
     management_url: str
+    statistics: bool = True  # False: the broker collects no statistics (``disable_stats``), so no counters
 
 
 def management_client(connection: Any) -> ManagementClient | None:
@@ -146,8 +178,12 @@ def _moved(client: ManagementClient) -> ManagementClient:
     )
 
 
-def probe_management(client: ManagementClient) -> str | None:
-    """None when the API answers ``/api/overview`` for this user; otherwise what is wrong and how to fix it."""
+def probe_management(client: ManagementClient, *, event_exchange: bool = False) -> str | None:
+    """None when the API answers ``/api/overview`` for this user; otherwise what is wrong and how to fix it.
+
+    ``event_exchange``: also require RabbitMQ's event exchange (plugin ``rabbitmq_event_exchange``), which the
+    retirement audit's continuous reader evidence is recorded from.
+    """
     url = f"{client.base_url}/api/overview"
     try:
         response = httpx.get(url, auth=client.auth, timeout=client.timeout)
@@ -169,11 +205,41 @@ def probe_management(client: ManagementClient) -> str | None:
             f"the RabbitMQ management API at {client.base_url} answered {response.status_code} on /api/overview "
             f"(is something else listening on that port?); enable the plugin with: {ENABLE_COMMAND}"
         )
-    return None
+    return probe_event_exchange(client) if event_exchange else None
 
 
-def require_management(client: ManagementClient | None) -> ManagementClient:
-    """The client, or ``ManagementUnavailable`` with the fix; the one check the CLI, DAG and main job share."""
+EVENT_EXCHANGE = "amq.rabbitmq.event"
+ENABLE_EVENTS_COMMAND = "rabbitmq-plugins enable rabbitmq_event_exchange"
+
+
+def event_exchange_problem(vhost: str = "/") -> str:
+    """What is wrong when ``amq.rabbitmq.event`` is missing, and the command that fixes it."""
+    return (
+        f"RabbitMQ's event exchange {EVENT_EXCHANGE} is not in virtual host {vhost!r}: the plugin that announces who "
+        f"reads which queue is off, so no retirement can be proven. Enable it with: {ENABLE_EVENTS_COMMAND} "
+        "(on the broker host; list it in enabled_plugins in a container image)"
+    )
+
+
+def probe_event_exchange(client: ManagementClient) -> str | None:
+    """None when ``amq.rabbitmq.event`` exists (``$CONTRACT_RABBITMQ_EVENT_VHOST``, default ``/``); else the fix."""
+    vhost = settings.event_vhost()
+    url = f"{client.base_url}/api/exchanges/{quote(vhost, safe='')}/{EVENT_EXCHANGE}"
+    try:
+        response = httpx.get(url, auth=client.auth, timeout=client.timeout)
+    except httpx.HTTPError as exc:
+        return f"the RabbitMQ management API at {client.base_url} stopped answering ({type(exc).__name__})"
+    if response.status_code == httpx.codes.OK:
+        return None
+    return event_exchange_problem(vhost)
+
+
+def require_management(client: ManagementClient | None, *, event_exchange: bool = False) -> ManagementClient:
+    """The client, or ``ManagementUnavailable`` with the fix; the one check the CLI, DAG and main job share.
+
+    ``event_exchange``: the retirement audit's form, which also needs RabbitMQ's event exchange
+    (``EventExchangeUnavailable``, with the command that enables it).
+    """
     if client is None:
         raise ManagementUnavailable(
             "the connection does not say which broker it is on, so its management API cannot be found; "
@@ -182,6 +248,8 @@ def require_management(client: ManagementClient | None) -> ManagementClient:
     problem = probe_management(client)
     if problem is not None:
         raise ManagementUnavailable(problem)
+    if event_exchange and (problem := probe_event_exchange(client)) is not None:
+        raise EventExchangeUnavailable(problem)
     return client
 
 
@@ -214,6 +282,17 @@ def _get(client: ManagementClient, path: str) -> list[dict[str, Any]]:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _moment(value: Any) -> datetime | None:
+    """The API's ``2026-11-25T17:33:23.887+00:00`` (older brokers: ``2026-11-25 17:33:23``, UTC), else None."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -265,7 +344,9 @@ def _policies(client: ManagementClient, vhost: str) -> tuple[PolicyInfo, ...]:
     return tuple(policies)
 
 
-def _read_vhost(client: ManagementClient, vhost: str, connections: Mapping[str, Any]) -> VhostTopology:
+def _read_vhost(
+    client: ManagementClient, vhost: str, connections: Mapping[str, Any], statistics: bool = True
+) -> VhostTopology:
     v = quote(vhost, safe="")
     policies = _policies(client, vhost)
     by_name = {p.name: p for p in policies if not p.operator}
@@ -289,7 +370,8 @@ def _read_vhost(client: ManagementClient, vhost: str, connections: Mapping[str, 
         for item in _get(client, f"bindings/{v}")
     )
     columns = (
-        "name,type,arguments,effective_policy_definition,messages,messages_ready,messages_unacknowledged,consumers"
+        "name,type,arguments,effective_policy_definition,messages,messages_ready,messages_unacknowledged,consumers,"
+        "message_stats,idle_since"
     )
     queues = {}
     for item in _get(client, f"queues/{v}?columns={columns}"):
@@ -304,6 +386,8 @@ def _read_vhost(client: ManagementClient, vhost: str, connections: Mapping[str, 
             _int(item.get("messages_ready")),
             _int(item.get("messages_unacknowledged")),
             _int(item.get("consumers")),
+            DeliveryCounters.of(item.get("message_stats")) if statistics else None,
+            _moment(item.get("idle_since")),
         )
     return VhostTopology(vhost, exchanges, bindings, queues, policies, _consumers(client, vhost, connections))
 
@@ -311,6 +395,10 @@ def _read_vhost(client: ManagementClient, vhost: str, connections: Mapping[str, 
 def read_topology(client: ManagementClient, vhosts: Iterable[str]) -> BrokerTopology:
     """Everything the audit searches, in each of ``vhosts`` (``ManagementUnavailable`` when it cannot be read)."""
     connections = _connections(client)
+    overview = client.overview() or {}
+    statistics = overview.get("disable_stats") is not True
     return BrokerTopology(
-        {vhost: _read_vhost(client, vhost, connections) for vhost in dict.fromkeys(vhosts)}, client.base_url
+        {vhost: _read_vhost(client, vhost, connections, statistics) for vhost in dict.fromkeys(vhosts)},
+        client.base_url,
+        statistics,
     )

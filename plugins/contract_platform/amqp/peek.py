@@ -94,6 +94,8 @@ class PeekOutcome:
     vanished: bool = False  # absent, or deleted while being read
     exhausted: bool = False  # basic.get found it empty before the depth was reached (someone else took some)
     delivery_count_raised: bool = False  # quorum queue read: x-delivery-count went up by one
+    redelivered: int = 0  # messages read that carried the redelivered flag (the queue's redeliver counter)
+    empty_gets: int = 0  # basic.get answered empty (the queue's get_empty counter)
 
     @property
     def complete(self) -> bool:
@@ -156,9 +158,11 @@ def _read_and_requeue(connection: Any, outcome: PeekOutcome, limit: int, visit: 
             method, properties, body = channel.basic_get(outcome.queue, auto_ack=False)
             if method is None:
                 outcome.exhausted = True
+                outcome.empty_gets += 1
                 break
             last_tag = method.delivery_tag
             outcome.inspected += 1
+            outcome.redelivered += 1 if getattr(method, "redelivered", False) is True else 0
             visit(method, properties, body)
     except px.ChannelClosedByBroker as exc:
         if exc.reply_code != NOT_FOUND:

@@ -38,11 +38,9 @@ import logging
 import math
 import os
 import re
-import signal
 import socket
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -57,6 +55,7 @@ from contract_platform.amqp.topology import archive_queue_name
 from contract_platform.archive_record import fallback_record, to_record
 from contract_platform.errors import ArchiveError, BrokerUnavailable, QueueMissing, UsageError, clipped
 from contract_platform.limits import depth_limit, nesting_beyond
+from contract_platform.signals import stop_on_signals
 
 __all__ = [
     "MODES",
@@ -433,7 +432,7 @@ class Archiver:
         repaired = [path for name in config.exchanges for path in repair_partial_files(config.root / name)]
         sinks = [_Sink(name, config) for name in config.exchanges]
         try:
-            with _stop_on_signals(self.stop):
+            with stop_on_signals(self.stop):
                 stopped_by = self._run(mode, sinks)
         finally:
             for sink in sinks:
@@ -532,21 +531,3 @@ class Archiver:
                 sink.last_delivery = now
             return False
         return True
-
-
-@contextlib.contextmanager
-def _stop_on_signals(stop: Any) -> Iterator[None]:
-    """SIGTERM and SIGINT ask for a graceful stop while the block runs (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        stop()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.type!r} is not a messageType of the catalogue {catalog.root}")
     connection = open_connection()
     try:
-        management = require_management(management_client(connection))  # before anything slow runs
+        management = require_management(management_client(connection), event_exchange=True)  # before anything slow
     except BaseException:
         close_quietly(connection)
         raise

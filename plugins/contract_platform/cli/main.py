@@ -28,6 +28,7 @@ VERBS: dict[str, str] = {
     "validate-archive": "validate_archive",
     "bridge": "bridge",
     "archive": "archive",
+    "record-activity": "record_activity",
     "export": "export",
     "audit": "audit",
     "quality": "quality",

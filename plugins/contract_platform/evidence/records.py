@@ -16,10 +16,16 @@ from contract_platform.catalog.model import Status
 from contract_platform.evidence import EvidenceKind, Verdict
 
 __all__ = [
+    "BrokerChange",
+    "BrokerEvent",
+    "CoverageGap",
+    "CoverageSegment",
     "EvidenceKind",
     "EvidenceRecord",
     "Observation",
     "ObservationSource",
+    "QueueCounters",
+    "ReaderSession",
     "RefusalRecord",
     "TransitionRecord",
     "Verdict",
@@ -105,3 +111,118 @@ class Observation:
     unacked: int | None
     source: ObservationSource
     run_id: str | None
+
+
+# -- broker activity (the recorder, docs/retirement-audit.md#continuous-reader-evidence) ----------------------------
+
+
+@dataclass(frozen=True)
+class BrokerEvent:
+    """One event of RabbitMQ's event exchange, checked and reduced to what the store keeps.
+
+    ``kind`` is the routing key (``consumer.created``, ``channel.created`` ...); ``key`` a digest of the
+    whole event, so storing it twice (a redelivery after the recorder died before its ack) changes nothing;
+    ``fields`` the event's identity fields as bounded text (``queue``, ``consumer_tag``, ``channel``, ``pid``,
+    ``connection``, ``name``, ``client_name``, ``peer_host``, ``user`` ...), each None when absent.
+    """
+
+    key: str
+    kind: str
+    at: datetime
+    vhost: str
+    fields: Mapping[str, str | None]
+
+    def get(self, name: str) -> str | None:
+        return self.fields.get(name)
+
+
+@dataclass(frozen=True)
+class ReaderSession:
+    """One consumer on one queue, from ``consumer.created`` to ``consumer.deleted`` as the broker announced them.
+
+    ``attached_at`` is None when the consumer was already there when the recorder first saw it (a consumer
+    listed at the start of a coverage segment, or one whose ``consumer.deleted`` came without its creation);
+    ``detached_at`` is None while it is attached, or when its detachment fell into a gap (``open_ended``).
+    """
+
+    vhost: str
+    queue: str
+    consumer_tag: str
+    channel: str
+    attached_at: datetime | None
+    detached_at: datetime | None
+    connection_name: str | None = None  # the client-provided name, else the broker's "peer -> broker" name
+    peer_host: str | None = None
+    user: str | None = None
+    source: str = "event"  # "event" (consumer.created) or "listing" (seen at a segment's start)
+
+    def describe(self) -> str:
+        who = self.connection_name or "an unnamed connection"
+        where = f" from {self.peer_host}" if self.peer_host else ""
+        user = f" as {self.user}" if self.user else ""
+        return f"{who}{where}{user}"
+
+
+@dataclass(frozen=True)
+class CoverageSegment:
+    """A stretch in which the recorder stored every broker event: ``covered_from`` to ``covered_until``.
+
+    A segment is one recorder connection: it starts covering at its first confirmed drain and extends at
+    every heartbeat. ``ended_at``/``end_reason`` say how it stopped (None: still running, or killed).
+    """
+
+    id: str
+    started_at: datetime
+    covered_from: datetime | None
+    covered_until: datetime | None
+    ended_at: datetime | None = None
+    end_reason: str | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class CoverageGap:
+    """An interval in which nothing is known of the broker's readers (the recorder was down, the broker restarted)."""
+
+    start: datetime
+    end: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
+class BrokerChange:
+    """A queue or binding created or deleted (``queue.created``, ``binding.deleted`` ...), as the broker announced it."""
+
+    kind: str  # queue.created, queue.deleted, binding.created, binding.deleted
+    vhost: str
+    name: str  # the queue; for a binding, the destination queue or exchange
+    at: datetime
+    detail: str = ""  # for a binding: "source -> destination (key)"
+
+
+@dataclass(frozen=True)
+class QueueCounters:
+    """A queue's cumulative delivery counters as one audit read them (management API ``message_stats``).
+
+    ``idle_since`` moves whenever anyone touches the queue, even a ``basic.get`` that finds it empty, which
+    no counter records; ``own_until`` is when the audit's own touches ended. ``own_*`` are what the audit's own peek added afterwards (``basic.get`` of each message, the empty get
+    that ends a read, the redelivered flag of messages it had given back before): not a reader.
+    ``present`` is False when the queue did not exist at that audit.
+    """
+
+    message_type: str
+    vhost: str
+    queue: str
+    observed_at: datetime
+    present: bool
+    deliver_get: int | None
+    get_empty: int | None
+    ack: int | None
+    redeliver: int | None
+    own_deliver_get: int = 0
+    own_get_empty: int = 0
+    own_redeliver: int = 0
+    run_id: str | None = None
+    publish: int | None = None
+    idle_since: datetime | None = None  # the queue's last activity as the broker reported it (classic queues)
+    own_until: datetime | None = None  # when this audit's own look at the queue (declares, peek) was over

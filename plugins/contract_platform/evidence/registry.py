@@ -7,22 +7,28 @@ satisfies this protocol (mypy checks it in ``store/registry.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from contract_platform.catalog.model import Status
 from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.evidence.records import (
+    BrokerChange,
+    BrokerEvent,
+    CoverageGap,
+    CoverageSegment,
     EvidenceRecord,
     Observation,
     ObservationSource,
+    QueueCounters,
+    ReaderSession,
     RefusalRecord,
     TransitionRecord,
     VersionState,
 )
 
-__all__ = ["Registry"]
+__all__ = ["ActivityLog", "Registry"]
 
 
 class Registry(Protocol):
@@ -125,3 +131,33 @@ class Registry(Protocol):
     def fingerprint(self, message_type: str) -> str | None: ...
 
     def set_fingerprint(self, message_type: str, fingerprint: str) -> None: ...
+
+    # -- broker activity (what the recorder stored; the retirement audit's ``readers`` check reads it)
+
+    def coverage(self, since: datetime) -> tuple[list[CoverageSegment], list[CoverageGap]]: ...
+
+    def reader_sessions(
+        self, queues: Iterable[tuple[str, str]], *, since: datetime, until: datetime
+    ) -> list[ReaderSession]: ...
+
+    def broker_changes(self, queues: Iterable[tuple[str, str]], *, since: datetime) -> list[BrokerChange]: ...
+
+    def record_queue_counters(self, counters: Sequence[QueueCounters]) -> None: ...
+
+    def queue_counters(self, message_type: str, *, since: datetime) -> list[QueueCounters]: ...
+
+
+class ActivityLog(Protocol):
+    """What the broker activity recorder writes (``store.Registry`` is one)."""
+
+    url: str
+
+    def store_broker_events(self, events: Sequence[BrokerEvent]) -> int: ...
+
+    def open_coverage_segment(self, segment_id: str, *, started_at: datetime, host: str | None) -> None: ...
+
+    def extend_coverage(self, segment_id: str, *, covered_from: datetime, until: datetime) -> CoverageGap | None: ...
+
+    def end_coverage_segment(self, segment_id: str, *, at: datetime, reason: str) -> None: ...
+
+    def prune_broker_activity(self, before: datetime) -> int: ...

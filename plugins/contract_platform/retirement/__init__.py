@@ -5,7 +5,9 @@
     audit_version(contract, catalog, registry, connection, last_seen, *, now, run_id) -> AuditResult
         queues               consumers, ready and unacked messages on its own queues and every queue its
                              exchange routes to on the broker, whoever declared it (docs/retirement-audit.md)
-        consumers_over_time  zero consumers over consecutive audits (a time series in the store)
+        readers              nobody read any queue of the version over the whole observation span: reader
+                             sessions from the broker activity recorder, its coverage (a gap is unknown),
+                             and each queue's delivery counters between audits
         dead_letters         no message of the type in any DLQ found by dead-letter topology, policy or name
                              (read, then requeued in order)
         retention            max(queue, dlq) retention elapsed since its last archived message
@@ -22,7 +24,6 @@ check passes; retiring is still the lifecycle's decision (its guards read the re
 
 from contract_platform.retirement.archive import last_archived, mask_pii
 from contract_platform.retirement.audit import audit_version, versions_to_audit
-from contract_platform.retirement.consumers import check_consumers_over_time
 from contract_platform.retirement.dead_letters import (
     DeadLetterScan,
     QueueScan,
@@ -34,6 +35,7 @@ from contract_platform.retirement.dead_letters import (
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
 from contract_platform.retirement.queues import QueueLook, check_queues, observe_queues, record_observations
+from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers
 from contract_platform.retirement.report import AuditPaths, record_audit, render_audit_page, write_audit_bundle
 from contract_platform.retirement.retention import LastSeen, TypeLastSeen, check_retention
 from contract_platform.retirement.retire import RetirementOutcome, exchanges_in_use, retire_if_proven
@@ -47,13 +49,15 @@ __all__ = [
     "LastSeen",
     "QueueLook",
     "QueueScan",
+    "ReaderEvidence",
     "RetirementOutcome",
     "TypeLastSeen",
+    "VersionQueue",
     "audit_version",
-    "check_consumers_over_time",
     "check_dead_letters",
     "check_holds",
     "check_queues",
+    "check_readers",
     "check_retention",
     "check_successor_consumers",
     "exchanges_in_use",

@@ -2,11 +2,13 @@
 
 ::
 
-    require_management -> read_topology (every watched vhost) -> discover_queues (receivers, DLQs, how found)
+    require_management (+ the event exchange) -> read_topology (every watched vhost, with each queue's counters)
+      -> discover_queues (receivers, DLQs, how found)
     plan_topology(contract)
       -> observe_queues (passive declares + management API)  -> queues            (+ one observation per queue)
-      -> registry.observations(...)                          -> consumers_over_time
       -> scan_dead_letters (every DLQ found, read in order)  -> dead_letters
+      -> counters (read before the peek) + the peek's own reads -> stored per queue
+      -> reader sessions, coverage, counters since the span   -> readers
       -> LastSeen (archive_last_seen job)                    -> retention
       -> catalogue                                           -> holds, successor_consumers
 
@@ -16,37 +18,40 @@ Broker and store errors propagate (``BrokerUnavailable`` and ``StoreError`` are 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from contract_platform import settings
 from contract_platform.amqp.inspection import ManagementClient
-from contract_platform.amqp.management import management_client, read_topology, require_management
+from contract_platform.amqp.management import BrokerTopology, management_client, read_topology, require_management
 from contract_platform.amqp.topology import plan_topology
 from contract_platform.catalog.model import Catalog, Contract, Status
-from contract_platform.evidence import Registry
-from contract_platform.retirement.consumers import Sample, check_consumers_over_time
-from contract_platform.retirement.dead_letters import DEFAULT_MAX_MESSAGES, check_dead_letters, scan_dead_letters
+from contract_platform.evidence import Registry, Verdict
+from contract_platform.evidence.records import QueueCounters
+from contract_platform.retirement.dead_letters import (
+    DEFAULT_MAX_MESSAGES,
+    DeadLetterScan,
+    check_dead_letters,
+    scan_dead_letters,
+)
 from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery, discover_queues
-from contract_platform.retirement.model import AuditResult, require_aware
+from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, require_aware
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
-from contract_platform.retirement.queues import check_queues, observe_queues, record_observations
+from contract_platform.retirement.queues import (
+    QueueLook,
+    check_queues,
+    observe_queues,
+    queue_label,
+    record_observations,
+)
+from contract_platform.retirement.readers import TAIL_TOLERANCE, ReaderEvidence, VersionQueue, check_readers
 from contract_platform.retirement.retention import LastSeen, check_retention
 
 __all__ = ["audit_version", "versions_to_audit"]
 
 _HISTORY_AT_LEAST = timedelta(days=30)
-
-
-@dataclass(frozen=True)
-class _Current:
-    """This audit's own look at a queue, when it is not recorded in the store (an on-demand audit)."""
-
-    queue: str
-    observed_at: datetime
-    consumers: int | None
 
 
 def audit_version(
@@ -64,6 +69,7 @@ def audit_version(
     max_dead_letters: int = DEFAULT_MAX_MESSAGES,
     vhosts: Sequence[str] | None = None,
     dead_letter_suffixes: Sequence[str] | None = None,
+    wait_for_recorder: timedelta | None = None,
 ) -> AuditResult:
     """Run every check for ``contract``; with ``record`` its queue observations go to the store first.
 
@@ -72,12 +78,16 @@ def audit_version(
     connection's own (default ``settings.watched_vhosts()``); ``dead_letter_suffixes``: the name
     convention's net (default ``settings.dead_letter_suffixes()``, else ``DEFAULT_DEAD_LETTER_SUFFIXES``).
     ``management=None`` audits with AMQP alone: only the version's own queues, and the checks cannot pass.
+    ``wait_for_recorder``: how long to wait for the activity recorder to confirm ``now`` (default three of
+    its heartbeats, ``settings.recorder_heartbeat()``), when it is running.
     """
     now = require_aware(now)
     plan = plan_topology(contract)
     client = None
     if management is not None:
-        client = require_management(management_client(connection) if management == "auto" else management)
+        client = require_management(
+            management_client(connection) if management == "auto" else management, event_exchange=True
+        )
     discovery: Discovery | None = None
     topology = None
     home = client.vhost if client is not None else "/"
@@ -91,12 +101,8 @@ def audit_version(
             contract, plan, topology, home_vhost=home, suffixes=suffixes, scope=dead_letter_scope
         )
     looks = observe_queues(connection, plan, management=client, discovery=discovery, topology=topology, home_vhost=home)
-    since = now - max(_HISTORY_AT_LEAST, 4 * contract.retirement.observation_span)
     if record:
         record_observations(registry, contract.message_type, looks, now=now, run_id=run_id)
-    history: list[Sample] = list(registry.observations(contract.message_type, since=since))
-    if not record:
-        history += [_Current(look.name, now, look.state.consumers) for look in looks]
     scan = scan_dead_letters(
         connection,
         contract,
@@ -108,15 +114,127 @@ def audit_version(
         topology=topology,
         home_vhost=home,
     )
+    queues = version_queues(looks, discovery, home)
+    if topology is None:
+        readers = CheckResult(
+            CheckName.READERS,
+            Verdict.UNKNOWN,
+            {"queues": [queue.label for queue in queues]},
+            "who read the version's queues is unknown without the management API (delivery counters, every "
+            "queue on the broker): enable it and run the audit again",
+        )
+    else:
+        counters = queue_counters(
+            contract.message_type, queues, topology, scan, now=now, run_id=run_id, own_until=datetime.now(UTC)
+        )
+        if record:
+            registry.record_queue_counters(counters)
+        readers = judge_readers(
+            contract,
+            registry,
+            queues,
+            now=now,
+            unrecorded=() if record else counters,
+            wait=settings.recorder_heartbeat() * 3 if wait_for_recorder is None else wait_for_recorder,
+        )
     checks = (
         check_queues(looks, discovery),
-        check_consumers_over_time(contract, history, now=now, queues=[look.name for look in looks]),
+        readers,
         check_dead_letters(contract, scan),
         check_retention(contract, last_seen, now=now),
         check_holds(contract, now=now),
         check_successor_consumers(contract, catalog),
     )
     return AuditResult(contract.message_type, contract.version, now, checks, run_id)
+
+
+def version_queues(looks: Sequence[QueueLook], discovery: Discovery | None, home: str) -> list[VersionQueue]:
+    """Every queue of the version: consumer, retry, DLQ and parking-lot queues, every queue its exchange routes
+    to, and every dead-letter queue discovery found (each once, by virtual host and name)."""
+    found: dict[tuple[str, str], VersionQueue] = {}
+    for look in looks:
+        vhost = look.vhost or home
+        queue = look.state.name
+        found.setdefault((vhost, queue), VersionQueue(vhost, queue, look.name))
+    for entry in discovery.dead_letter_queues if discovery is not None else ():
+        found.setdefault(
+            (entry.vhost, entry.queue),
+            VersionQueue(entry.vhost, entry.queue, queue_label(entry.vhost, entry.queue, home)),
+        )
+    return list(found.values())
+
+
+def queue_counters(
+    message_type: str,
+    queues: Sequence[VersionQueue],
+    topology: BrokerTopology,
+    scan: DeadLetterScan,
+    *,
+    now: datetime,
+    run_id: str | None,
+    own_until: datetime | None = None,
+) -> list[QueueCounters]:
+    """Each queue's counters as the topology read them (before the peek), with what the peek itself then did
+    and when the audit's own touches (passive declares, the peek) were over."""
+    own = {((q.vhost or ""), q.queue): q for q in scan.queues}
+    rows = []
+    for queue in queues:
+        hosted = topology.vhosts.get(queue.vhost)
+        info = hosted.queues.get(queue.queue) if hosted is not None else None
+        counters = info.counters if info is not None else None
+        peeked = own.get((queue.vhost, queue.queue)) or own.get(("", queue.queue))
+        rows.append(
+            QueueCounters(
+                message_type=message_type,
+                vhost=queue.vhost,
+                queue=queue.queue,
+                observed_at=now,
+                present=info is not None,
+                deliver_get=counters.deliver_get if counters else None,
+                get_empty=counters.get_empty if counters else None,
+                ack=counters.ack if counters else None,
+                redeliver=counters.redeliver if counters else None,
+                own_deliver_get=peeked.inspected if peeked else 0,
+                own_get_empty=peeked.empty_gets if peeked else 0,
+                own_redeliver=peeked.redelivered if peeked else 0,
+                run_id=run_id,
+                publish=counters.publish if counters else None,
+                idle_since=info.idle_since if info is not None else None,
+                own_until=own_until,
+            )
+        )
+    return rows
+
+
+def judge_readers(
+    contract: Contract,
+    registry: Registry,
+    queues: Sequence[VersionQueue],
+    *,
+    now: datetime,
+    unrecorded: Sequence[QueueCounters] = (),
+    wait: timedelta = timedelta(0),
+) -> CheckResult:
+    """The ``readers`` check on the stored evidence; waits (at most ``wait``) for a running recorder to reach ``now``."""
+    since = now - max(_HISTORY_AT_LEAST, 4 * contract.retirement.observation_span)
+    keys = [queue.key for queue in queues]
+    deadline = time.monotonic() + wait.total_seconds()
+    while True:
+        segments, gaps = registry.coverage(since)
+        reached = max((s.covered_until for s in segments if s.covered_until is not None), default=None)
+        running = bool(segments) and segments[-1].ended_at is None
+        if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    evidence = ReaderEvidence(
+        since=since,
+        segments=segments,
+        gaps=gaps,
+        sessions=registry.reader_sessions(keys, since=since, until=now),
+        changes=registry.broker_changes(keys, since=since),
+        counters=[*registry.queue_counters(contract.message_type, since=since), *unrecorded],
+    )
+    return check_readers(contract, queues, evidence, now=now)
 
 
 def versions_to_audit(catalog: Catalog, registry: Registry, *, only: Iterable[str] | None = None) -> list[str]:

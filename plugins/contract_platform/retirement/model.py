@@ -24,7 +24,7 @@ class CheckName(StrEnum):
     """The checks of a retirement audit, in the order they run and are reported (stable ids)."""
 
     QUEUES = "queues"
-    CONSUMERS_OVER_TIME = "consumers_over_time"
+    READERS = "readers"  # every reader over the whole span, from the activity recorder and the queues' counters
     DEAD_LETTERS = "dead_letters"
     RETENTION = "retention"
     HOLDS = "holds"

@@ -148,9 +148,26 @@ def _v2_observations(conn: Connection) -> None:
     _create_missing(conn, tables.observations, tables.fingerprints)
 
 
+def _v3_broker_activity(conn: Connection) -> None:
+    _create_missing(
+        conn,
+        tables.broker_events_seen,
+        tables.broker_connections,
+        tables.broker_channels,
+        tables.reader_sessions,
+        tables.broker_changes,
+        tables.coverage_segments,
+        tables.coverage_gaps,
+        tables.queue_counters,
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "lifecycle: effective status, transitions, refusals, evidence, schema snapshots", _v1_lifecycle),
     Migration(2, "evidence run ids and lookup index; queue observations; catalogue fingerprints", _v2_observations),
+    Migration(
+        3, "broker activity: reader sessions, broker changes, recorder coverage, queue counters", _v3_broker_activity
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -5,19 +5,31 @@ Re-exported here for the store's own modules; the domain imports them from ``con
 
 from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.evidence.records import (
+    BrokerChange,
+    BrokerEvent,
+    CoverageGap,
+    CoverageSegment,
     EvidenceRecord,
     Observation,
     ObservationSource,
+    QueueCounters,
+    ReaderSession,
     RefusalRecord,
     TransitionRecord,
     VersionState,
 )
 
 __all__ = [
+    "BrokerChange",
+    "BrokerEvent",
+    "CoverageGap",
+    "CoverageSegment",
     "EvidenceKind",
     "EvidenceRecord",
     "Observation",
     "ObservationSource",
+    "QueueCounters",
+    "ReaderSession",
     "RefusalRecord",
     "TransitionRecord",
     "Verdict",

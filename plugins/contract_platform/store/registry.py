@@ -7,7 +7,7 @@ by ``redact_url``. Status changes use optimistic concurrency on ``revision`` on 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,13 +18,19 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
 from contract_platform.settings import redact_url, registry_url
-from contract_platform.store import migrations, rows, values
+from contract_platform.store import activity, migrations, rows, values
 from contract_platform.store.engine import WRITE_OPTION, open_engine, store_error
 from contract_platform.store.records import (
+    BrokerChange,
+    BrokerEvent,
+    CoverageGap,
+    CoverageSegment,
     EvidenceKind,
     EvidenceRecord,
     Observation,
     ObservationSource,
+    QueueCounters,
+    ReaderSession,
     RefusalRecord,
     TransitionRecord,
     Verdict,
@@ -32,6 +38,8 @@ from contract_platform.store.records import (
 )
 from contract_platform.store.tables import (
     contract_versions,
+    coverage_gaps,
+    coverage_segments,
     evidence,
     fingerprints,
     observations,
@@ -41,6 +49,7 @@ from contract_platform.store.tables import (
 )
 
 if TYPE_CHECKING:
+    from contract_platform.evidence.registry import ActivityLog
     from contract_platform.evidence.registry import Registry as DomainRegistry
 
 __all__ = ["Registry"]
@@ -383,6 +392,88 @@ class Registry:
         with self._connect(f"reading observations of {message_type}") as conn:
             return [rows.observation(row._mapping) for row in conn.execute(query)]
 
+    # -- broker activity (the recorder writes, the retirement audit reads) --------------------------
+
+    def store_broker_events(self, events: Sequence[BrokerEvent]) -> int:
+        """Apply a batch of broker events in one transaction; returns how many were new."""
+        if not events:
+            return 0
+        return self._write_retrying(
+            f"storing {len(events)} broker events", lambda conn: activity.apply_events(conn, events)
+        )
+
+    def open_coverage_segment(self, segment_id: str, *, started_at: datetime, host: str | None) -> None:
+        row = {"id": segment_id, "started_at": values.aware(started_at, "started_at"), "host": host}
+        with self._connect("opening a recorder coverage segment", write=True) as conn:
+            conn.execute(insert(coverage_segments).values(**row))
+
+    def extend_coverage(self, segment_id: str, *, covered_from: datetime, until: datetime) -> CoverageGap | None:
+        """Everything from ``covered_from`` (kept from the first call) until ``until`` is stored.
+
+        The first call of a segment records the gap since the previous segment's coverage ended (and
+        closes the reader sessions left open then: what they did after it is unknown); returns that gap.
+        """
+        covered_from, until = values.aware(covered_from, "covered_from"), values.aware(until, "until")
+
+        def extend(conn: Connection) -> CoverageGap | None:
+            this = conn.execute(select(coverage_segments).where(coverage_segments.c.id == segment_id)).first()
+            if this is None:
+                raise ValueError(f"no coverage segment {segment_id!r}: open it first")
+            gap = None
+            if this.covered_from is None:
+                gap = _gap_before(conn, segment_id, covered_from)
+                conn.execute(
+                    update(coverage_segments)
+                    .where(coverage_segments.c.id == segment_id)
+                    .values(covered_from=covered_from)
+                )
+            conn.execute(
+                update(coverage_segments).where(coverage_segments.c.id == segment_id).values(covered_until=until)
+            )
+            return gap
+
+        return self._write_retrying("extending the recorder's coverage", extend)
+
+    def end_coverage_segment(self, segment_id: str, *, at: datetime, reason: str) -> None:
+        with self._connect("closing a recorder coverage segment", write=True) as conn:
+            conn.execute(
+                update(coverage_segments)
+                .where(coverage_segments.c.id == segment_id)
+                .values(ended_at=values.aware(at, "at"), end_reason=reason)
+            )
+
+    def coverage(self, since: datetime) -> tuple[list[CoverageSegment], list[CoverageGap]]:
+        """The recorder's segments and the gaps between them that reach past ``since``, oldest first."""
+        since = values.aware(since, "since")
+        with self._connect("reading the recorder's coverage") as conn:
+            return activity.segments_between(conn, since), activity.gaps_between(conn, since)
+
+    def reader_sessions(
+        self, queues: Iterable[tuple[str, str]], *, since: datetime, until: datetime
+    ) -> list[ReaderSession]:
+        """Reader sessions on any of ``queues`` ((vhost, name) pairs) that overlap ``since``..``until``."""
+        with self._connect("reading reader sessions") as conn:
+            return activity.sessions_of(conn, queues, values.aware(since, "since"), values.aware(until, "until"))
+
+    def broker_changes(self, queues: Iterable[tuple[str, str]], *, since: datetime) -> list[BrokerChange]:
+        """Queue and binding creations and deletions of ``queues`` since ``since``, oldest first."""
+        with self._connect("reading broker changes") as conn:
+            return activity.changes_of(conn, queues, values.aware(since, "since"))
+
+    def record_queue_counters(self, counters: Sequence[QueueCounters]) -> None:
+        with self._connect(f"recording the counters of {len(counters)} queues", write=True) as conn:
+            activity.insert_counters(conn, counters)
+
+    def queue_counters(self, message_type: str, *, since: datetime) -> list[QueueCounters]:
+        """Every queue-counter snapshot of ``message_type``'s audits since ``since``, oldest first."""
+        with self._connect(f"reading the queue counters of {message_type}") as conn:
+            return activity.counters_of(conn, message_type, values.aware(since, "since"))
+
+    def prune_broker_activity(self, before: datetime) -> int:
+        """Forget broker activity that ended before ``before`` (the recorder's retention)."""
+        with self._connect("pruning broker activity", write=True) as conn:
+            return activity.prune(conn, values.aware(before, "before"))
+
     # -- catalogue fingerprints ----------------------------------------------------------------
 
     def fingerprint(self, message_type: str) -> str | None:
@@ -430,6 +521,35 @@ class Registry:
 
 
 # -- SQL helpers -----------------------------------------------------------------------------------
+
+
+_UNCLOSED = "the recorder stopped without closing its segment (killed, or its machine went down)"
+
+
+def _gap_before(conn: Connection, segment_id: str, covered_from: datetime) -> CoverageGap | None:
+    """The gap between the latest earlier segment's coverage and ``covered_from``, stored once."""
+    previous = conn.execute(
+        select(coverage_segments)
+        .where(
+            coverage_segments.c.id != segment_id,
+            coverage_segments.c.covered_until.is_not(None),
+            coverage_segments.c.covered_until <= covered_from,
+        )
+        .order_by(coverage_segments.c.covered_until.desc())
+        .limit(1)
+    ).first()
+    if previous is None:
+        return None
+    start = previous.covered_until
+    activity.close_open_sessions(conn, start)
+    reason = previous.end_reason or _UNCLOSED
+    gap = CoverageGap(start, covered_from, reason)
+    exists = conn.execute(
+        select(coverage_gaps.c.id).where(coverage_gaps.c.start == start, coverage_gaps.c.end == covered_from)
+    ).first()
+    if exists is None:
+        conn.execute(insert(coverage_gaps).values(start=start, end=covered_from, reason=reason))
+    return gap
 
 
 def _read_state(conn: Connection, message_type: str) -> VersionState | None:
@@ -494,4 +614,7 @@ if TYPE_CHECKING:
 
     def _satisfies_the_protocol(store: Registry) -> DomainRegistry:
         """mypy proves here that the SQL store is the ``Registry`` the domain depends on."""
+        return store
+
+    def _satisfies_the_activity_log(store: Registry) -> ActivityLog:
         return store

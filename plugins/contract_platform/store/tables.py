@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -28,6 +29,14 @@ from sqlalchemy.types import TypeDecorator
 __all__ = [
     "SCHEMA_VERSION_TABLE",
     "UtcDateTime",
+    "broker_changes",
+    "broker_channels",
+    "broker_connections",
+    "broker_events_seen",
+    "coverage_gaps",
+    "coverage_segments",
+    "queue_counters",
+    "reader_sessions",
     "contract_versions",
     "evidence",
     "fingerprints",
@@ -161,4 +170,110 @@ fingerprints = Table(  # since schema version 2
     Column("message_type", NAME, primary_key=True),
     Column("fingerprint", String(64), nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+)
+
+
+# -- broker activity, since schema version 3 (contract_platform.activity; docs/retirement-audit.md) ----------------
+
+broker_events_seen = Table(  # every broker event stored, by its digest: storing one twice changes nothing
+    "cp_broker_events_seen",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("at", UtcDateTime, nullable=False, index=True),
+)
+
+broker_connections = Table(
+    "cp_broker_connections",
+    metadata,
+    Column("pid", NAME, primary_key=True),
+    Column("name", Text, nullable=True),  # the broker's "peer -> broker" name
+    Column("client_name", Text, nullable=True),  # the client-provided connection_name
+    Column("peer_host", NAME, nullable=True),
+    Column("user", NAME, nullable=True),
+    Column("vhost", NAME, nullable=True),
+    Column("opened_at", UtcDateTime, nullable=True),
+    Column("closed_at", UtcDateTime, nullable=True, index=True),
+)
+
+broker_channels = Table(
+    "cp_broker_channels",
+    metadata,
+    Column("pid", NAME, primary_key=True),
+    Column("connection_pid", NAME, nullable=True),
+    Column("opened_at", UtcDateTime, nullable=True),
+    Column("closed_at", UtcDateTime, nullable=True, index=True),
+)
+
+reader_sessions = Table(
+    "cp_reader_sessions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("vhost", NAME, nullable=False),
+    Column("queue", NAME, nullable=False),
+    Column("consumer_tag", NAME, nullable=False),
+    Column("channel", NAME, nullable=False),
+    Column("attached_at", UtcDateTime, nullable=True),
+    Column("detached_at", UtcDateTime, nullable=True),
+    Column("connection_name", Text, nullable=True),
+    Column("peer_host", NAME, nullable=True),
+    Column("user", NAME, nullable=True),
+    Column("source", String(16), nullable=False),
+    Index("ix_cp_reader_sessions_queue", "vhost", "queue", "detached_at"),
+)
+
+broker_changes = Table(
+    "cp_broker_changes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(32), nullable=False),
+    Column("vhost", NAME, nullable=False),
+    Column("name", NAME, nullable=False),
+    Column("detail", Text, nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+    Index("ix_cp_broker_changes_queue", "vhost", "name", "at"),
+)
+
+coverage_segments = Table(
+    "cp_coverage_segments",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("started_at", UtcDateTime, nullable=False, index=True),
+    Column("covered_from", UtcDateTime, nullable=True),
+    Column("covered_until", UtcDateTime, nullable=True),
+    Column("ended_at", UtcDateTime, nullable=True),
+    Column("end_reason", Text, nullable=True),
+    Column("host", NAME, nullable=True),
+)
+
+coverage_gaps = Table(
+    "cp_coverage_gaps",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("start", UtcDateTime, nullable=False),
+    Column("end", UtcDateTime, nullable=False),
+    Column("reason", Text, nullable=False),
+    UniqueConstraint("start", "end", name="uq_cp_coverage_gaps_interval"),
+)
+
+queue_counters = Table(
+    "cp_queue_counters",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("message_type", NAME, nullable=False),
+    Column("vhost", NAME, nullable=False),
+    Column("queue", NAME, nullable=False),
+    Column("observed_at", UtcDateTime, nullable=False),
+    Column("present", Boolean, nullable=False),
+    Column("deliver_get", Integer, nullable=True),
+    Column("get_empty", Integer, nullable=True),
+    Column("ack", Integer, nullable=True),
+    Column("redeliver", Integer, nullable=True),
+    Column("own_deliver_get", Integer, nullable=False),
+    Column("own_get_empty", Integer, nullable=False),
+    Column("own_redeliver", Integer, nullable=False),
+    Column("run_id", NAME, nullable=True),
+    Column("publish", Integer, nullable=True),
+    Column("idle_since", UtcDateTime, nullable=True),
+    Column("own_until", UtcDateTime, nullable=True),
+    Index("ix_cp_queue_counters_series", "message_type", "observed_at"),
 )

@@ -28,7 +28,7 @@ import pika
 import pika.exceptions
 import pytest
 from tests.integration.bridge.bridge_support import Lane, declare, make_lane, publish, read_all, v1_envelopes
-from tests.integration.bridge.private_node import NodeUnavailable, PrivateNode
+from tests.support.private_node import NodeUnavailable, PrivateNode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 

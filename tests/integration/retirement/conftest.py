@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.support import broker
 from tests.support.contracts import with_prefix
+from tests.support.retirement import running_recorder
 
 from contract_platform.amqp import ManagementClient, open_connection
 from contract_platform.amqp.connection import close_quietly
@@ -56,3 +58,11 @@ def contracts(catalog: Catalog, prefix: str) -> Catalog:
 def registry(tmp_path: Path) -> Iterator[Registry]:
     with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened
+
+
+@pytest.fixture
+def recording(registry: Registry, rabbitmq_url: str, prefix: str, connection: Any) -> Iterator[datetime]:
+    """The broker activity recorder running into the test's registry (its queue carries the prefix);
+    yields the moment its coverage starts. Listed after ``connection`` so it stops before teardown."""
+    with running_recorder(registry, rabbitmq_url, f"{prefix}broker-activity") as since:
+        yield since

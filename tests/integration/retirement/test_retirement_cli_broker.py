@@ -29,13 +29,14 @@ def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
     catalog_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    recording: datetime,
 ) -> None:
     catalog = load_catalog(prefixed_catalog(tmp_path / "contracts", prefix, catalog_dir))
     v1 = catalog.contracts[V1]
     provision_family(connection, catalog)
     registry_url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with Registry.open(registry_url) as store:
-        seed_quiet_history(store, v1, datetime.now(UTC))
+    with Registry.open(registry_url) as store:  # the file the fixture ``recording`` records into
+        seed_quiet_history(store, v1, datetime.now(UTC), coverage_until=recording)
     day = tmp_path / "archive" / v1.transport.exchange / "date=2026-07-01"
     day.mkdir(parents=True)
     last = (datetime.now(UTC) - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
@@ -66,11 +67,11 @@ def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
     connection.channel().basic_consume(v1.consumers[0].queue, lambda *args: None)
     assert main([*argv, "--record"]) == 1
     blocked = json.loads(capsys.readouterr().out)
-    assert blocked["failed_checks"] == ["queues", "consumers_over_time"]
+    assert blocked["failed_checks"] == ["queues", "readers"]
     assert Path(blocked["report"]).exists()
     with Registry.open(registry_url) as store:
         evidence = store.latest_evidence(V1, "retirement_audit")
-        assert evidence is not None and evidence.figures["failed_checks"] == ["queues", "consumers_over_time"]
+        assert evidence is not None and evidence.figures["failed_checks"] == ["queues", "readers"]
         assert len(store.observations(V1)) == 4 * len(
             plan_topology(v1).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ, Role.PARKING_LOT)
         )

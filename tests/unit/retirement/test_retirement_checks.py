@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -10,7 +10,7 @@ from tests.support.contracts import V1, V2, catalog_of, migrating_contract
 
 from contract_platform.amqp.inspection import QueueState
 from contract_platform.amqp.topology import Role
-from contract_platform.catalog.model import Consumer, Contract, Hold, RetirementSettings
+from contract_platform.catalog.model import Consumer, Contract, Hold
 from contract_platform.evidence import Verdict
 from contract_platform.retirement import (
     CheckName,
@@ -18,7 +18,6 @@ from contract_platform.retirement import (
     LastSeen,
     QueueLook,
     TypeLastSeen,
-    check_consumers_over_time,
     check_holds,
     check_queues,
     check_retention,
@@ -75,65 +74,6 @@ def test_queues_are_unknown_not_passed_when_unacked_counts_are_unknown() -> None
     assert result.verdict is Verdict.UNKNOWN
     assert result.figures["unackedUnknown"] == [QUEUE]
     assert "management API" in (result.blocker or "")
-
-
-# -- consumers over time ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Obs:
-    queue: str
-    observed_at: datetime
-    consumers: int | None
-
-
-def series(*points: tuple[timedelta, int | None], queues: tuple[str, ...] = (QUEUE, f"{QUEUE}.dlq")) -> list[Obs]:
-    """One audit per point (age, consumers on the consumer queue); other queues always 0."""
-    return [Obs(queue, NOW - age, consumers if queue == QUEUE else 0) for age, consumers in points for queue in queues]
-
-
-def test_three_zero_audits_spanning_eight_days_pass() -> None:
-    samples = series((timedelta(days=8), 0), (timedelta(days=4), 0), (timedelta(0), 0))
-    result = check_consumers_over_time(migrating_contract(), samples, now=NOW)
-    assert result.verdict is Verdict.PASS
-    assert result.figures["streak"]["observations"] == 3
-    assert result.figures["passedAt"] == iso(NOW - timedelta(days=1))
-
-
-def test_a_consumer_at_the_latest_audit_fails_without_a_date() -> None:
-    samples = series((timedelta(days=8), 0), (timedelta(days=4), 0), (timedelta(0), 2))
-    result = check_consumers_over_time(migrating_contract(), samples, now=NOW)
-    assert result.verdict is Verdict.FAIL and result.clears_at is None
-    assert f"{QUEUE} 2" in (result.blocker or "")
-
-
-def test_a_consumer_seen_earlier_restarts_the_clock_and_it_says_when_it_passes() -> None:
-    samples = series((timedelta(days=8), 0), (timedelta(days=2), 1), (timedelta(days=1), 0), (timedelta(0), 0))
-    result = check_consumers_over_time(migrating_contract(), samples, now=NOW)
-    assert result.verdict is Verdict.FAIL
-    assert result.figures["streak"]["observations"] == 2
-    assert result.clears_at == NOW - timedelta(days=1) + timedelta(days=7)  # span is the binding constraint
-    assert "expected to pass from" in (result.blocker or "")
-
-
-def test_enough_span_but_too_few_audits_clears_after_the_missing_audits() -> None:
-    contract = migrating_contract(retirement=RetirementSettings(observations=5, observation_span=timedelta(days=7)))
-    samples = series((timedelta(days=9), 0), (timedelta(0), 0))
-    result = check_consumers_over_time(contract, samples, now=NOW)
-    assert result.verdict is Verdict.FAIL
-    assert result.clears_at == NOW + timedelta(days=3)  # three more daily audits
-
-
-def test_no_observation_yet_fails_and_an_unknown_count_is_unknown() -> None:
-    assert check_consumers_over_time(migrating_contract(), [], now=NOW).verdict is Verdict.FAIL
-    unknown = check_consumers_over_time(migrating_contract(), series((timedelta(0), None)), now=NOW)
-    assert unknown.verdict is Verdict.UNKNOWN and QUEUE in (unknown.blocker or "")
-
-
-def test_only_the_queues_asked_for_count() -> None:
-    samples = [*series((timedelta(days=8), 0), (timedelta(0), 0)), Obs("someone-else", NOW, 5)]
-    result = check_consumers_over_time(migrating_contract(), samples, now=NOW, queues=[QUEUE, f"{QUEUE}.dlq"])
-    assert result.figures["streak"]["observations"] == 2
 
 
 # -- retention -------------------------------------------------------------------------------------

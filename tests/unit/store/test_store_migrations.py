@@ -97,7 +97,7 @@ def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(sqlite_url: str) 
         assert registry.apply_transition(MT, expected=state, to=Status.ACTIVE, actor="a", reason="r").revision == 3
     assert shape(engine) == wanted_shape()
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM cp_schema_version ORDER BY version")).scalars().all() == [1, 2]
+        assert conn.execute(text("SELECT version FROM cp_schema_version ORDER BY version")).scalars().all() == [1, 2, 3]
 
 
 def test_opening_again_applies_nothing(sqlite_url: str) -> None:

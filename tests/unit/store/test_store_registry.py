@@ -306,7 +306,29 @@ CALLS: dict[str, Callable[[Registry], object]] = {
     "fingerprint": lambda r: r.fingerprint(MT),
     "set_fingerprint": lambda r: r.set_fingerprint(MT, "x"),
     "schema_version": lambda r: r.schema_version(),
+    "store_broker_events": lambda r: r.store_broker_events([_event()]),
+    "open_coverage_segment": lambda r: r.open_coverage_segment("s", started_at=T0, host=None),
+    "extend_coverage": lambda r: r.extend_coverage("s", covered_from=T0, until=T0),
+    "end_coverage_segment": lambda r: r.end_coverage_segment("s", at=T0, reason="stopped"),
+    "coverage": lambda r: r.coverage(T0),
+    "reader_sessions": lambda r: r.reader_sessions([("/", "q")], since=T0, until=T0),
+    "broker_changes": lambda r: r.broker_changes([("/", "q")], since=T0),
+    "record_queue_counters": lambda r: r.record_queue_counters([_counters()]),
+    "queue_counters": lambda r: r.queue_counters(MT, since=T0),
+    "prune_broker_activity": lambda r: r.prune_broker_activity(T0),
 }
+
+
+def _event() -> Any:
+    from contract_platform.store.records import BrokerEvent
+
+    return BrokerEvent("k", "queue.created", T0, "/", {"name": "q"})
+
+
+def _counters() -> Any:
+    from contract_platform.store.records import QueueCounters
+
+    return QueueCounters(MT, "/", "q", T0, True, 0, 0, 0, 0)
 
 
 def _state() -> Any:

@@ -1,0 +1,86 @@
+"""``contractctl record-activity``: the broker activity recorder, a long-running service (docs/retirement-audit.md).
+
+Stores every reader session, queue and binding change of the broker in the registry store, from RabbitMQ's
+event exchange, with its own coverage: the retirement audit's ``readers`` check reads them. Runs until
+SIGTERM/SIGINT (or ``--max-seconds``); reconnects after a broker restart, and the time it was away is a gap.
+
+Exit codes: 0 stopped as asked; 2 bad input; 3 the event exchange plugin is off (the message gives the
+command that enables it), or the broker or the store cannot be reached when it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from datetime import timedelta
+
+from contract_platform import settings
+from contract_platform.cli.common import add_format_argument
+from contract_platform.cli.output import emit_json, out
+from contract_platform.errors import UsageError
+
+HELP = "record who reads which queue on the broker, continuously (the retirement audit's reader evidence)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL or SQLite)"
+    )
+    parser.add_argument(
+        "--queue", default=None, help="the recorder's durable queue (default contract-platform.broker-activity)"
+    )
+    parser.add_argument(
+        "--heartbeat",
+        default=None,
+        metavar="DURATION",
+        help="how often coverage is confirmed (default $CONTRACT_RECORDER_HEARTBEAT or 5s)",
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="stop after S seconds (default: run until SIGTERM)"
+    )
+    parser.add_argument(
+        "--retention", default="90d", metavar="DURATION", help="forget activity older than this (default 90d)"
+    )
+    add_format_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from contract_platform.activity.recorder import DEFAULT_QUEUE, ActivityRecorder, RecorderConfig
+    from contract_platform.durations import parse_duration
+    from contract_platform.store import Registry
+
+    try:
+        heartbeat = parse_duration(args.heartbeat) if args.heartbeat else settings.recorder_heartbeat()
+        retention = parse_duration(args.retention)
+    except ValueError as exc:
+        raise UsageError(f"contractctl record-activity: {exc}") from exc
+    if heartbeat < timedelta(seconds=1):
+        raise UsageError("contractctl record-activity: --heartbeat must be at least 1s")
+    if args.max_seconds is not None and args.max_seconds <= 0:
+        raise UsageError("contractctl record-activity: --max-seconds must be positive")
+    logging.getLogger("contract_platform.activity").setLevel(logging.INFO)
+    config = RecorderConfig(
+        queue=args.queue or DEFAULT_QUEUE,
+        heartbeat=heartbeat.total_seconds(),
+        event_vhost=settings.event_vhost(),
+        retention=retention,
+    )
+    registry = Registry.open(args.registry)
+    try:
+        recorder = ActivityRecorder(settings.rabbitmq_url(), registry, config)
+        deadline = time.monotonic() + args.max_seconds if args.max_seconds is not None else None
+        report = recorder.run(until=(lambda: time.monotonic() >= deadline) if deadline is not None else None)
+    finally:
+        registry.close()
+    if args.format == "json":
+        emit_json(report.as_dict())
+        return 0
+    covered = report.covered_until.isoformat(timespec="seconds") if report.covered_until else "nothing"
+    out(
+        f"recorded {report.events} broker events ({report.duplicates} already stored, {report.ignored} ignored) "
+        f"in {report.segments} segment(s); covered until {covered}"
+    )
+    for gap in report.gaps:
+        out(f"gap: {gap}")
+    return 0

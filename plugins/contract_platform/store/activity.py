@@ -1,0 +1,303 @@
+"""The SQL of broker activity: events applied in order, reader sessions, coverage and queue counters.
+
+Called only by ``store.registry.Registry`` inside its transactions (docs/retirement-audit.md#continuous-reader-evidence).
+An event is applied once: its digest goes to ``cp_broker_events_seen`` in the same transaction, so a batch
+stored again after a crash (the broker redelivers what was not acked) changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+
+from contract_platform.evidence.records import (
+    BrokerChange,
+    BrokerEvent,
+    CoverageGap,
+    CoverageSegment,
+    QueueCounters,
+    ReaderSession,
+)
+from contract_platform.store.tables import (
+    broker_changes,
+    broker_channels,
+    broker_connections,
+    broker_events_seen,
+    coverage_gaps,
+    coverage_segments,
+    queue_counters,
+    reader_sessions,
+)
+
+__all__ = [
+    "apply_events",
+    "changes_of",
+    "close_open_sessions",
+    "counters_of",
+    "gaps_between",
+    "insert_counters",
+    "prune",
+    "segments_between",
+    "sessions_of",
+]
+
+_CHANGES = frozenset({"queue.created", "queue.deleted", "binding.created", "binding.deleted"})
+
+
+def apply_events(conn: Connection, events: Sequence[BrokerEvent]) -> int:
+    """Apply ``events`` in order; returns how many were new (not stored before)."""
+    keys = [event.key for event in events]
+    seen: set[str] = set()
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        seen |= {
+            str(k)
+            for k in conn.execute(select(broker_events_seen.c.key).where(broker_events_seen.c.key.in_(chunk))).scalars()
+        }
+    fresh = []
+    for event in events:
+        if event.key in seen:
+            continue
+        seen.add(event.key)
+        fresh.append(event)
+    if not fresh:
+        return 0
+    conn.execute(insert(broker_events_seen), [{"key": e.key, "at": e.at} for e in fresh])
+    for event in fresh:
+        _apply(conn, event)
+    return len(fresh)
+
+
+def _apply(conn: Connection, event: BrokerEvent) -> None:
+    kind, f = event.kind, event.get
+    if kind == "connection.created" and f("pid"):
+        row = {
+            "name": f("name"),
+            "client_name": f("client_name"),
+            "peer_host": f("peer_host"),
+            "user": f("user"),
+            "vhost": event.vhost,
+            "opened_at": event.at,
+        }
+        if (
+            conn.execute(update(broker_connections).where(broker_connections.c.pid == f("pid")).values(**row)).rowcount
+            == 0
+        ):
+            conn.execute(insert(broker_connections).values(pid=f("pid"), **row))
+    elif kind == "connection.closed" and f("pid"):
+        conn.execute(update(broker_connections).where(broker_connections.c.pid == f("pid")).values(closed_at=event.at))
+    elif kind == "channel.created" and f("pid"):
+        row = {"connection_pid": f("connection"), "opened_at": event.at}
+        if conn.execute(update(broker_channels).where(broker_channels.c.pid == f("pid")).values(**row)).rowcount == 0:
+            conn.execute(insert(broker_channels).values(pid=f("pid"), **row))
+    elif kind == "channel.closed" and f("pid"):
+        conn.execute(update(broker_channels).where(broker_channels.c.pid == f("pid")).values(closed_at=event.at))
+    elif kind == "consumer.created" and f("queue") is not None:
+        conn.execute(insert(reader_sessions).values(**_session_row(conn, event), attached_at=event.at, source="event"))
+    elif kind == "consumer.deleted" and f("queue") is not None:
+        _detach(conn, event)
+    elif kind in _CHANGES and f("name") is not None:
+        conn.execute(
+            insert(broker_changes).values(
+                kind=kind, vhost=event.vhost, name=f("name"), detail=f("detail") or "", at=event.at
+            )
+        )
+
+
+def _session_row(conn: Connection, event: BrokerEvent) -> dict[str, Any]:
+    """Who a consumer event belongs to: its channel's connection, as the broker announced it."""
+    channel = event.get("channel") or ""
+    found = conn.execute(
+        select(
+            broker_connections.c.name,
+            broker_connections.c.client_name,
+            broker_connections.c.peer_host,
+            broker_connections.c.user,
+        )
+        .select_from(
+            broker_channels.join(broker_connections, broker_channels.c.connection_pid == broker_connections.c.pid)
+        )
+        .where(broker_channels.c.pid == channel)
+    ).first()
+    return {
+        "vhost": event.vhost,
+        "queue": event.get("queue"),
+        "consumer_tag": event.get("consumer_tag") or "",
+        "channel": channel,
+        "connection_name": (found.client_name or found.name) if found else None,
+        "peer_host": found.peer_host if found else None,
+        "user": event.get("user") or (found.user if found else None),
+    }
+
+
+def _detach(conn: Connection, event: BrokerEvent) -> None:
+    row = _session_row(conn, event)
+    open_session = and_(
+        reader_sessions.c.vhost == row["vhost"],
+        reader_sessions.c.queue == row["queue"],
+        reader_sessions.c.channel == row["channel"],
+        reader_sessions.c.consumer_tag == row["consumer_tag"],
+        reader_sessions.c.detached_at.is_(None),
+    )
+    if conn.execute(update(reader_sessions).where(open_session).values(detached_at=event.at)).rowcount == 0:
+        # attached before the recorder saw it (or in a gap): a reader all the same, since some unknown moment
+        conn.execute(insert(reader_sessions).values(**row, attached_at=None, detached_at=event.at, source="orphan"))
+
+
+def close_open_sessions(conn: Connection, at: datetime) -> int:
+    """A new coverage segment: what was open is known only until ``at`` (the last moment covered)."""
+    return int(
+        conn.execute(
+            update(reader_sessions).where(reader_sessions.c.detached_at.is_(None)).values(detached_at=at)
+        ).rowcount
+        or 0
+    )
+
+
+def sessions_of(
+    conn: Connection, queues: Iterable[tuple[str, str]], since: datetime, until: datetime
+) -> list[ReaderSession]:
+    """Sessions on any of ``queues`` ((vhost, queue) pairs) that overlap ``since``..``until``."""
+    pairs = list(dict.fromkeys(queues))
+    if not pairs:
+        return []
+    found: list[ReaderSession] = []
+    for start in range(0, len(pairs), 200):
+        chunk = pairs[start : start + 200]
+        which = or_(*(and_(reader_sessions.c.vhost == v, reader_sessions.c.queue == q) for v, q in chunk))
+        overlapping = and_(
+            or_(reader_sessions.c.attached_at.is_(None), reader_sessions.c.attached_at <= until),
+            or_(reader_sessions.c.detached_at.is_(None), reader_sessions.c.detached_at >= since),
+        )
+        query = select(reader_sessions).where(which, overlapping).order_by(reader_sessions.c.id)
+        found += [_session(row._mapping) for row in conn.execute(query)]
+    return found
+
+
+def _session(row: Mapping[Any, Any]) -> ReaderSession:
+    return ReaderSession(
+        vhost=row["vhost"],
+        queue=row["queue"],
+        consumer_tag=row["consumer_tag"],
+        channel=row["channel"],
+        attached_at=row["attached_at"],
+        detached_at=row["detached_at"],
+        connection_name=row["connection_name"],
+        peer_host=row["peer_host"],
+        user=row["user"],
+        source=row["source"],
+    )
+
+
+def changes_of(conn: Connection, queues: Iterable[tuple[str, str]], since: datetime) -> list[BrokerChange]:
+    pairs = list(dict.fromkeys(queues))
+    found: list[BrokerChange] = []
+    for start in range(0, len(pairs), 200):
+        chunk = pairs[start : start + 200]
+        which = or_(*(and_(broker_changes.c.vhost == v, broker_changes.c.name == q) for v, q in chunk))
+        query = select(broker_changes).where(which, broker_changes.c.at >= since).order_by(broker_changes.c.at)
+        found += [BrokerChange(row.kind, row.vhost, row.name, row.at, row.detail) for row in conn.execute(query)]
+    return sorted(found, key=lambda change: change.at)
+
+
+def segments_between(conn: Connection, since: datetime) -> list[CoverageSegment]:
+    """Segments that covered anything after ``since`` (and any still open), oldest first."""
+    query = (
+        select(coverage_segments)
+        .where(or_(coverage_segments.c.covered_until.is_(None), coverage_segments.c.covered_until >= since))
+        .order_by(coverage_segments.c.started_at)
+    )
+    return [segment(row._mapping) for row in conn.execute(query)]
+
+
+def segment(row: Mapping[Any, Any]) -> CoverageSegment:
+    return CoverageSegment(
+        id=row["id"],
+        started_at=row["started_at"],
+        covered_from=row["covered_from"],
+        covered_until=row["covered_until"],
+        ended_at=row["ended_at"],
+        end_reason=row["end_reason"],
+        host=row["host"],
+    )
+
+
+def gaps_between(conn: Connection, since: datetime) -> list[CoverageGap]:
+    query = select(coverage_gaps).where(coverage_gaps.c.end >= since).order_by(coverage_gaps.c.start)
+    return [CoverageGap(row.start, row.end, row.reason) for row in conn.execute(query)]
+
+
+def insert_counters(conn: Connection, rows: Sequence[QueueCounters]) -> None:
+    if rows:
+        conn.execute(
+            insert(queue_counters),
+            [
+                {
+                    "message_type": r.message_type,
+                    "vhost": r.vhost,
+                    "queue": r.queue,
+                    "observed_at": r.observed_at,
+                    "present": r.present,
+                    "deliver_get": r.deliver_get,
+                    "get_empty": r.get_empty,
+                    "ack": r.ack,
+                    "redeliver": r.redeliver,
+                    "own_deliver_get": r.own_deliver_get,
+                    "own_get_empty": r.own_get_empty,
+                    "own_redeliver": r.own_redeliver,
+                    "run_id": r.run_id,
+                    "publish": r.publish,
+                    "idle_since": r.idle_since,
+                    "own_until": r.own_until,
+                }
+                for r in rows
+            ],
+        )
+
+
+def counters_of(conn: Connection, message_type: str, since: datetime) -> list[QueueCounters]:
+    query = (
+        select(queue_counters)
+        .where(queue_counters.c.message_type == message_type, queue_counters.c.observed_at >= since)
+        .order_by(queue_counters.c.observed_at, queue_counters.c.id)
+    )
+    return [
+        QueueCounters(
+            message_type=row.message_type,
+            vhost=row.vhost,
+            queue=row.queue,
+            observed_at=row.observed_at,
+            present=bool(row.present),
+            deliver_get=row.deliver_get,
+            get_empty=row.get_empty,
+            ack=row.ack,
+            redeliver=row.redeliver,
+            own_deliver_get=row.own_deliver_get,
+            own_get_empty=row.own_get_empty,
+            own_redeliver=row.own_redeliver,
+            run_id=row.run_id,
+            publish=row.publish,
+            idle_since=row.idle_since,
+            own_until=row.own_until,
+        )
+        for row in conn.execute(query)
+    ]
+
+
+def prune(conn: Connection, before: datetime) -> int:
+    """Forget what ended before ``before``: closed sessions, channels, connections, changes, seen digests."""
+    removed = 0
+    for statement in (
+        delete(reader_sessions).where(reader_sessions.c.detached_at < before),
+        delete(broker_channels).where(broker_channels.c.closed_at < before),
+        delete(broker_connections).where(broker_connections.c.closed_at < before),
+        delete(broker_changes).where(broker_changes.c.at < before),
+        delete(broker_events_seen).where(broker_events_seen.c.at < before),
+        delete(coverage_gaps).where(coverage_gaps.c.end < before),
+        delete(coverage_segments).where(coverage_segments.c.covered_until < before),
+    ):
+        removed += int(conn.execute(statement).rowcount or 0)
+    return removed

@@ -1,0 +1,101 @@
+"""Broker activity in the registry store: events applied once, sessions with who they were, coverage and gaps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from contract_platform.evidence.records import BrokerEvent
+from contract_platform.store import Registry
+
+T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+
+
+def ev(kind: str, at: timedelta, vhost: str = "/", **fields: str | None) -> BrokerEvent:
+    return BrokerEvent(f"{kind}|{at}|{sorted(fields.items())}", kind, T0 + at, vhost, fields)
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Registry:
+    store = Registry.open(f"sqlite:///{tmp_path / 'registry.db'}")
+    yield store  # type: ignore[misc]
+    store.close()
+
+
+def batch_reader(start: timedelta, end: timedelta) -> list[BrokerEvent]:
+    who = {"channel": "<ch.1>", "queue": "q1", "consumer_tag": "ctag"}
+    return [
+        ev(
+            "connection.created",
+            start,
+            pid="<conn.1>",
+            name="10.0.0.7:1 -> 10.0.0.1:5672",
+            client_name="nightly-ledger-batch",
+            peer_host="10.0.0.7",
+            user="ledger",
+        ),
+        ev("channel.created", start, pid="<ch.1>", connection="<conn.1>"),
+        ev("consumer.created", start, **who, user="ledger"),
+        ev("consumer.deleted", end, **who),
+    ]
+
+
+def test_a_session_is_stored_once_with_its_connection_however_often_the_batch_arrives(registry: Registry) -> None:
+    events = batch_reader(timedelta(minutes=1), timedelta(minutes=21))
+    assert registry.store_broker_events(events) == 4
+    assert registry.store_broker_events(events) == 0  # redelivered after a crash before the ack
+    sessions = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert len(sessions) == 1
+    found = sessions[0]
+    assert (found.connection_name, found.peer_host, found.user) == ("nightly-ledger-batch", "10.0.0.7", "ledger")
+    assert (found.attached_at, found.detached_at) == (T0 + timedelta(minutes=1), T0 + timedelta(minutes=21))
+    assert registry.reader_sessions([("/", "q1")], since=T0 + timedelta(hours=1), until=T0 + timedelta(hours=2)) == []
+    assert registry.reader_sessions([("other", "q1")], since=T0, until=T0 + timedelta(hours=1)) == []
+
+
+def test_a_detachment_without_its_attachment_is_a_reader_since_an_unknown_moment(registry: Registry) -> None:
+    registry.store_broker_events(
+        [ev("consumer.deleted", timedelta(minutes=5), channel="<ch.9>", queue="q1", consumer_tag="t")]
+    )
+    (found,) = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert found.attached_at is None and found.detached_at == T0 + timedelta(minutes=5)
+
+
+def test_queue_changes_are_kept_in_order(registry: Registry) -> None:
+    registry.store_broker_events(
+        [ev("queue.deleted", timedelta(minutes=2), name="q1"), ev("queue.created", timedelta(minutes=3), name="q1")]
+    )
+    kinds = [c.kind for c in registry.broker_changes([("/", "q1")], since=T0)]
+    assert kinds == ["queue.deleted", "queue.created"]
+
+
+def test_a_new_segment_records_the_gap_since_the_last_confirmed_coverage(registry: Registry) -> None:
+    registry.open_coverage_segment("a", started_at=T0, host="h")
+    assert registry.extend_coverage("a", covered_from=T0, until=T0 + timedelta(minutes=10)) is None  # the first ever
+    # a consumer attaches; then the recorder is killed (no end reason) and comes back 5 minutes later
+    registry.store_broker_events(batch_reader(timedelta(minutes=9), timedelta(hours=5))[:3])
+    registry.open_coverage_segment("b", started_at=T0 + timedelta(minutes=15), host="h")
+    gap = registry.extend_coverage("b", covered_from=T0 + timedelta(minutes=15), until=T0 + timedelta(minutes=16))
+    assert gap is not None and (gap.start, gap.end) == (T0 + timedelta(minutes=10), T0 + timedelta(minutes=15))
+    assert "killed" in gap.reason
+    segments, gaps = registry.coverage(T0)
+    assert [s.id for s in segments] == ["a", "b"] and gaps == [gap]
+    # what the consumer did after the last confirmed moment is unknown: its session ends there
+    (session,) = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert session.detached_at == T0 + timedelta(minutes=10)
+    # the second extension of the same segment records no second gap
+    assert (
+        registry.extend_coverage("b", covered_from=T0 + timedelta(minutes=15), until=T0 + timedelta(minutes=20)) is None
+    )
+    registry.end_coverage_segment("b", at=T0 + timedelta(minutes=21), reason="the recorder was stopped")
+    assert registry.coverage(T0)[0][-1].end_reason == "the recorder was stopped"
+
+
+def test_pruning_forgets_only_what_ended_before_the_retention(registry: Registry) -> None:
+    registry.store_broker_events(batch_reader(timedelta(minutes=1), timedelta(minutes=2)))
+    registry.store_broker_events([ev("consumer.created", timedelta(days=2), channel="c", queue="q2", consumer_tag="t")])
+    assert registry.prune_broker_activity(T0 + timedelta(days=1)) > 0
+    assert registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(days=3)) == []
+    assert len(registry.reader_sessions([("/", "q2")], since=T0, until=T0 + timedelta(days=3))) == 1
