@@ -3,7 +3,8 @@
 ``catalogue`` is the table of every contract version, ``contract_view`` the page of one, and
 ``run_activity`` the contracts one DAG run acted on. Statuses and the latest evidence come from
 ``status`` (the same code as ``contractctl status``); retirement readiness is the lifecycle's own
-guards for ``deprecated -> retired``. Time series come straight from the registry store.
+guards for ``deprecated -> retired``. Time series come straight from the registry store, and the
+reader timeline from the latest retirement audit's ``readers`` check (``readers_view``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ __all__ = [
     "EvidenceItem",
     "FixtureView",
     "MigrationView",
+    "ObstacleView",
     "Point",
+    "ReaderSessionView",
+    "ReadersView",
     "ReplayView",
     "RetirementView",
     "RunActivity",
     "RunTouch",
     "Series",
+    "Span",
     "SortKey",
     "catalogue",
     "contract_view",
@@ -42,6 +47,7 @@ __all__ = [
     "filter_rows",
     "invalid_rate",
     "latest_item",
+    "readers_view",
     "run_activity",
     "sort_rows",
     "status_values",
@@ -203,6 +209,69 @@ class ReplayView:
 
 
 @dataclass(frozen=True)
+class Span:
+    """A stretch of time with what it was: a recorder segment (``note``: why it ended) or a gap (its reason)."""
+
+    start: datetime
+    end: datetime
+    note: str | None
+
+
+@dataclass(frozen=True)
+class ReaderSessionView:
+    """One consumer on one queue of the version, as the broker activity recorder saw it."""
+
+    queue: str  # the label the audit gives the queue
+    vhost: str | None
+    consumer_tag: str | None
+    connection: str | None
+    peer_host: str | None
+    user: str | None
+    attached_at: datetime | None  # None: already attached when the recorder first saw it
+    detached_at: datetime | None  # None: still attached
+
+
+@dataclass(frozen=True)
+class ObstacleView:
+    """What kept the span from being clean: a reader (fail) or something not known (unknown)."""
+
+    kind: str  # reader | counters | gap | uncovered | deleted
+    verdict: str
+    start: datetime | None  # None: since before anything was known
+    end: datetime | None
+    text: str
+    queue: str | None
+
+
+@dataclass(frozen=True)
+class ReadersView:
+    """The ``readers`` check of the latest retirement audit: who read the version's queues over its window.
+
+    ``window_start``/``window_end`` are None when the check judged no window (the management API was
+    missing, or the version has no queues): then only ``queues``, ``verdict`` and ``blocker`` say anything.
+    """
+
+    collected_at: str | None
+    verdict: str
+    blocker: str | None
+    clears_at: datetime | None
+    window_start: datetime | None
+    window_end: datetime | None
+    queues: tuple[str, ...]
+    sessions: tuple[ReaderSessionView, ...]
+    segments: tuple[Span, ...]
+    gaps: tuple[Span, ...]
+    obstacles: tuple[ObstacleView, ...]
+    clean_since: datetime | None
+    audits: int | None  # audits in the clean stretch
+    required_observations: int | None
+    required_span: str | None
+    passes_at: datetime | None  # the earliest it can pass, when it did not
+    passed_at: datetime | None
+    note: str | None
+
+
+@dataclass(frozen=True)
 class ContractView:
     contract: Contract
     row: CatalogueRow
@@ -216,6 +285,7 @@ class ContractView:
     migrations: tuple[MigrationView, ...]
     holds: tuple[str, ...] = field(default=())
     replays: tuple[ReplayView, ...] = field(default=())  # the latest replay of each version, newest first
+    readers: ReadersView | None = None  # the latest retirement audit's readers check, if it had one
 
 
 @dataclass(frozen=True)
@@ -286,6 +356,110 @@ def evidence_item(record: Any) -> EvidenceItem:
 def _summary(figures: Mapping[str, Any]) -> str:
     shown = [f"{k}={v}" for k, v in figures.items() if isinstance(v, int | float | str | bool)]
     return ", ".join(shown[:8])
+
+
+# -- the readers check of a retirement audit -------------------------------------------------------
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO-8601 instant of the figures (``2026-11-25T12:00:00Z``) as an aware datetime; None if it is none."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _mappings(value: Any) -> list[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _count_of(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def readers_view(figures: Mapping[str, Any], collected_at: str | None = None) -> ReadersView | None:
+    """The ``readers`` check of a ``retirement_audit``'s figures; None for an audit without one (older audits).
+
+    Entries whose times cannot be read are left out rather than drawn somewhere they never were.
+    """
+    check = _mapping(figures.get("checks")).get("readers")
+    if not isinstance(check, Mapping):
+        return None
+    shown = _mapping(check.get("figures"))
+    window, coverage, required = (_mapping(shown.get(key)) for key in ("window", "coverage", "required"))
+    sessions = tuple(
+        ReaderSessionView(
+            queue=str(s.get("queue") or ""),
+            vhost=_text(s.get("vhost")),
+            consumer_tag=_text(s.get("consumerTag")),
+            connection=_text(s.get("connection")),
+            peer_host=_text(s.get("peerHost")),
+            user=_text(s.get("user")),
+            attached_at=_moment(s.get("attachedAt")),
+            detached_at=_moment(s.get("detachedAt")),
+        )
+        for s in _mappings(shown.get("sessions"))
+    )
+    segments = tuple(
+        Span(start, end, _text(s.get("endReason")))
+        for s in _mappings(coverage.get("segments"))
+        if (start := _moment(s.get("from"))) is not None and (end := _moment(s.get("until"))) is not None
+    )
+    gaps = tuple(
+        Span(start, end, _text(g.get("reason")))
+        for g in _mappings(coverage.get("gaps"))
+        if (start := _moment(g.get("start"))) is not None and (end := _moment(g.get("end"))) is not None
+    )
+    obstacles = tuple(
+        ObstacleView(
+            kind=str(o.get("kind") or ""),
+            verdict=str(o.get("verdict") or "unknown"),
+            start=_moment(o.get("start")),
+            end=_moment(o.get("end")),
+            text=str(o.get("text") or ""),
+            queue=_text(o.get("queue")),
+        )
+        for o in _mappings(shown.get("obstacles"))
+    )
+    queues = shown.get("queues")
+    return ReadersView(
+        collected_at=collected_at,
+        verdict=str(check.get("verdict") or "unknown"),
+        blocker=_text(check.get("blocker")),
+        clears_at=_moment(check.get("clears_at")),
+        window_start=_moment(window.get("start")),
+        window_end=_moment(window.get("end")),
+        queues=tuple(str(q) for q in queues) if isinstance(queues, list) else (),
+        sessions=sessions,
+        segments=segments,
+        gaps=gaps,
+        obstacles=obstacles,
+        clean_since=_moment(shown.get("cleanSince")),
+        audits=_count_of(shown.get("audits")),
+        required_observations=_count_of(required.get("observations")),
+        required_span=_text(required.get("span")),
+        passes_at=_moment(shown.get("passesAt")),
+        passed_at=_moment(shown.get("passedAt")),
+        note=_text(shown.get("note")),
+    )
+
+
+def _latest_readers(registry: Registry, message_type: str) -> ReadersView | None:
+    latest = registry.latest_evidence(message_type, EvidenceKind.RETIREMENT_AUDIT)
+    if latest is None:
+        return None
+    return readers_view(latest.figures, evidence_item(latest).collected_at)
 
 
 # -- the catalogue ---------------------------------------------------------------------------------
@@ -409,6 +583,7 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         migrations=tuple(_migrations(catalog, registry, contract)),
         holds=tuple(f"{h.kind} until {h.until.isoformat()}: {h.reason}" for h in contract.holds_in_force(today)),
         replays=tuple(ReplayView.of(shown) for shown in status["replay"]),
+        readers=_latest_readers(registry, message_type),
     )
 
 

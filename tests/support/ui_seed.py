@@ -5,7 +5,8 @@ Every contract of the real catalogue is registered by a ``contract_change`` run 
 declared status, except ``order.order-created.v1``: its step to *active* was refused (invalid rate
 above target), so it is the one declared/effective mismatch. Archive validation, envelope quality,
 migration parity and retirement audit evidence carry figures; queue observations show v1's
-consumers moving to v2.
+consumers moving to v2. ``record_readers_audit`` adds a retirement audit whose ``readers`` check saw
+the reader sessions and coverage gaps a test names.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from contract_platform.catalog.model import Status
+from contract_platform.catalog.model import Contract, Status
+from contract_platform.evidence.records import CoverageGap, CoverageSegment, QueueCounters, ReaderSession
+from contract_platform.retirement import ReaderEvidence, VersionQueue, check_readers
+from contract_platform.retirement.model import AuditResult
+from contract_platform.retirement.report import record_audit
 from contract_platform.store import Registry
 
 CHANGE_DAG = "contract_change"
@@ -138,3 +143,63 @@ def seed_registry(url: str, run_id: str) -> Seeded:
                 observed_at=at,
             )
     return Seeded(run_id=run_id, now=now)
+
+
+# -- a retirement audit with a readers check --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReaderSeed:
+    """One consumer the broker activity recorder saw on a queue: ``attached``/``detached`` None as recorded."""
+
+    queue: str
+    connection: str | None
+    attached: datetime | None
+    detached: datetime | None
+    consumer_tag: str = "amq.ctag-reader"
+    peer_host: str | None = "10.1.2.3"
+    user: str | None = "ledger"
+
+
+def record_readers_audit(
+    registry: Registry,
+    contract: Contract,
+    now: datetime,
+    *,
+    queues: tuple[str, ...],
+    readers: tuple[ReaderSeed, ...] = (),
+    gaps: tuple[tuple[datetime, datetime, str], ...] = (),
+    audits: tuple[int, ...] = (8, 4, 0),
+) -> None:
+    """A ``retirement_audit`` as the audit records it, holding only the ``readers`` check, judged by the audit's
+    own ``check_readers`` over what the recorder would have stored: coverage for 30 days but ``gaps``, the
+    ``readers``' sessions, and unmoved delivery counters of every queue at audits ``audits`` days ago."""
+    since = now - timedelta(days=30)
+    segments, cursor = [], since
+    for index, (start, end, reason) in enumerate(sorted(gaps)):
+        segments.append(CoverageSegment(f"seg-{index}", cursor, cursor, start, start, reason))
+        cursor = end
+    segments.append(CoverageSegment(f"seg-{len(gaps)}", cursor, cursor, now))
+    sessions = [
+        ReaderSession(
+            vhost="/",
+            queue=r.queue,
+            consumer_tag=r.consumer_tag,
+            channel="<rabbit@broker.1.2>",
+            attached_at=r.attached,
+            detached_at=r.detached,
+            connection_name=r.connection,
+            peer_host=r.peer_host,
+            user=r.user,
+        )
+        for r in readers
+    ]
+    counters = [
+        QueueCounters(contract.message_type, "/", queue, now - timedelta(days=age), True, 0, 0, 0, 0)
+        for age in audits
+        for queue in queues
+    ]
+    evidence = ReaderEvidence(since, segments, [CoverageGap(*gap) for gap in gaps], sessions, [], counters)
+    check = check_readers(contract, [VersionQueue("/", q, q) for q in queues], evidence, now=now)
+    result = AuditResult(contract.message_type, contract.version, now, (check,), run_id="scheduled__readers")
+    record_audit(result, registry)

@@ -198,6 +198,7 @@ def contract_detail(view: views.ContractView, urls: Urls) -> models.ContractDeta
             for m in view.migrations
         ],
         replay=[models.ReplayOut.of(r, _replay_run_url(urls, r.run_id)) for r in view.replays],
+        readers=models.ReadersOut.of(view.readers),
     )
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "ErrorOut",
     "EvidenceListOut",
     "EvidenceOut",
+    "ReadersOut",
     "ReplayOut",
     "RunOut",
 ]
@@ -228,6 +229,95 @@ class ReplayOut(_Out):
         )
 
 
+class SpanOut(_Out):
+    start: datetime
+    end: datetime
+    note: str | None = Field(description="A gap's reason, or why a recorder segment ended.")
+
+
+class ReaderSessionOut(_Out):
+    queue: str
+    vhost: str | None
+    consumer_tag: str | None
+    connection: str | None
+    peer_host: str | None
+    user: str | None
+    attached_at: datetime | None = Field(description="None: already attached when the recorder first saw it.")
+    detached_at: datetime | None = Field(description="None: still attached.")
+
+
+class ObstacleOut(_Out):
+    kind: str = Field(description="reader | counters | gap | uncovered | deleted")
+    verdict: str = Field(description="fail | unknown")
+    start: datetime | None = Field(description="None: since before anything was known.")
+    end: datetime | None
+    text: str
+    queue: str | None
+
+
+class ReadersOut(_Out):
+    """The ``readers`` check of the latest retirement audit: what the page draws as its reader timeline."""
+
+    collected_at: str | None
+    verdict: str = Field(description="pass | fail | unknown")
+    blocker: str | None
+    clears_at: datetime | None
+    window_start: datetime | None = Field(description="None when the check judged no window.")
+    window_end: datetime | None
+    queues: list[str]
+    sessions: list[ReaderSessionOut]
+    segments: list[SpanOut] = Field(description="When the broker activity recorder was recording.")
+    gaps: list[SpanOut] = Field(description="When nothing is known of readers.")
+    obstacles: list[ObstacleOut] = Field(description="What kept the window from being clean, latest first.")
+    clean_since: datetime | None
+    audits: int | None = Field(description="Audits in the clean stretch.")
+    required_observations: int | None
+    required_span: str | None
+    passes_at: datetime | None = Field(description="The earliest the check can pass, when it did not.")
+    passed_at: datetime | None
+    note: str | None
+
+    @classmethod
+    def of(cls, readers: views.ReadersView | None) -> ReadersOut | None:
+        if readers is None:
+            return None
+        return cls(
+            collected_at=readers.collected_at,
+            verdict=readers.verdict,
+            blocker=readers.blocker,
+            clears_at=readers.clears_at,
+            window_start=readers.window_start,
+            window_end=readers.window_end,
+            queues=list(readers.queues),
+            sessions=[
+                ReaderSessionOut(
+                    queue=s.queue,
+                    vhost=s.vhost,
+                    consumer_tag=s.consumer_tag,
+                    connection=s.connection,
+                    peer_host=s.peer_host,
+                    user=s.user,
+                    attached_at=s.attached_at,
+                    detached_at=s.detached_at,
+                )
+                for s in readers.sessions
+            ],
+            segments=[SpanOut(start=g.start, end=g.end, note=g.note) for g in readers.segments],
+            gaps=[SpanOut(start=g.start, end=g.end, note=g.note) for g in readers.gaps],
+            obstacles=[
+                ObstacleOut(kind=o.kind, verdict=o.verdict, start=o.start, end=o.end, text=o.text, queue=o.queue)
+                for o in readers.obstacles
+            ],
+            clean_since=readers.clean_since,
+            audits=readers.audits,
+            required_observations=readers.required_observations,
+            required_span=readers.required_span,
+            passes_at=readers.passes_at,
+            passed_at=readers.passed_at,
+            note=readers.note,
+        )
+
+
 class ContractDetailOut(ContractSummaryOut):
     description: str
     exchange: str
@@ -246,6 +336,10 @@ class ContractDetailOut(ContractSummaryOut):
     invalid_rate_over_time: SeriesOut
     migrations: list[MigrationOut]
     replay: list[ReplayOut] = Field(default=[], description="The latest replay of each version, newest first.")
+    readers: ReadersOut | None = Field(
+        default=None,
+        description="The latest retirement audit's readers check (None when it had none): the page's reader timeline.",
+    )
 
 
 class EvidenceListOut(_Out):

@@ -14,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 
 from contract_platform import views
 from contract_platform.catalog.model import Catalog
+from contract_platform.errors import printable
 from contract_platform.retirement.report import considered_queues
 from contract_platform_airflow.ui import charts
 from contract_platform_airflow.ui.api import CatalogueQuery, Order
@@ -29,6 +30,7 @@ templates.env.filters["percent"] = lambda v: "—" if v is None else charts.perc
 templates.env.filters["when"] = lambda v: _when(v)
 templates.env.filters["pretty_json"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
 templates.env.filters["considered_queues"] = considered_queues  # a retirement audit's queues, how found, what held
+templates.env.filters["printable"] = printable  # on one line, control and bidi characters as escapes
 
 
 def _when(value: object) -> str:
@@ -116,6 +118,7 @@ def contract_page(
         y_format=charts.percent,
         reference=(target, f"target {charts.percent(target)}"),
     )
+    readers = charts.reader_timeline(view.readers) if view.readers is not None else None
     history = [
         {**t, "dagId": views.dag_of(t["actor"]), "runUrl": _run_url(urls, t["actor"], t["runId"])}
         for t in reversed(view.status["history"])
@@ -131,6 +134,7 @@ def contract_page(
         history=history,
         consumers_chart=consumers,
         rates_chart=rates,
+        readers_timeline=readers,
         docs_html=markdown_to_html(view.docs_markdown, base=urls.base),
         evidence_dags=views.EVIDENCE_DAGS,
         highlight_run=run,

@@ -1,0 +1,220 @@
+"""The contract page draws the latest retirement audit's ``readers`` check as a timeline over its window.
+
+Reader sessions as RabbitMQ's event exchange announces consumers (consumer.created / consumer.deleted),
+coverage gaps of the broker activity recorder, judged by the audit's own ``check_readers``. Queue and
+connection names are whatever the broker's clients chose (AMQP 0-9-1 shortstr: any octets), so the
+page must show them as text.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.ui_seed import ReaderSeed, record_readers_audit
+
+pytestmark = pytest.mark.airflow
+
+REPO = Path(__file__).resolve().parents[2]
+V1 = "billing.invoice-issued.v1"
+NOW = datetime.now(UTC).replace(microsecond=0)
+QUEUE = "accounting-service.billing.invoice-issued.v1"
+HOSTILE_QUEUE = 'legacy"tap\n<img src=x onerror=alert(2)>'
+SCRIPT = "<script>alert(1)</script>"
+GAP_REASON = "the broker restarted (node rabbit@mq-1 went down)"
+
+Seeder = Callable[[Any, Any], None]
+
+
+def _readers_seed(registry: Any, contract: Any) -> None:
+    record_readers_audit(
+        registry,
+        contract,
+        NOW,
+        queues=(QUEUE, HOSTILE_QUEUE),
+        readers=(
+            ReaderSeed(QUEUE, SCRIPT, NOW - timedelta(days=3), NOW - timedelta(days=3) + timedelta(hours=2)),
+            ReaderSeed(HOSTILE_QUEUE, "nightly-batch\nuser: admin", None, NOW - timedelta(days=5), user=None),
+        ),
+        gaps=((NOW - timedelta(days=2), NOW - timedelta(days=1, hours=12), GAP_REASON),),
+    )
+
+
+def _old_seed(registry: Any, contract: Any) -> None:
+    registry.add_evidence(
+        V1,
+        contract_version=contract.version,
+        kind="retirement_audit",
+        verdict="fail",
+        figures={
+            "verdict": "fail",
+            "failed_checks": ["consumers_over_time"],
+            "checks": {
+                "consumers_over_time": {
+                    "name": "consumers_over_time",
+                    "verdict": "fail",
+                    "blocker": "1 consumer on accounting-service.billing.invoice-issued.v1 at the audit",
+                    "clears_at": None,
+                    "figures": {"consumers": 1},
+                }
+            },
+        },
+    )
+
+
+def _no_management_seed(registry: Any, contract: Any) -> None:
+    blocker = "the management API is required to see readers: set CONTRACT_RABBITMQ_MANAGEMENT_URL"
+    registry.add_evidence(
+        V1,
+        contract_version=contract.version,
+        kind="retirement_audit",
+        verdict="unknown",
+        figures={
+            "verdict": "unknown",
+            "failed_checks": ["readers"],
+            "checks": {
+                "readers": {
+                    "name": "readers",
+                    "verdict": "unknown",
+                    "blocker": blocker,
+                    "clears_at": None,
+                    "figures": {"queues": [QUEUE]},
+                }
+            },
+        },
+    )
+
+
+@pytest.fixture
+def serve(
+    airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[Seeder], tuple[Any, dict[str, str]]]]:
+    """``serve(seed)``: the contracts app over a store holding v1 deprecated and what ``seed`` records."""
+    from airflow.api_fastapi.app import create_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from contract_platform.catalog.loading import load_catalog
+    from contract_platform.catalog.model import Status
+    from contract_platform.store import Registry
+    from contract_platform_airflow.ui import create_app
+
+    catalog = tmp_path / "contracts"
+    shutil.copytree(REPO / "contracts" / "envelope", catalog / "envelope")
+    shutil.copytree(REPO / "contracts" / "billing" / "invoice-issued", catalog / "billing" / "invoice-issued")
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
+    monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
+    contract = load_catalog(catalog).contracts[V1]
+    clients: list[Any] = []
+
+    def start(seed: Seeder) -> tuple[Any, dict[str, str]]:
+        with Registry.open(url) as registry:
+            state = registry.register(V1, contract.version, actor="test")
+            for status in (Status.ACTIVE, Status.SUPERSEDED, Status.DEPRECATED):
+                state = registry.apply_transition(V1, expected=state, to=status, actor="test", reason="test")
+            seed(registry, contract)
+        root = FastAPI()
+        root.mount("/contracts", create_app())
+        client = TestClient(root)
+        clients.append(client.__enter__())
+        token = create_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
+        return client, {"Authorization": f"Bearer {token}"}
+
+    yield start
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+def _readers_section(page: str) -> str:
+    assert 'id="readers"' in page, "no readers part in the retirement section"
+    return page.split('id="readers"', 1)[1].split("</section>", 1)[0]
+
+
+def _rects(section: str, css: str) -> list[tuple[float, float, str]]:
+    """(x, width, tooltip) of every ``<rect class="css">`` with a ``<title>``."""
+    found = re.findall(
+        rf'<rect class="{css}" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*><title>(.*?)</title>', section
+    )
+    return [(float(x), float(w), title) for x, w, title in found]
+
+
+def test_reader_sessions_and_gaps_are_drawn_on_the_window_with_names_shown_as_text(serve) -> None:
+    client, auth = serve(_readers_seed)
+    page = client.get(f"/contracts/c/{V1}", headers=auth)
+    assert page.status_code == 200, page.text
+    assert SCRIPT not in page.text and "<img src=x" not in page.text
+    section = _readers_section(page.text)
+    assert '<svg class="chart timeline"' in section
+    assert "Readers check" in section and ">fail<" in section
+
+    plot = re.search(r'<rect class="plot" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', section)
+    assert plot is not None
+    left, right = float(plot[1]), float(plot[1]) + float(plot[2])
+    sessions = [bar for bar in _rects(section, "bar") if "read by" in bar[2]]
+    assert len(sessions) == 2
+    by_name = {title.split(" read by ", 1)[1].split(" ", 1)[0]: (x, w, title) for x, w, title in sessions}
+    script_bar = by_name["&lt;script&gt;alert(1)&lt;/script&gt;"]
+    assert "from 10.1.2.3 as ledger" in script_bar[2] and QUEUE in script_bar[2]
+    # two hours in an eight-day window: a sliver, three days before the end
+    assert left < script_bar[0] < right and script_bar[1] < 10
+    assert abs((right - script_bar[0]) / (right - left) - 3 / 8) < 0.01
+    batch_bar = by_name["nightly-batch\\nuser:"]
+    assert batch_bar[0] == left, "a session older than the recorder starts at the window's start"
+    assert "attached before the recorder saw it" in batch_bar[2]
+    assert "legacy&#34;tap\\n&lt;img src=x onerror=alert(2)&gt;" in batch_bar[2]
+
+    (gap,) = _rects(section, "gap")
+    assert GAP_REASON in gap[2] and abs(gap[1] / (right - left) - 0.5 / 8) < 0.01
+    labels = re.findall(r'<text class="lane-label"[^>]*><title>(.*?)</title>', section)
+    assert labels == ["broker activity recorder", QUEUE, "legacy&#34;tap\\n&lt;img src=x onerror=alert(2)&gt;"]
+    start = NOW - timedelta(days=8)
+    midnights = [start.replace(hour=0, minute=0, second=0) + timedelta(days=d) for d in range(1, 9)]
+    ticks = re.findall(r'<text class="tick x" x="[\d.]+" y="[\d.]+">(.*?)</text>', section)
+    assert ticks == [m.strftime("%m-%d") for m in midnights if m <= NOW], "a tick on each UTC midnight"
+
+    obstacles = section.split('<ul class="obstacles">', 1)[1].split("</ul>", 1)[0]
+    assert "was read by &lt;script&gt;alert(1)&lt;/script&gt; from 10.1.2.3 as ledger" in obstacles
+    assert GAP_REASON in obstacles and "\n" not in obstacles
+
+
+def test_the_api_serves_the_timeline_data_with_names_as_recorded(serve) -> None:
+    client, auth = serve(_readers_seed)
+    response = client.get(f"/contracts/api/contracts/{V1}", headers=auth)
+    assert response.status_code == 200, response.text
+    readers = response.json()["readers"]
+    assert readers["verdict"] == "fail" and readers["queues"] == [QUEUE, HOSTILE_QUEUE]
+    start, end = (datetime.fromisoformat(readers[k]) for k in ("windowStart", "windowEnd"))
+    assert end == NOW and start == NOW - timedelta(days=8)
+    connections = {s["connection"]: s for s in readers["sessions"]}
+    assert set(connections) == {SCRIPT, "nightly-batch\nuser: admin"}
+    assert connections["nightly-batch\nuser: admin"]["attachedAt"] is None
+    assert [g["note"] for g in readers["gaps"]] == [GAP_REASON]
+    assert {o["kind"] for o in readers["obstacles"]} == {"reader", "gap"}
+
+
+def test_an_audit_from_before_the_readers_check_still_renders(serve) -> None:
+    client, auth = serve(_old_seed)
+    page = client.get(f"/contracts/c/{V1}", headers=auth)
+    assert page.status_code == 200, page.text
+    retirement = page.text.split('id="retirement"', 1)[1].split("</section>", 1)[0]
+    assert "latest audit: fail" in retirement and 'id="readers"' not in retirement
+    assert "consumers_over_time" in page.text  # its figures, in the evidence table
+    detail = client.get(f"/contracts/api/contracts/{V1}", headers=auth)
+    assert detail.status_code == 200 and detail.json()["readers"] is None
+
+
+def test_a_readers_check_without_the_management_api_says_why_there_is_no_timeline(serve) -> None:
+    client, auth = serve(_no_management_seed)
+    page = client.get(f"/contracts/c/{V1}", headers=auth)
+    assert page.status_code == 200, page.text
+    section = _readers_section(page.text)
+    assert "<svg" not in section
+    assert "No reader timeline: the management API is required to see readers" in section
+    assert f"<code>{QUEUE}</code>" in section
