@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -364,11 +365,65 @@ OLD, NEW = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 
 
 def management_api_problem() -> str | None:
-    """What stops the retirement audit before anything runs: the broker's management API (None: it answers)."""
+    """What stops the retirement audit before anything runs: the broker's management API or its event exchange
+    (None: both answer)."""
     from contract_platform.amqp.management import management_client_for_url, probe_management
     from contract_platform.settings import rabbitmq_url
 
-    return probe_management(management_client_for_url(rabbitmq_url()))
+    return probe_management(management_client_for_url(rabbitmq_url()), event_exchange=True)
+
+
+class RecorderDidNotStart(RuntimeError):
+    """The broker activity recorder exited or confirmed nothing within a minute."""
+
+
+RECORDER_HEARTBEAT = "1s"  # the demo's observation span is seconds: the recorder confirms coverage every second
+
+
+@contextlib.contextmanager
+def activity_recorder(log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``contractctl record-activity`` beside the whole run: retirement rests on what it records.
+
+    It starts before the lifecycle, so every reader of v1 (consumers, the bridge) is recorded, and stops
+    (SIGTERM: it confirms its last coverage) when the job ends. Its output goes to ``log``.
+    """
+    from datetime import UTC, datetime
+
+    from contract_platform.settings import registry_url
+    from contract_platform.store import Registry
+
+    os.environ["CONTRACT_RECORDER_HEARTBEAT"] = RECORDER_HEARTBEAT  # the audits wait for it accordingly
+    log.parent.mkdir(parents=True, exist_ok=True)
+    contractctl = Path(sys.executable).with_name("contractctl")
+    started = datetime.now(UTC)
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [str(contractctl), "record-activity", "--heartbeat", RECORDER_HEARTBEAT],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        with Registry.open(registry_url()) as registry:
+            deadline = time.monotonic() + 60
+            while not _covering(registry, started):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    tail = log.read_text(errors="replace")[-600:]
+                    raise RecorderDidNotStart(f"the broker activity recorder did not start (see {log}): {tail}")
+                time.sleep(0.2)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _covering(registry: Any, since: Any) -> bool:
+    segments, _ = registry.coverage(since)
+    return any(s.covered_until is not None and s.covered_until >= since for s in segments)
 
 
 def lifecycle_verdict(rows: list[dict[str, Any]]) -> tuple[bool, str]:
@@ -404,6 +459,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nVERDICT: not started: {problem}", file=sys.stderr)
         return 3
     logs = data / "logs" / "main-job" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    try:
+        with activity_recorder(logs / "activity-recorder.log"):
+            return _lifecycle(args, env, data, logs)
+    except RecorderDidNotStart as exc:
+        print(f"\nVERDICT: not started: {exc}", file=sys.stderr)
+        return 3
+
+
+def _lifecycle(args: argparse.Namespace, env: dict[str, str], data: Path, logs: Path) -> int:
+    """Every step of the main job, with the broker activity recorder running."""
     progress = Progress(total=19, logs=logs)
     progress.step("prepare Airflow's metadata DB (SQLite)", migrate_airflow_db)
     progress.step("prepare the working catalogue", lambda: prepare_demo_catalog(ROOT, Path(env["CONTRACT_CATALOG"])))
@@ -437,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     progress.step(f"pull request: declare {OLD} retired", lambda: declare_retired(Path(env["CONTRACT_CATALOG"]), OLD))
     dag("contract_change: the retirement declaration", "contract_change")
     dag("retirement_audit: first observation, blockers recorded", "retirement_audit")
-    time.sleep(1.5)  # the demo's observation span is 1s
+    time.sleep(1.5)  # the demo's observation span is 1s: no reader of v1 in it, as the recorder proves
     dag("retirement_audit: second observation; retire where proven", "retirement_audit")
     after = states()
     print_states("Before:", before)
@@ -451,7 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         "               on this data; it prints the admin login) then http://localhost:8080/ -> Browse -> Contracts\n"
         f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}\n"
         f"  reports:     {data / 'reports'}\n"
-        f"  step logs:   {logs}   (Airflow task logs, Spark output and JSON reports, one file per step)\n"
+        f"  step logs:   {logs}   (Airflow task logs, Spark output and JSON reports, one file per step;\n"
+        "               activity-recorder.log: the broker activity recorder that ran beside them)\n"
         f"  contract docs: {data / 'docs' / 'contracts' / 'index.md'}; retirement: {data / 'docs' / 'retirement'}\n"
         f"  status:      CONTRACT_PLATFORM_HOME={data} .venv/bin/contractctl status --catalog {env['CONTRACT_CATALOG']}"
     )

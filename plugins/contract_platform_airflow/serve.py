@@ -6,16 +6,20 @@ Beside the main job (``bash scripts/main-job``) and on the same data: the same `
 registry, archives and working catalogue under ``./data``; the repository's ``dags/`` and the
 platform's plugin; examples off; the platform's connections exported as ``AIRFLOW_CONN_*`` for every
 component (``contract_platform_airflow.settings``, the one definition); the venv on ``PATH`` (the
-standalone command starts its components by name). It prints the URL and the admin login, then
-runs ``airflow standalone`` (LocalExecutor) until Ctrl-C.
+standalone command starts its components by name). It prints the URL and the admin login, starts the
+broker activity recorder (``contractctl record-activity``, which the retirement audit's ``readers``
+check rests on; it stops with Airflow), then runs ``airflow standalone`` (LocalExecutor) until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +104,25 @@ def describe(env: dict[str, str], address: str, password: str) -> str:
     )
 
 
+def start_recorder(log: Path) -> Path:
+    """``contractctl record-activity`` as a child that gets SIGTERM when this process (soon Airflow) ends."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+
+    def die_with_parent() -> None:  # Linux: the child is told when its parent exits, whatever the parent runs
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    with log.open("ab") as output:
+        subprocess.Popen(  # our own console script, no shell
+            [str(Path(sys.executable).with_name("contractctl")), "record-activity"],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,  # before exec: only the prctl call
+        )
+    return log
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="airflow-local", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8080, help="the api-server's port (default 8080)")
@@ -115,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     migrate()
     password = admin_password(Path(env["AIRFLOW_HOME"]))
     print(describe(env, f"http://{local_address(args.host)}:{args.port}", password), flush=True)
+    log = start_recorder(Path(env["AIRFLOW_HOME"]).parent / "logs" / "activity-recorder.log")
+    print(f"broker activity recorder: running beside Airflow (log {log})", flush=True)
     os.execvp("airflow", ["airflow", "standalone"])
     return 0  # not reached
 

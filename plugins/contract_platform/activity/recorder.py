@@ -17,6 +17,7 @@ rests on it. Messages in the queue that are neither the broker's events nor this
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import socket
 import time
@@ -44,11 +45,13 @@ __all__ = [
     "ActivityRecorder",
     "RecorderConfig",
     "RecorderReport",
+    "queue_for",
 ]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_QUEUE = "contract-platform.broker-activity"
+QUEUE_EXPIRES_MS = 7 * 24 * 3600 * 1000  # a queue no recorder has used for a week is deleted by the broker
 MARGIN = timedelta(milliseconds=500)  # an event reaches the queue this long after its action, at most
 _MARKER_HEADER = "x-contract-platform-marker"
 _BACKOFF = (0.5, 15.0)
@@ -92,6 +95,12 @@ class RecorderReport:
             "coveredUntil": self.covered_until.isoformat() if self.covered_until else None,
             "gaps": list(self.gaps),
         }
+
+
+def queue_for(registry_url: str) -> str:
+    """The recorder queue of one registry: each registry on a broker gets every event, through its own queue."""
+    digest = hashlib.sha256(registry_url.encode("utf-8")).hexdigest()[:10]
+    return f"{DEFAULT_QUEUE}.{digest}"
 
 
 def _event_url(url: str, vhost: str) -> str:
@@ -183,7 +192,7 @@ class _Segment:
             if exc.reply_code == 404:
                 raise EventExchangeUnavailable(event_exchange_problem(self.config.event_vhost)) from exc
             raise
-        channel.queue_declare(self.config.queue, durable=True)
+        channel.queue_declare(self.config.queue, durable=True, arguments={"x-expires": QUEUE_EXPIRES_MS})
         for key in ROUTING_KEYS:
             channel.queue_bind(self.config.queue, EVENT_EXCHANGE, routing_key=key)
         # From here every event is queued for us: this segment knows everything after this moment.
@@ -193,7 +202,15 @@ class _Segment:
         self.opened = True
         self.report.segments += 1
         channel.basic_qos(prefetch_count=self.config.prefetch)
-        channel.basic_consume(self.config.queue, self._on_message, auto_ack=False)
+        try:  # exclusive: a second recorder on the same queue would take half the events and the other's markers
+            channel.basic_consume(self.config.queue, self._on_message, auto_ack=False, exclusive=True)
+        except px.ChannelClosedByBroker as exc:
+            if exc.reply_code == 403:
+                raise BrokerError(
+                    f"another recorder already consumes {self.config.queue} on {self.broker}: run one recorder per "
+                    "registry store, or give this one a queue of its own (--queue)"
+                ) from exc
+            raise
         self.channel = channel
         self.publisher = self.connection.channel()
         self.publisher.confirm_delivery()

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from contract_platform import settings
 from contract_platform.cli.common import add_format_argument
@@ -28,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL or SQLite)"
     )
     parser.add_argument(
-        "--queue", default=None, help="the recorder's durable queue (default contract-platform.broker-activity)"
+        "--queue",
+        default=None,
+        help="the recorder's durable queue (default contract-platform.broker-activity.<digest of the registry URL>)",
     )
     parser.add_argument(
         "--heartbeat",
@@ -42,11 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retention", default="90d", metavar="DURATION", help="forget activity older than this (default 90d)"
     )
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="do not record: say until when the store's coverage reaches; exit 1 when it is older than 3 heartbeats",
+    )
     add_format_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from contract_platform.activity.recorder import DEFAULT_QUEUE, ActivityRecorder, RecorderConfig
+    from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig, queue_for
     from contract_platform.durations import parse_duration
     from contract_platform.store import Registry
 
@@ -60,13 +68,19 @@ def run(args: argparse.Namespace) -> int:
     if args.max_seconds is not None and args.max_seconds <= 0:
         raise UsageError("contractctl record-activity: --max-seconds must be positive")
     logging.getLogger("contract_platform.activity").setLevel(logging.INFO)
+    registry_url = args.registry or settings.registry_url()
     config = RecorderConfig(
-        queue=args.queue or DEFAULT_QUEUE,
+        queue=args.queue or queue_for(registry_url),
         heartbeat=heartbeat.total_seconds(),
         event_vhost=settings.event_vhost(),
         retention=retention,
     )
-    registry = Registry.open(args.registry)
+    registry = Registry.open(registry_url)
+    if args.status:
+        try:
+            return _status(registry, heartbeat, args.format)
+        finally:
+            registry.close()
     try:
         recorder = ActivityRecorder(settings.rabbitmq_url(), registry, config)
         deadline = time.monotonic() + args.max_seconds if args.max_seconds is not None else None
@@ -84,3 +98,29 @@ def run(args: argparse.Namespace) -> int:
     for gap in report.gaps:
         out(f"gap: {gap}")
     return 0
+
+
+def _status(registry: Any, heartbeat: timedelta, form: str) -> int:
+    """Until when the recorder has confirmed coverage; fresh when within three heartbeats of now."""
+    now = datetime.now(UTC)
+    segments, gaps = registry.coverage(now - timedelta(days=1))
+    covered = max((s.covered_until for s in segments if s.covered_until is not None), default=None)
+    fresh = covered is not None and now - covered <= 3 * heartbeat
+    if form == "json":
+        emit_json(
+            {
+                "coveredUntil": covered.isoformat() if covered else None,
+                "fresh": fresh,
+                "gapsToday": [
+                    {"start": g.start.isoformat(), "end": g.end.isoformat(), "reason": g.reason} for g in gaps
+                ],
+            }
+        )
+    else:
+        when = covered.isoformat(timespec="seconds") if covered else "never (in the last day)"
+        out(f"coverage confirmed until {when}: {'recording' if fresh else 'NOT recording'}")
+        for gap in gaps:
+            out(
+                f"gap: {gap.start.isoformat(timespec='seconds')} to {gap.end.isoformat(timespec='seconds')}: {gap.reason}"
+            )
+    return 0 if fresh else 1

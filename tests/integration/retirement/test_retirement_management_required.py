@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.support.contracts import V1, family_copy
 
-from contract_platform.amqp.management import ENABLE_COMMAND
+from contract_platform.amqp.management import ENABLE_COMMAND, ENABLE_EVENTS_COMMAND
 from contract_platform.cli.main import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -63,3 +63,68 @@ def test_the_main_job_stops_before_it_starts_and_says_the_fix(rabbitmq_url: str,
     assert done.returncode == 3, done.stdout + done.stderr
     assert "VERDICT: not started" in done.stderr and ENABLE_COMMAND in done.stderr
     assert not (tmp_path / "contracts").exists()  # nothing prepared, no DAG run
+
+
+# -- the event exchange: the broker activity recorder's source ----------------------------------------------
+# A broker whose event exchange plugin is off looks, to the platform, like one whose exchange is not in the
+# virtual host it is told to look in: $CONTRACT_RABBITMQ_EVENT_VHOST names one without it.
+
+
+@pytest.fixture
+def events_off(rabbitmq_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    from tests.support import broker
+
+    vhost = f"{broker.prefix()}no-events"
+    broker.create_vhost(vhost)
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", rabbitmq_url)
+    monkeypatch.setenv("CONTRACT_RABBITMQ_EVENT_VHOST", vhost)
+    yield vhost  # type: ignore[misc]
+    broker.delete_vhost(vhost)
+
+
+def test_without_the_event_exchange_the_audit_verb_stops_with_exit_3_and_the_command(
+    events_off: str, catalog_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = tmp_path / "registry.db"
+    family = family_copy(tmp_path / "contracts", catalog_dir)
+
+    code = main(["audit", V1, "--catalog", str(family), "--registry", f"sqlite:///{registry}"])
+
+    assert code == 3
+    error = capsys.readouterr().err
+    assert ENABLE_EVENTS_COMMAND in error and "amq.rabbitmq.event" in error
+    assert not registry.exists()
+
+
+def test_without_the_event_exchange_the_recorder_stops_with_exit_3_and_the_command(
+    events_off: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["record-activity", "--registry", f"sqlite:///{tmp_path / 'registry.db'}", "--max-seconds", "20"])
+
+    assert code == 3
+    assert ENABLE_EVENTS_COMMAND in capsys.readouterr().err
+
+
+def test_without_the_event_exchange_the_main_job_stops_before_it_starts(
+    events_off: str, rabbitmq_url: str, tmp_path: Path
+) -> None:
+    env = {
+        **os.environ,
+        "CONTRACT_RABBITMQ_URL": rabbitmq_url,
+        "CONTRACT_RABBITMQ_EVENT_VHOST": events_off,
+        "CONTRACT_PLATFORM_HOME": str(tmp_path / "data"),
+        "CONTRACT_CATALOG": str(tmp_path / "contracts"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "contract_platform_airflow.main_job"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "VERDICT: not started" in done.stderr and ENABLE_EVENTS_COMMAND in done.stderr
+    assert not (tmp_path / "contracts").exists()
