@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
 
 from contract_platform.evidence.records import (
     BrokerChange,
@@ -48,103 +48,177 @@ _CHANGES = frozenset({"queue.created", "queue.deleted", "binding.created", "bind
 
 
 def apply_events(conn: Connection, events: Sequence[BrokerEvent]) -> int:
-    """Apply ``events`` in order; returns how many were new (not stored before)."""
+    """Apply ``events`` in order; returns how many were new (not stored before).
+
+    One batch costs a handful of statements whatever its size: who each channel belongs to is read once,
+    sessions that attach and detach inside the batch are written once, the rest go as executemany.
+    """
     keys = [event.key for event in events]
     seen: set[str] = set()
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        seen |= {
-            str(k)
-            for k in conn.execute(select(broker_events_seen.c.key).where(broker_events_seen.c.key.in_(chunk))).scalars()
-        }
+        query = select(broker_events_seen.c.key).where(broker_events_seen.c.key.in_(chunk))
+        seen |= {str(k) for k in conn.execute(query).scalars()}
     fresh = []
     for event in events:
-        if event.key in seen:
-            continue
-        seen.add(event.key)
-        fresh.append(event)
-    if not fresh:
-        return 0
-    conn.execute(insert(broker_events_seen), [{"key": e.key, "at": e.at} for e in fresh])
-    for event in fresh:
-        _apply(conn, event)
+        if event.key not in seen:
+            seen.add(event.key)
+            fresh.append(event)
+    if fresh:
+        conn.execute(insert(broker_events_seen), [{"key": e.key, "at": e.at} for e in fresh])
+        _Batch(conn, fresh).apply()
     return len(fresh)
 
 
-def _apply(conn: Connection, event: BrokerEvent) -> None:
-    kind, f = event.kind, event.get
-    if kind == "connection.created" and f("pid"):
-        row = {
-            "name": f("name"),
-            "client_name": f("client_name"),
-            "peer_host": f("peer_host"),
-            "user": f("user"),
-            "vhost": event.vhost,
-            "opened_at": event.at,
-        }
-        if (
-            conn.execute(update(broker_connections).where(broker_connections.c.pid == f("pid")).values(**row)).rowcount
-            == 0
-        ):
-            conn.execute(insert(broker_connections).values(pid=f("pid"), **row))
-    elif kind == "connection.closed" and f("pid"):
-        conn.execute(update(broker_connections).where(broker_connections.c.pid == f("pid")).values(closed_at=event.at))
-    elif kind == "channel.created" and f("pid"):
-        row = {"connection_pid": f("connection"), "opened_at": event.at}
-        if conn.execute(update(broker_channels).where(broker_channels.c.pid == f("pid")).values(**row)).rowcount == 0:
-            conn.execute(insert(broker_channels).values(pid=f("pid"), **row))
-    elif kind == "channel.closed" and f("pid"):
-        conn.execute(update(broker_channels).where(broker_channels.c.pid == f("pid")).values(closed_at=event.at))
-    elif kind == "consumer.created" and f("queue") is not None:
-        conn.execute(insert(reader_sessions).values(**_session_row(conn, event), attached_at=event.at, source="event"))
-    elif kind == "consumer.deleted" and f("queue") is not None:
-        _detach(conn, event)
-    elif kind in _CHANGES and f("name") is not None:
-        conn.execute(
-            insert(broker_changes).values(
-                kind=kind, vhost=event.vhost, name=f("name"), detail=f("detail") or "", at=event.at
+class _Batch:
+    """The effects of one batch of new events, gathered in memory and written together."""
+
+    def __init__(self, conn: Connection, events: Sequence[BrokerEvent]) -> None:
+        self.conn, self.events = conn, events
+        self.connections: dict[str, dict[str, Any]] = {}  # pid -> who (known before, or created in the batch)
+        self.channels: dict[str, str | None] = {}  # channel pid -> connection pid
+        self.new_connections: dict[str, dict[str, Any]] = {}
+        self.new_channels: dict[str, dict[str, Any]] = {}
+        self.closed_connections: list[dict[str, Any]] = []
+        self.closed_channels: list[dict[str, Any]] = []
+        self.sessions: list[dict[str, Any]] = []  # new rows
+        self.open: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # new rows still attached
+        self.detached: list[dict[str, Any]] = []  # detachments of sessions stored before the batch
+        self.changes: list[dict[str, Any]] = []
+
+    def apply(self) -> None:
+        self._load_channels()
+        for event in self.events:
+            self._one(event)
+        conn = self.conn
+        if self.new_connections:
+            known = self._existing(broker_connections, list(self.new_connections))
+            rows = [{"pid": pid, **row} for pid, row in self.new_connections.items() if pid not in known]
+            if rows:
+                conn.execute(insert(broker_connections), rows)
+        if self.new_channels:
+            known = self._existing(broker_channels, list(self.new_channels))
+            rows = [{"pid": pid, **row} for pid, row in self.new_channels.items() if pid not in known]
+            if rows:
+                conn.execute(insert(broker_channels), rows)
+        for table, closed in ((broker_connections, self.closed_connections), (broker_channels, self.closed_channels)):
+            if closed:
+                conn.execute(
+                    update(table).where(table.c.pid == bindparam("b_pid")).values(closed_at=bindparam("b_at")), closed
+                )
+        if self.sessions:
+            conn.execute(insert(reader_sessions), self.sessions)
+        for row in self.detached:
+            self._detach_stored(row)
+        if self.changes:
+            conn.execute(insert(broker_changes), self.changes)
+
+    def _existing(self, table: Any, pids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(pids), 500):
+            chunk = pids[start : start + 500]
+            found |= {str(p) for p in self.conn.execute(select(table.c.pid).where(table.c.pid.in_(chunk))).scalars()}
+        return found
+
+    def _load_channels(self) -> None:
+        wanted = list({e.get("channel") or "" for e in self.events if e.kind.startswith("consumer.")} - {""})
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            query = (
+                select(
+                    broker_channels.c.pid,
+                    broker_channels.c.connection_pid,
+                    broker_connections.c.name,
+                    broker_connections.c.client_name,
+                    broker_connections.c.peer_host,
+                    broker_connections.c.user,
+                )
+                .select_from(
+                    broker_channels.outerjoin(
+                        broker_connections, broker_channels.c.connection_pid == broker_connections.c.pid
+                    )
+                )
+                .where(broker_channels.c.pid.in_(chunk))
             )
+            for row in self.conn.execute(query):
+                self.channels[row.pid] = row.connection_pid
+                if row.connection_pid and (row.name, row.client_name, row.user) != (None, None, None):
+                    self.connections.setdefault(
+                        row.connection_pid,
+                        {
+                            "name": row.name,
+                            "client_name": row.client_name,
+                            "peer_host": row.peer_host,
+                            "user": row.user,
+                        },
+                    )
+
+    def _one(self, event: BrokerEvent) -> None:
+        kind, f = event.kind, event.get
+        if kind == "connection.created" and f("pid"):
+            who = {"name": f("name"), "client_name": f("client_name"), "peer_host": f("peer_host"), "user": f("user")}
+            self.connections[f("pid") or ""] = who
+            self.new_connections[f("pid") or ""] = {**who, "vhost": event.vhost, "opened_at": event.at}
+        elif kind == "connection.closed" and f("pid"):
+            self._close(self.new_connections, self.closed_connections, f("pid") or "", event.at)
+        elif kind == "channel.created" and f("pid"):
+            self.channels[f("pid") or ""] = f("connection")
+            self.new_channels[f("pid") or ""] = {"connection_pid": f("connection"), "opened_at": event.at}
+        elif kind == "channel.closed" and f("pid"):
+            self._close(self.new_channels, self.closed_channels, f("pid") or "", event.at)
+        elif kind == "consumer.created" and f("queue") is not None:
+            row = {**self._who(event), "attached_at": event.at, "detached_at": None, "source": "event"}
+            self.sessions.append(row)
+            self.open[_identity(row)] = row
+        elif kind == "consumer.deleted" and f("queue") is not None:
+            row = self._who(event)
+            attached = self.open.pop(_identity(row), None)
+            if attached is not None:
+                attached["detached_at"] = event.at
+            else:
+                self.detached.append({**row, "detached_at": event.at})
+        elif kind in _CHANGES and f("name") is not None:
+            self.changes.append(
+                {"kind": kind, "vhost": event.vhost, "name": f("name"), "detail": f("detail") or "", "at": event.at}
+            )
+
+    @staticmethod
+    def _close(new: dict[str, dict[str, Any]], closed: list[dict[str, Any]], pid: str, at: datetime) -> None:
+        if pid in new:
+            new[pid]["closed_at"] = at
+        else:
+            closed.append({"b_pid": pid, "b_at": at})
+
+    def _who(self, event: BrokerEvent) -> dict[str, Any]:
+        """Who a consumer event belongs to: its channel's connection, as the broker announced it."""
+        channel = event.get("channel") or ""
+        who = self.connections.get(self.channels.get(channel) or "")
+        return {
+            "vhost": event.vhost,
+            "queue": event.get("queue"),
+            "consumer_tag": event.get("consumer_tag") or "",
+            "channel": channel,
+            "connection_name": (who.get("client_name") or who.get("name")) if who else None,
+            "peer_host": who.get("peer_host") if who else None,
+            "user": event.get("user") or (who.get("user") if who else None),
+        }
+
+    def _detach_stored(self, row: dict[str, Any]) -> None:
+        open_session = and_(
+            reader_sessions.c.vhost == row["vhost"],
+            reader_sessions.c.queue == row["queue"],
+            reader_sessions.c.channel == row["channel"],
+            reader_sessions.c.consumer_tag == row["consumer_tag"],
+            reader_sessions.c.detached_at.is_(None),
         )
+        updated = self.conn.execute(update(reader_sessions).where(open_session).values(detached_at=row["detached_at"]))
+        if updated.rowcount == 0:
+            # attached before the recorder saw it (or in a gap): a reader all the same, since some unknown moment
+            self.conn.execute(insert(reader_sessions).values(**row, attached_at=None, source="orphan"))
 
 
-def _session_row(conn: Connection, event: BrokerEvent) -> dict[str, Any]:
-    """Who a consumer event belongs to: its channel's connection, as the broker announced it."""
-    channel = event.get("channel") or ""
-    found = conn.execute(
-        select(
-            broker_connections.c.name,
-            broker_connections.c.client_name,
-            broker_connections.c.peer_host,
-            broker_connections.c.user,
-        )
-        .select_from(
-            broker_channels.join(broker_connections, broker_channels.c.connection_pid == broker_connections.c.pid)
-        )
-        .where(broker_channels.c.pid == channel)
-    ).first()
-    return {
-        "vhost": event.vhost,
-        "queue": event.get("queue"),
-        "consumer_tag": event.get("consumer_tag") or "",
-        "channel": channel,
-        "connection_name": (found.client_name or found.name) if found else None,
-        "peer_host": found.peer_host if found else None,
-        "user": event.get("user") or (found.user if found else None),
-    }
-
-
-def _detach(conn: Connection, event: BrokerEvent) -> None:
-    row = _session_row(conn, event)
-    open_session = and_(
-        reader_sessions.c.vhost == row["vhost"],
-        reader_sessions.c.queue == row["queue"],
-        reader_sessions.c.channel == row["channel"],
-        reader_sessions.c.consumer_tag == row["consumer_tag"],
-        reader_sessions.c.detached_at.is_(None),
-    )
-    if conn.execute(update(reader_sessions).where(open_session).values(detached_at=event.at)).rowcount == 0:
-        # attached before the recorder saw it (or in a gap): a reader all the same, since some unknown moment
-        conn.execute(insert(reader_sessions).values(**row, attached_at=None, detached_at=event.at, source="orphan"))
+def _identity(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (row["vhost"], row["queue"], row["channel"], row["consumer_tag"])
 
 
 def close_open_sessions(conn: Connection, at: datetime) -> int:

@@ -1,0 +1,169 @@
+"""How many consumer attach/detach events per second the broker activity recorder stores, and how far behind.
+
+    .venv/bin/python benchmarks/recorder_throughput.py [--events 20000] [--registry URL] [--producers 2]
+
+On the broker of ``$CONTRACT_RABBITMQ_URL`` (default 127.0.0.1:5672, the event exchange plugin on), with a
+queue and a recorder queue under a unique ``t-<uuid8>.`` prefix that are deleted afterwards:
+
+1. ``contractctl record-activity`` runs as its own process (heartbeat 1 s) into the registry (default: a
+   fresh SQLite file; ``--registry postgresql+psycopg2://...`` for PostgreSQL, whose tables it then holds);
+2. **live**: ``--producers`` processes attach and detach consumers on one queue as fast as the broker lets
+   them (``basic.consume`` then ``basic.cancel``: two events each), ``--events`` in all, while it records;
+   the registry is polled until every session is stored with its detachment;
+3. **backlog**: the recorder is stopped, the same number of events is generated into its (durable) queue,
+   and a new recorder process drains them: its rate does not depend on how fast the producers are.
+
+Rates: ``generated`` = events / time the producers took; ``live_stored`` = events / time from the first
+event to the last one stored (what the recorder sustains when the broker emits at that rate);
+``live_lag`` = seconds between the last event the broker announced and its being stored;
+``backlog_stored`` = events / time from the new recorder's start to the last one stored (its start-up
+included). Target: both stored rates >= 2,000 events/s.
+Prints one JSON line; exit 0 when the target is met, 1 when not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pika
+from sqlalchemy import func, select
+
+from contract_platform.amqp import open_connection
+from contract_platform.amqp.connection import close_quietly
+from contract_platform.settings import rabbitmq_url
+from contract_platform.store import Registry
+from contract_platform.store.tables import reader_sessions
+
+TARGET = 2000.0
+
+
+def produce(url: str, queue: str, pairs: int) -> None:
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    for _ in range(pairs):
+        tag = channel.basic_consume(queue, lambda *args: None)
+        channel.basic_cancel(tag)
+    connection.close()
+
+
+def stored(registry: Registry, queue: str) -> tuple[int, datetime | None]:
+    """Sessions of ``queue`` stored with their detachment, and the latest detachment."""
+    engine = registry._engine  # a benchmark may read the table directly
+    assert engine is not None
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(func.count(), func.max(reader_sessions.c.detached_at)).where(
+                reader_sessions.c.queue == queue, reader_sessions.c.detached_at.is_not(None)
+            )
+        ).one()
+    latest = row[1]
+    if isinstance(latest, datetime) and latest.tzinfo is None:
+        latest = latest.replace(tzinfo=UTC)
+    return int(row[0]), latest
+
+
+def generate(url: str, queue: str, pairs: int, producers: int) -> None:
+    workers = [multiprocessing.Process(target=produce, args=(url, queue, pairs)) for _ in range(producers)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def wait_for_coverage(registry: Registry, recorder: subprocess.Popen[bytes], work: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not registry.coverage(datetime.now(UTC) - timedelta(minutes=1))[0]:
+        if recorder.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the recorder did not start: {(work / 'recorder.log').read_text()[-800:]}")
+        time.sleep(0.2)
+
+
+def wait_stored(registry: Registry, queue: str, sessions: int, since: float) -> tuple[float, datetime | None, datetime]:
+    """Seconds from ``since`` until ``sessions`` sessions of ``queue`` are stored, the latest detachment, now."""
+    last, progressed = -1, time.monotonic()
+    while True:
+        count, latest = stored(registry, queue)
+        if count >= sessions:
+            return time.monotonic() - since, latest, datetime.now(UTC)
+        if count != last:
+            last, progressed = count, time.monotonic()
+        elif time.monotonic() - progressed > 120:
+            raise SystemExit(f"only {count} of {sessions} sessions stored, none for 120 s")
+        time.sleep(0.05)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=20000)
+    parser.add_argument("--producers", type=int, default=2)
+    parser.add_argument("--registry", default=None, help="SQLAlchemy URL (default: a fresh SQLite file)")
+    args = parser.parse_args(argv)
+    url = rabbitmq_url()
+    prefix = f"t-{uuid.uuid4().hex[:8]}."
+    queue, recorder_queue = f"{prefix}watched", f"{prefix}activity"
+    work = Path(tempfile.mkdtemp(prefix="recorder-bench-"))
+    registry_url = args.registry or f"sqlite:///{work / 'registry.db'}"
+    connection = open_connection(url)
+    connection.channel().queue_declare(queue)
+    env = os.environ | {"CONTRACT_REGISTRY_URL": registry_url}
+    contractctl = str(Path(sys.executable).with_name("contractctl"))
+    command = [contractctl, "record-activity", "--queue", recorder_queue, "--heartbeat", "1s"]
+    load_before = os.getloadavg()[0]
+    recorder = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=(work / "recorder.log").open("ab"))
+    registry = Registry.open(registry_url)
+    try:
+        wait_for_coverage(registry, recorder, work)
+        pairs = args.events // 2 // args.producers
+        events = 2 * pairs * args.producers
+        started_wall = datetime.now(UTC)
+        started = time.monotonic()
+        generate(url, queue, pairs, args.producers)
+        generated_in = time.monotonic() - started
+        live_in, latest, finished_wall = wait_stored(registry, queue, events // 2, started)
+        live_lag = (finished_wall - latest).total_seconds() if latest else None
+
+        recorder.send_signal(signal.SIGTERM)
+        recorder.wait(timeout=30)
+        generate(url, queue, pairs, args.producers)  # into the stopped recorder's queue
+        restarted = time.monotonic()
+        recorder = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=(work / "recorder.log").open("ab")
+        )
+        backlog_in, _, _ = wait_stored(registry, queue, events, restarted)
+        figures = {
+            "when": started_wall.isoformat(timespec="seconds"),
+            "registry": registry.url.split(":")[0],
+            "events": events,
+            "producers": args.producers,
+            "generated_per_s": round(events / generated_in),
+            "live_stored_per_s": round(events / live_in),
+            "live_lag_s": round(live_lag, 2) if live_lag is not None else None,
+            "backlog_stored_per_s": round(events / backlog_in),
+            "load_before": round(load_before, 2),
+            "target_per_s": TARGET,
+        }
+        print(json.dumps(figures))
+        return 0 if min(events / live_in, events / backlog_in) >= TARGET else 1
+    finally:
+        recorder.send_signal(signal.SIGTERM)
+        recorder.wait(timeout=30)
+        registry.close()
+        channel = connection.channel()
+        channel.queue_delete(queue)
+        channel.queue_delete(recorder_queue)
+        close_quietly(connection)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
