@@ -1,8 +1,9 @@
 """retirement_audit run in-process (dag.test, spark-submit included) over the CPQ flow's deprecated invoice v1.
 
-First run: a v1 message sits in a DLQ and a consumer is connected, so the audit records blockers and
-v1 stays deprecated. Second run: blockers cleared, v1 declared retired in the catalogue copy, so the
-DAG retires it, keeps its retirement bundle and removes its queues (removeOnRetire), not the exchange
+The broker activity recorder runs throughout, into the platform's registry. First run: a v1 message
+sits in a DLQ and a consumer is connected, so the audit records blockers (the consumer among the
+readers) and v1 stays deprecated. Second run, nine days later as the store sees it, after three quiet
+audits: blockers cleared, v1 declared retired in the catalogue copy, so the DAG retires it, keeps its retirement bundle and removes its queues (removeOnRetire), not the exchange
 v2 still uses.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 import pika
 import pytest
 from tests.support import broker
-from tests.support.retirement import seed_quiet_history
+from tests.support.retirement import running_recorder, seed_counters, shift_activity, wait_for_coverage
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -89,21 +90,6 @@ def wait_for_stats(names: list[str]) -> None:
     broker.wait_for_stats(ManagementClient.from_amqp_url("amqp://guest:guest@127.0.0.1:5672/%2F"), names)
 
 
-def move_observations(registry_url: str, run_id: str, to: datetime) -> None:
-    """Time passes: the consumer the first run saw was seen nine days ago, before the quiet week."""
-    from sqlalchemy import create_engine, update
-
-    from contract_platform.store.tables import observations
-
-    engine = create_engine(registry_url)
-    try:
-        with engine.begin() as conn:
-            moved = conn.execute(update(observations).where(observations.c.run_id == run_id).values(observed_at=to))
-            assert moved.rowcount > 0
-    finally:
-        engine.dispose()
-
-
 def test_retirement_audit_records_blockers_then_retires_v1(
     dagbag, platform_env, rabbitmq_url, monkeypatch, catalog_dir
 ):
@@ -125,8 +111,10 @@ def test_retirement_audit_records_blockers_then_retires_v1(
     with Registry.open(platform_env["registry_url"]) as store:
         walk(store, V1, v1.version, "deprecated")
         walk(store, V2, v2.version, "active")
-        seed_quiet_history(store, v1, now, days=(8, 4, 1))
     write_archive(archive, v1, now - timedelta(days=20), catalog_dir)
+    recorder_store = Registry.open(platform_env["registry_url"])  # the broker activity recorder, as deployed
+    recording = running_recorder(recorder_store, rabbitmq_url, f"{platform_env['prefix']}.broker-activity")
+    recording.__enter__()
     plan = plan_topology(v1)
     dlq = plan.queues_of(Role.DLQ)[0].name
     # No heartbeats: these connections sit idle while dag.test runs, and must stay connected.
@@ -156,7 +144,12 @@ def test_retirement_audit_records_blockers_then_retires_v1(
         listener.close()
         close_quietly(consumer)
         connection.channel().queue_purge(dlq)
-        move_observations(platform_env["registry_url"], blocked.run_id, now - timedelta(days=9))
+        # nine days later: the consumer and the first audit are history; three quiet daily audits since
+        wait_for_coverage(recorder_store, "the consumer's departure recorded")
+        broker.wait_for_counter("/", dlq, "deliver_get", 1)  # the first audit's own peek, in the statistics
+        shift_activity(platform_env["registry_url"], timedelta(days=9))
+        with Registry.open(platform_env["registry_url"]) as store:
+            seed_counters(store, v1, [datetime.now(UTC) - timedelta(days=age) for age in (8, 4, 1)])
         contract_file = platform_env["catalog"] / "billing/invoice-issued/v1/contract.yaml"
         contract_file.write_text(contract_file.read_text().replace("status: deprecated", "status: retired"))
 
@@ -183,6 +176,8 @@ def test_retirement_audit_records_blockers_then_retires_v1(
     finally:
         close_quietly(consumer)
         close_quietly(connection)
+        recording.__exit__(None, None, None)
+        recorder_store.close()
 
 
 def test_a_catalogue_that_does_not_load_fails_before_spark_without_retry(dagbag, platform_env):

@@ -6,7 +6,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.support.broker import AUTH, HOST
@@ -125,3 +125,42 @@ def running_recorder(registry: Registry, url: str, queue: str, heartbeat: float 
             close_quietly(connection)
     if failed:
         raise failed[0]
+
+
+def shift_activity(registry_url: str, by: timedelta) -> None:
+    """Time passes: everything recorded so far (observations, reader sessions, broker changes, counters,
+    coverage) happened ``by`` earlier. A recorder still running keeps extending its segment to now."""
+    from sqlalchemy import create_engine, update
+
+    from contract_platform.store import tables
+
+    moved = {
+        tables.observations: ("observed_at",),
+        tables.reader_sessions: ("attached_at", "detached_at"),
+        tables.broker_changes: ("at",),
+        tables.queue_counters: ("observed_at", "idle_since", "own_until"),
+        tables.coverage_segments: ("started_at", "covered_from"),
+        tables.coverage_gaps: ("start", "end"),
+    }
+    engine = create_engine(registry_url)
+    try:
+        with engine.begin() as conn:
+            for table, columns in moved.items():
+                for row in conn.execute(table.select()).mappings().all():
+                    values = {c: row[c] - by for c in columns if row[c] is not None}
+                    if values:
+                        key = next(iter(table.primary_key.columns))
+                        conn.execute(update(table).where(key == row[key.name]).values(**values))
+    finally:
+        engine.dispose()
+
+
+def wait_for_coverage(registry: Registry, what: str = "the recorder's coverage of now") -> None:
+    """Until the recorder has confirmed that everything the broker announced up to now is stored."""
+    moment = datetime.now(UTC)
+
+    def confirmed() -> bool:
+        segments, _ = registry.coverage(moment - timedelta(hours=1))
+        return any(s.covered_until is not None and s.covered_until > moment for s in segments)
+
+    wait_until(confirmed, 30, 0.2, what=what)

@@ -287,12 +287,32 @@ class _Segment:
         if self.last_tag is None:
             return
         if self.batch:
-            fresh = self.store.store_broker_events(self.batch)
+            try:
+                fresh = self.store.store_broker_events(self.batch)
+            except StoreError as exc:
+                fresh = self._one_by_one(exc)
             self.report.events += fresh
             self.report.duplicates += len(self.batch) - fresh
             self.report.lag = (_now() - self.batch[-1].at).total_seconds()
         self.channel.basic_ack(delivery_tag=self.last_tag, multiple=True)
         self.batch, self.last_tag = [], None
+
+    def _one_by_one(self, failure: StoreError) -> int:
+        """A batch the store refused: store its events one at a time. When every one fails the store is down
+        (``failure`` is raised: reconnect); one that fails alone is recorded as a gap at its moment, so the
+        recorder does not stall on it and no check takes the moment as clean."""
+        fresh, refused = 0, 0
+        for event in self.batch:
+            try:
+                fresh += self.store.store_broker_events([event])
+            except StoreError as exc:
+                refused += 1
+                if refused == len(self.batch):
+                    raise failure from exc
+                reason = f"a {event.kind} event of the broker could not be stored ({exc})"
+                self.store.record_gap(event.at, event.at, reason[:2000])
+                log.warning("gap in the broker activity evidence at %s: %s", event.at.isoformat(), reason)
+        return fresh
 
     def _send_marker(self) -> datetime:
         sent = _now()

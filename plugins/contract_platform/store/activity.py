@@ -158,12 +158,21 @@ class _Batch:
         if kind == "connection.created" and f("pid"):
             who = {"name": f("name"), "client_name": f("client_name"), "peer_host": f("peer_host"), "user": f("user")}
             self.connections[f("pid") or ""] = who
-            self.new_connections[f("pid") or ""] = {**who, "vhost": event.vhost, "opened_at": event.at}
+            self.new_connections[f("pid") or ""] = {
+                **who,
+                "vhost": event.vhost,
+                "opened_at": event.at,
+                "closed_at": None,
+            }
         elif kind == "connection.closed" and f("pid"):
             self._close(self.new_connections, self.closed_connections, f("pid") or "", event.at)
         elif kind == "channel.created" and f("pid"):
             self.channels[f("pid") or ""] = f("connection")
-            self.new_channels[f("pid") or ""] = {"connection_pid": f("connection"), "opened_at": event.at}
+            self.new_channels[f("pid") or ""] = {
+                "connection_pid": f("connection"),
+                "opened_at": event.at,
+                "closed_at": None,
+            }
         elif kind == "channel.closed" and f("pid"):
             self._close(self.new_channels, self.closed_channels, f("pid") or "", event.at)
         elif kind == "consumer.created" and f("queue") is not None:

@@ -442,6 +442,19 @@ class Registry:
                 .values(ended_at=values.aware(at, "at"), end_reason=reason)
             )
 
+    def record_gap(self, start: datetime, end: datetime, reason: str) -> None:
+        """Something of ``start``..``end`` is not known (an event that could not be stored): a gap all the same."""
+        start, end = values.aware(start, "start"), values.aware(end, "end")
+
+        def add(conn: Connection) -> None:
+            exists = conn.execute(
+                select(coverage_gaps.c.id).where(coverage_gaps.c.start == start, coverage_gaps.c.end == end)
+            ).first()
+            if exists is None:
+                conn.execute(insert(coverage_gaps).values(start=start, end=end, reason=reason))
+
+        self._write_retrying("recording a gap in the broker activity", add)
+
     def coverage(self, since: datetime) -> tuple[list[CoverageSegment], list[CoverageGap]]:
         """The recorder's segments and the gaps between them that reach past ``since``, oldest first."""
         since = values.aware(since, "since")

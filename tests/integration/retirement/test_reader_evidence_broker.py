@@ -26,7 +26,7 @@ from tests.support import broker
 from tests.support.broker import url_of, wait_for_counter, wait_for_stats
 from tests.support.contracts import V1
 from tests.support.private_node import NodeUnavailable, PrivateNode
-from tests.support.retirement import provision_family, running_recorder
+from tests.support.retirement import provision_family, running_recorder, wait_for_coverage
 from tests.support.waiting import wait_until
 
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology
@@ -296,17 +296,6 @@ def recorder_process(prefix: str, tmp_path: Path) -> Iterator[Any]:
         connection.channel().queue_delete(f"{prefix}activity")
     finally:
         close_quietly(connection)
-
-
-def wait_for_coverage(registry: Registry, what: str) -> None:
-    """Until the recorder has confirmed that everything up to now is stored."""
-    moment = datetime.now(UTC)
-
-    def confirmed() -> bool:
-        segments, _ = registry.coverage(moment - timedelta(hours=1))
-        return any(s.covered_until is not None and s.covered_until > moment for s in segments)
-
-    wait_until(confirmed, 30, 0.2, what=what)
 
 
 def test_the_recorder_killed_mid_span_leaves_a_gap_and_the_check_is_unknown(

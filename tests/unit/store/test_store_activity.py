@@ -99,3 +99,28 @@ def test_pruning_forgets_only_what_ended_before_the_retention(registry: Registry
     assert registry.prune_broker_activity(T0 + timedelta(days=1)) > 0
     assert registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(days=3)) == []
     assert len(registry.reader_sessions([("/", "q2")], since=T0, until=T0 + timedelta(days=3))) == 1
+
+
+def test_a_batch_with_connections_opened_and_closed_inside_it_and_before_it(registry: Registry) -> None:
+    early = [
+        ev("connection.created", timedelta(0), pid="<c.0>", name="n0"),
+        ev("channel.created", timedelta(0), pid="<ch.0>", connection="<c.0>"),
+    ]
+    registry.store_broker_events(early)
+    batch = [
+        ev("connection.created", timedelta(minutes=1), pid="<c.1>", name="n1", client_name="short-lived"),
+        ev("channel.created", timedelta(minutes=1), pid="<ch.1>", connection="<c.1>"),
+        ev("consumer.created", timedelta(minutes=1), channel="<ch.1>", queue="q1", consumer_tag="a"),
+        ev("consumer.deleted", timedelta(minutes=2), channel="<ch.1>", queue="q1", consumer_tag="a"),
+        ev("channel.closed", timedelta(minutes=2), pid="<ch.1>"),
+        ev("connection.closed", timedelta(minutes=2), pid="<c.1>"),
+        ev("consumer.created", timedelta(minutes=3), channel="<ch.0>", queue="q1", consumer_tag="b"),
+        ev("channel.closed", timedelta(minutes=4), pid="<ch.0>"),
+        ev("connection.closed", timedelta(minutes=4), pid="<c.0>"),
+    ]
+    assert registry.store_broker_events(batch) == len(batch)
+    sessions = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert {(s.connection_name, s.detached_at) for s in sessions} == {
+        ("short-lived", T0 + timedelta(minutes=2)),
+        ("n0", None),
+    }

@@ -311,6 +311,7 @@ CALLS: dict[str, Callable[[Registry], object]] = {
     "extend_coverage": lambda r: r.extend_coverage("s", covered_from=T0, until=T0),
     "end_coverage_segment": lambda r: r.end_coverage_segment("s", at=T0, reason="stopped"),
     "coverage": lambda r: r.coverage(T0),
+    "record_gap": lambda r: r.record_gap(T0, T0, "unstorable"),
     "reader_sessions": lambda r: r.reader_sessions([("/", "q")], since=T0, until=T0),
     "broker_changes": lambda r: r.broker_changes([("/", "q")], since=T0),
     "record_queue_counters": lambda r: r.record_queue_counters([_counters()]),
