@@ -104,7 +104,7 @@ def check_compatibility(catalog: Catalog, registry: Registry, *, run_id: str | N
     summary = ChangeSummary("compatibility")
     for contract in catalog:
         history = [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
-        result = compatibility_of(contract, history)
+        result = compatibility_of(contract, history, default_dialect=catalog.default_dialect)
         if result is None:
             figures = CompatibilityFigures(note="first version of this major the platform has seen")
             verdict = Verdict.PASS

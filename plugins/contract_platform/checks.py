@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.catalog.schemas import DEFAULT_DIALECT
 from contract_platform.evidence.figures import CompatibilityFigures
 from contract_platform.lint import Finding, Severity, lint_catalog
 
@@ -78,8 +79,13 @@ class CheckReport:
         }
 
 
-def compatibility_of(contract: Contract, history: History) -> CompatibilityResult | None:
-    """The contract's schema against its earlier versions of the same major, under its own mode and policy."""
+def compatibility_of(
+    contract: Contract, history: History, *, default_dialect: str = DEFAULT_DIALECT
+) -> CompatibilityResult | None:
+    """The contract's schema against its earlier versions of the same major, under its own mode and policy.
+
+    An earlier schema without ``$schema`` is read as the catalogue reads one (``default_dialect``: the
+    catalogue's ``defaultDialect``), as the contract's own schema was when it loaded."""
     from contract_platform.compat import Mode, Policy, check_history, diff_schemas
     from contract_platform.compat import check_semver as semver
 
@@ -90,14 +96,12 @@ def compatibility_of(contract: Contract, history: History) -> CompatibilityResul
         contract.payload_schema,
         mode=Mode(contract.compatibility),
         policy=Policy(contract.compatibility_policy),
+        default_dialect=default_dialect,
     )
     latest_label, latest_schema = history[-1]
     latest_version = latest_label.split(" ", 1)[0]
-    problems = (
-        semver(latest_version, contract.version, diff_schemas(latest_schema, contract.payload_schema))
-        if latest_version != "?"
-        else []
-    )
+    changes = diff_schemas(latest_schema, contract.payload_schema, default_dialect=default_dialect)
+    problems = semver(latest_version, contract.version, changes) if latest_version != "?" else []
     return CompatibilityResult(
         message_type=contract.message_type,
         mode=contract.compatibility,
@@ -114,7 +118,7 @@ def check_catalog(catalog: Catalog, history_of: Callable[[Contract], History] | 
     report = CheckReport(contracts=len(catalog), findings=lint_catalog(catalog))
     if history_of is not None:
         for contract in catalog:
-            result = compatibility_of(contract, history_of(contract))
+            result = compatibility_of(contract, history_of(contract), default_dialect=catalog.default_dialect)
             if result is not None:
                 report.compatibility.append(result)
     return report

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import date, timedelta
 from functools import cache
 from importlib import resources
@@ -39,13 +40,28 @@ from contract_platform.catalog.model import (
     Transport,
     ValidationSettings,
 )
-from contract_platform.catalog.schemas import catalogue_registry, schema_problems
+from contract_platform.catalog.schemas import (
+    DEFAULT_DIALECT,
+    DRAFTS,
+    catalogue_registry,
+    pin_dialect,
+    read_dialect,
+    schema_problems,
+)
 from contract_platform.durations import parse_duration
 from contract_platform.errors import CatalogError, Problem
 
-__all__ = ["ENVELOPE_SCHEMA_PATH", "load_catalog", "load_contract_schema"]
+__all__ = [
+    "CATALOG_SETTINGS_PATH",
+    "ENVELOPE_SCHEMA_PATH",
+    "catalog_default_dialect",
+    "load_catalog",
+    "load_contract_schema",
+]
 
 ENVELOPE_SCHEMA_PATH = Path("envelope") / "envelope.v1.schema.json"
+CATALOG_SETTINGS_PATH = Path("catalog.yaml")  # optional catalogue-wide settings (contracts/README.md)
+_CATALOG_SETTINGS = ("defaultDialect",)
 _MESSAGE_TYPE = re.compile(r"^([a-z][a-z0-9-]*)\.([a-z][a-z0-9-]*)\.v([1-9][0-9]*)$")
 _SEMVER = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 
@@ -57,8 +73,53 @@ def load_contract_schema() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def load_catalog(root: str | Path) -> Catalog:
-    """Load and shape-check every contract under ``root``; raise ``CatalogError`` listing every problem."""
+def catalog_default_dialect(root: str | Path, problems: list[Problem] | None = None) -> str:
+    """``defaultDialect`` of ``<root>/catalog.yaml`` (2020-12 without the file or the key): the draft a
+    schema is read in when neither ``$schema`` nor its keywords say (catalog.schemas.read_dialect).
+    A bad file is a ``CatalogError``, or joins ``problems`` when given."""
+    path = Path(root) / CATALOG_SETTINGS_PATH
+    found: list[Problem] = []
+    dialect = DEFAULT_DIALECT
+    try:
+        present = path.is_file()
+    except OSError:
+        present = False
+    if present:
+        try:
+            raw = read_yaml(path)
+        except DocumentProblem as exc:
+            raw, found = None, [exc.problem]
+        if raw is not None and not isinstance(raw, dict):
+            found.append(
+                Problem(str(path), "", "catalog.yaml must be a mapping of settings, e.g. defaultDialect: draft-07")
+            )
+        elif isinstance(raw, dict):
+            for key in sorted(set(raw) - set(_CATALOG_SETTINGS)):
+                found.append(
+                    Problem(str(path), f"/{key}", f"unknown key {key!r}; allowed: {', '.join(_CATALOG_SETTINGS)}")
+                )
+            value = raw.get("defaultDialect", DEFAULT_DIALECT)
+            if value in DRAFTS:
+                dialect = value
+            else:
+                found.append(
+                    Problem(
+                        str(path),
+                        "/defaultDialect",
+                        f"{value!r} is not a supported draft; use one of {', '.join(DRAFTS)}",
+                    )
+                )
+    if found and problems is None:
+        raise CatalogError(found)
+    if problems is not None:
+        problems.extend(found)
+    return dialect
+
+
+def load_catalog(root: str | Path, *, default_dialect: str | None = None) -> Catalog:
+    """Load and shape-check every contract under ``root``; raise ``CatalogError`` listing every problem.
+
+    ``default_dialect`` (a draft name) overrides the catalogue's ``defaultDialect`` (``catalog.yaml``)."""
     root = Path(root)
     try:
         is_folder = root.is_dir()
@@ -69,11 +130,14 @@ def load_catalog(root: str | Path) -> Catalog:
             Problem(str(root), "", "catalogue folder does not exist; pass the folder that holds envelope/")
         )
     problems: list[Problem] = []
-    envelope = _load_envelope(root, problems)
+    dialect = catalog_default_dialect(root, problems)
+    if default_dialect is not None:
+        dialect = default_dialect
+    envelope = _load_envelope(root, problems, dialect)
     contracts: dict[str, Contract] = {}
     first_seen: dict[str, Path] = {}
     for contract_file in sorted(root.glob("*/*/v*/contract.yaml")):
-        declared, contract = _load_contract(root, contract_file.parent, problems)
+        declared, contract = _load_contract(root, contract_file.parent, problems, dialect)
         if declared is None:
             continue
         if declared in first_seen:
@@ -91,18 +155,19 @@ def load_catalog(root: str | Path) -> Catalog:
     _find_strays(root, problems)
     if problems:
         raise CatalogError(problems)
-    return Catalog(root=root, envelope_schema=envelope, contracts=contracts)
+    return Catalog(root=root, envelope_schema=envelope, contracts=contracts, default_dialect=dialect)
 
 
-def _load_envelope(root: Path, problems: list[Problem]) -> dict[str, Any]:
+def _load_envelope(root: Path, problems: list[Problem], dialect: str) -> dict[str, Any]:
     path = root / ENVELOPE_SCHEMA_PATH
     try:
         schema = read_json(path)
     except DocumentProblem as exc:
         problems.append(exc.problem)
         return {}
-    problems.extend(schema_problems(str(path), schema))
-    return schema if isinstance(schema, dict) else {}
+    found = schema_problems(str(path), schema, default=dialect)
+    problems.extend(found)
+    return pin_dialect(schema, dialect) if isinstance(schema, dict) and not found else {}
 
 
 def _find_strays(root: Path, problems: list[Problem]) -> None:
@@ -114,7 +179,9 @@ def _find_strays(root: Path, problems: list[Problem]) -> None:
             )
 
 
-def _load_contract(root: Path, folder: Path, problems: list[Problem]) -> tuple[str | None, Contract | None]:
+def _load_contract(
+    root: Path, folder: Path, problems: list[Problem], dialect: str = DEFAULT_DIALECT
+) -> tuple[str | None, Contract | None]:
     """(the messageType it declares, the contract if it loaded without problems)."""
     contract_file = folder / "contract.yaml"
     try:
@@ -130,10 +197,11 @@ def _load_contract(root: Path, folder: Path, problems: list[Problem]) -> tuple[s
     before = len(problems)
     _check_identity(root, folder, raw, problems)
     _check_callers(str(contract_file), raw, problems)
-    payload_schema = _load_payload_schema(folder, problems)
+    payload_schema, reading = _load_payload_schema(folder, problems, dialect)
     fixtures = _load_fixtures(folder, problems)
     migration = _load_migration(folder, problems)
     contract = _build(str(contract_file), folder, raw, payload_schema, fixtures, migration, problems)
+    contract = replace(contract, dialect=reading)
     return raw["messageType"], (contract if len(problems) == before else None)
 
 
@@ -188,18 +256,22 @@ def _check_callers(file: str, raw: dict[str, Any], problems: list[Problem]) -> N
         )
 
 
-def _load_payload_schema(folder: Path, problems: list[Problem]) -> dict[str, Any]:
+def _load_payload_schema(folder: Path, problems: list[Problem], dialect: str) -> tuple[dict[str, Any], str]:
+    """(the schema, with the ``$schema`` of the draft it is read in; that reading described for people)."""
     path = folder / "payload.schema.json"
     try:
         schema = read_json(path)
     except DocumentProblem as exc:
         problems.append(exc.problem)
-        return {}
-    found = schema_problems(str(path), schema)
+        return {}, ""
+    found = schema_problems(str(path), schema, default=dialect)
     problems.extend(found)
+    reading = read_dialect(schema, dialect)
+    described = reading.describe() if reading is not None else ""
     if schema is False and not found:
-        return {"not": {}}  # the boolean schema false, as an object schema that also accepts nothing
-    return schema if isinstance(schema, dict) and not found else {}  # true accepts everything, as {} does
+        return {"not": {}}, described  # the boolean schema false, as an object schema that also accepts nothing
+    # true accepts everything, as {} does
+    return (pin_dialect(schema, dialect) if isinstance(schema, dict) and not found else {}), described
 
 
 def _load_fixtures(folder: Path, problems: list[Problem]) -> tuple[Fixture, ...]:

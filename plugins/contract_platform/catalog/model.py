@@ -195,6 +195,9 @@ class Contract:
     fixtures: tuple[Fixture, ...] = ()
     migration: Mapping[str, Any] | None = None  # raw migration.yaml, checked by contract_platform.migration
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # the draft payload_schema is read in and why (catalog.schemas.Reading.describe); payload_schema carries
+    # that draft's $schema, so every reader reads it alike
+    dialect: str = ""
 
     @property
     def domain(self) -> str:
@@ -249,6 +252,7 @@ class Catalog:
     root: Path
     envelope_schema: Mapping[str, Any]
     contracts: Mapping[str, Contract]
+    default_dialect: str = "2020-12"  # catalog.yaml's defaultDialect: the draft of a schema that says nothing
 
     def __iter__(self) -> Iterator[Contract]:
         return iter(sorted(self.contracts.values(), key=lambda c: c.message_type))

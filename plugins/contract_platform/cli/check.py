@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
+from contract_platform.cli.common import add_catalog_argument, add_dialect_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ HELP = "lint, fixtures and compatibility of each version with its predecessors"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_catalog_argument(parser)
     add_format_argument(parser)
+    add_dialect_argument(parser)
     parser.add_argument(
         "--against",
         metavar="GITREF",
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from contract_platform.checks import check_catalog
 
-    catalog = load(args.catalog)
+    catalog = load(args.catalog, args.default_dialect)
     history_of: Callable[[Contract], list[tuple[str, object]]] | None = None
     if args.against:
         from contract_platform.catalog.history import schema_at_git_ref

@@ -11,7 +11,7 @@ from contract_platform import settings
 if TYPE_CHECKING:  # the loader pulls in jsonschema and PyYAML: only verbs that load pay for it
     from contract_platform.catalog.model import Catalog
 
-__all__ = ["add_catalog_argument", "add_format_argument", "load"]
+__all__ = ["add_catalog_argument", "add_dialect_argument", "add_format_argument", "load"]
 
 
 def add_format_argument(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +27,20 @@ def add_catalog_argument(parser: argparse.ArgumentParser, *, positional: bool = 
         parser.add_argument("--catalog", type=Path, default=None, help="catalogue folder (default ./contracts)")
 
 
-def load(path: Path | None) -> Catalog:
+DIALECTS = ("draft-04", "draft-06", "draft-07", "2019-09", "2020-12")  # catalog.schemas.DRAFTS, without jsonschema
+
+
+def add_dialect_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--default-dialect",
+        choices=DIALECTS,
+        default=None,
+        help="the draft of a schema without $schema whose keywords do not say (default: the catalogue's "
+        "defaultDialect in catalog.yaml, else 2020-12)",
+    )
+
+
+def load(path: Path | None, default_dialect: str | None = None) -> Catalog:
     from contract_platform.catalog import load_catalog
 
-    return load_catalog(path or settings.catalog_dir())
+    return load_catalog(path or settings.catalog_dir(), default_dialect=default_dialect)

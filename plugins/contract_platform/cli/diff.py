@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from contract_platform.cli.common import add_format_argument
+from contract_platform.cli.common import add_dialect_argument, add_format_argument
 from contract_platform.cli.output import emit_json, out
 from contract_platform.errors import UsageError
 
@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the verdict calls compatible; a failure is reported with a minimal instance (exit 1)",
     )
     add_format_argument(parser)
+    add_dialect_argument(parser)
 
 
 def _positive(text: str) -> int:
@@ -47,7 +48,17 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _resolve(argument: str, catalog_dir: Path | None) -> tuple[str, Any]:
+def _default_dialect(args: argparse.Namespace) -> str:
+    """``--default-dialect``, else the catalogue's ``defaultDialect`` (catalog.yaml), else 2020-12."""
+    if args.default_dialect:
+        return str(args.default_dialect)
+    from contract_platform import settings
+    from contract_platform.catalog.loading import catalog_default_dialect
+
+    return catalog_default_dialect(args.catalog or settings.catalog_dir())
+
+
+def _resolve(argument: str, catalog_dir: Path | None, dialect: str) -> tuple[str, Any]:
     """(label, schema) for a file path or a messageType; the catalogue is loaded only when needed."""
     path = Path(argument)
     if _is_file(path):
@@ -61,7 +72,7 @@ def _resolve(argument: str, catalog_dir: Path | None) -> tuple[str, Any]:
             raise SchemaError(exc.problem.file, exc.problem.pointer, exc.problem.message) from exc
         except ValueError as exc:  # e.g. an integer of more than 4300 digits
             raise SchemaError(str(path), "", f"not usable JSON: {exc}") from exc
-        check_schema(str(path), schema)
+        check_schema(str(path), schema, default=dialect)
         return str(path), schema
     if "/" in argument or argument.endswith(".json"):
         raise UsageError(
@@ -75,24 +86,34 @@ def _resolve(argument: str, catalog_dir: Path | None) -> tuple[str, Any]:
     schema_file = Path(catalog_dir or settings.catalog_dir()).joinpath(*parts, "payload.schema.json")
     if len(parts) != 3 or not _is_file(schema_file):
         raise UsageError(f"{argument!r} is neither a schema file nor a messageType of the catalogue")
-    return argument, _resolve(str(schema_file), catalog_dir)[1]
+    return argument, _resolve(str(schema_file), catalog_dir, dialect)[1]
 
 
 def run(args: argparse.Namespace) -> int:
+    from contract_platform.catalog.schemas import read_dialect
     from contract_platform.compat import Mode, Policy, check_compatibility
 
-    old_label, old = _resolve(args.old, args.catalog)
-    new_label, new = _resolve(args.new, args.catalog)
-    verdict = check_compatibility(old, new, mode=Mode(args.mode.upper()), policy=Policy(args.policy))
-    checks = _sample(old, new, verdict.compatible, args) if args.verify_samples else []
+    dialect = _default_dialect(args)
+    old_label, old = _resolve(args.old, args.catalog, dialect)
+    new_label, new = _resolve(args.new, args.catalog, dialect)
+    readings = {"old": read_dialect(old, dialect), "new": read_dialect(new, dialect)}
+    verdict = check_compatibility(
+        old, new, mode=Mode(args.mode.upper()), policy=Policy(args.policy), default_dialect=dialect
+    )
+    checks = _sample(old, new, verdict.compatible, args, dialect) if args.verify_samples else []
     refuted = [c for c in checks if not c.holds]
     compatible = verdict.compatible and not refuted
     if args.format == "json":
         document = {**verdict.to_dict(), "compatible": compatible}
+        document["dialects"] = {side: r.to_dict() for side, r in readings.items() if r is not None}
         if args.verify_samples:
             document["samples"] = [check.to_dict() for check in checks]
         emit_json(document)
     else:
+        for side, label in (("old", old_label), ("new", new_label)):
+            reading = readings[side]
+            if reading is not None:
+                out(f"{side:<4} {label}: read as {reading.describe()}")
         for change in verdict.changes:
             mark = "ok  " if change.compatible else "FAIL"
             out(f"{mark} {change.rule:<28} {change.path or '/'}  {change.message}")
@@ -103,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if compatible else 1
 
 
-def _sample(old: Any, new: Any, compatible: bool, args: argparse.Namespace) -> list[Any]:
+def _sample(old: Any, new: Any, compatible: bool, args: argparse.Namespace, dialect: str) -> list[Any]:
     """The sampling check of a compatible verdict, in the directions its mode claims (none for NONE)."""
     try:
         import hypothesis_jsonschema  # noqa: F401 - an optional extra: say so instead of an internal error
@@ -117,7 +138,7 @@ def _sample(old: Any, new: Any, compatible: bool, args: argparse.Namespace) -> l
     claimed = {"backward": ["backward"], "forward": ["forward"], "full": ["backward", "forward"]}.get(args.mode, [])
     if not compatible or not claimed:
         return []
-    return verify_samples(old, new, samples=args.verify_samples, directions=claimed)
+    return verify_samples(old, new, samples=args.verify_samples, directions=claimed, default=dialect)
 
 
 def _describe_check(check: Any) -> str:

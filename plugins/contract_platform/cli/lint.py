@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
+from contract_platform.cli.common import add_catalog_argument, add_dialect_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
 
 HELP = "run every lint rule over the catalogue"
@@ -13,13 +13,14 @@ HELP = "run every lint rule over the catalogue"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_catalog_argument(parser)
     add_format_argument(parser)
+    add_dialect_argument(parser)
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
 
 
 def run(args: argparse.Namespace) -> int:
     from contract_platform.lint import Severity, lint_catalog
 
-    catalog = load(args.catalog)
+    catalog = load(args.catalog, args.default_dialect)
     findings = lint_catalog(catalog)
     bad = any(f.severity is Severity.ERROR or args.strict for f in findings)
     if args.format == "json":

@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from contract_platform.catalog.schemas import DEFAULT_DIALECT, DRAFTS, Draft, dialect_of, subschemas
+from contract_platform.catalog.schemas import DEFAULT_DIALECT, DRAFTS, Draft, read_dialect, subschemas
 
 from .schema import CONSTRAINTS, REF_KEYWORDS, escape
 
-__all__ = ["Normalised", "normalise", "original_path"]
+__all__ = ["Normalised", "normalise", "original_path", "same_dialect_spelling"]
 
 IGNORED_PREFIX: Final = "x-not-in-"
 
@@ -183,8 +183,21 @@ def _retarget(schema: Any, inverse: Mapping[str, str]) -> Any:
 
 
 def normalise(schema: Any, default: str = DEFAULT_DIALECT) -> Normalised:
-    """``schema`` in the 2020-12 form (an unsupported ``$schema`` is read as the default draft)."""
-    return Normalised(schema, dialect_of(schema, default) or DRAFTS[default])
+    """``schema`` in the 2020-12 form, read in the draft ``read_dialect`` gives it (``$schema``, else its
+    draft-specific keywords, else ``default``; an unsupported ``$schema`` is read as the default draft)."""
+    reading = read_dialect(schema, default)
+    return Normalised(schema, reading.draft if reading is not None else DRAFTS[default])
+
+
+def same_dialect_spelling(before: Normalised, after: Normalised) -> None:
+    """Each root's ``$schema`` as the draft it is read in (``read_dialect``): none where both are read in the
+    same draft (one may declare it and the other not), the canonical URI of each where they differ."""
+    same = before.draft is after.draft
+    for side in (before, after):
+        if isinstance(side.schema, dict):
+            side.schema.pop("$schema", None)
+            if not same:
+                side.schema = {"$schema": side.draft.uri, **side.schema}
 
 
 def original_path(pointer: str, renamed: Mapping[str, str]) -> str:

@@ -5,7 +5,9 @@ then pairs compatible in one direction; what is left over was added or removed. 
 like anyOf where its branches are provably disjoint (different types, listed values, or a required
 discriminator property); where they may overlap, a change to them is ``one-of-*-branches-overlap``. A composition that appears or disappears
 is checked against the whole schema on the other side, so wrapping ``{"type": "string"}`` in
-``anyOf: [{"type": "string"}, {"type": "null"}]`` is recognised as a widening.
+``anyOf: [{"type": "string"}, {"type": "null"}]`` is recognised as a widening. A change of kind
+(``allOf`` -> ``oneOf``...) is judged from the values each side's branches accept, never from the
+keywords' names: each direction holds where one side's values are shown to lie within the other's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 from .context import allowed_values, as_object, effective_types, property_view, same_instance
 from .model import RuleId as R
 from .rules import ANNOTATION_RULES
-from .schema import View, deref, describe, merge
+from .schema import ALL_TYPES, View, deref, describe, merge
 
 if TYPE_CHECKING:
     from .walker import Walker
@@ -169,16 +171,16 @@ def _repeats(w: Walker, branch: View, siblings: list[View], kind: str, paired: s
     position = next(i for i, s in enumerate(siblings) if s.ptr == branch.ptr)
     for i, other in enumerate(siblings):
         if i != position and (i < position or other.ptr in paired):
-            probe = w.probe(other, branch)
+            probe = w.probe(_bare(other), _bare(branch))
             if probe.backward and probe.forward and probe.changes == 0:
                 return True
     return False
-    for other in siblings:
-        if other.ptr != branch.ptr:
-            probe = w.probe(other, branch)
-            if probe.backward and probe.forward and probe.changes == 0:
-                return True
-    return False
+
+
+def _bare(branch: View) -> View:
+    """A branch without what its siblings say of the instance: in ``allOf: [{"type": "string"}, {}]`` the
+    two branches are alike only because the first one is there, so equal they must be on their own."""
+    return replace(branch, known=ALL_TYPES, peers=(), tag=f"{branch.tag}(alone)")
 
 
 def _compare_kind_change(w: Walker, old: View, new: View, old_kind: str, new_kind: str) -> None:
@@ -187,11 +189,60 @@ def _compare_kind_change(w: Walker, old: View, new: View, old_kind: str, new_kin
     same = {old_kind, new_kind} == {"anyOf", "oneOf"} and _pairwise_disjoint(
         _branches(old, old_kind) if old_kind == "oneOf" else _branches(new, new_kind)
     )
-    if not (single or same):  # one branch means the same under all three
-        w.emit(
-            _KIND_CHANGED[old_kind, new_kind], new.at(new_kind), f"{old_kind} of {describe(new.ptr)} became {new_kind}"
-        )
-    _compare_branches(w, old, new, old_kind, new_kind)
+    if single or same:  # one branch means the same under all three: the branches carry the change
+        _compare_branches(w, old, new, old_kind, new_kind)
+        return
+    # Otherwise the keyword's name decides nothing: each direction holds when one side's instance set is
+    # shown to lie inside the other's (allOf: the intersection of its branches; anyOf: their union; oneOf:
+    # at most their union, and exactly it when the branches are disjoint).
+    backward = _within(w, old, old_kind, new, new_kind, backward=True)
+    forward = _within(w, new, new_kind, old, old_kind, backward=False)
+    holds = {
+        (True, True): "every value either schema accepts the other accepts too",
+        (True, False): "every value the old schema accepted is still accepted",
+        (False, True): "every value the new schema accepts was accepted before",
+        (False, False): "neither schema's values are shown to lie within the other's",
+    }[backward, forward]
+    w.emit(
+        _KIND_CHANGED[old_kind, new_kind],
+        new.at(new_kind),
+        f"{old_kind} of {describe(new.ptr)} became {new_kind}; judged by the branches' values: {holds}",
+        directions=(backward, forward),
+    )
+
+
+def _parts(view: View, kind: str) -> list[View]:
+    """The schemas whose union holds every instance of ``view`` (allOf: one, all its branches merged in;
+    none when a branch is ``false``)."""
+    if kind == "allOf":
+        merged = replace(view, schema={k: v for k, v in view.schema.items() if k != kind})
+        for branch in _branches(view, kind):
+            resolved = deref(branch)
+            if resolved.schema is False:
+                return []
+            merged = merge(merged, as_object(resolved), tag="allOf-merged", ptr=view.at(kind))
+        return [merged]
+    return [_with_branch(view, kind, branch) for branch in _branches(view, kind)]
+
+
+def _within(w: Walker, inner: View, inner_kind: str, outer: View, outer_kind: str, *, backward: bool) -> bool:
+    """Every instance of ``inner`` is one of ``outer`` (shown by probes; False when not shown).
+
+    ``inner``'s instances lie in the union of its parts (oneOf included: exactly one branch is at most
+    any branch). ``outer`` as allOf must hold each part whole; as anyOf, or as oneOf with disjoint branches,
+    each part must lie in one of its branches; a oneOf whose branches may overlap is never shown to."""
+
+    def contains(part: View, target: View) -> bool:
+        probe = w.probe(part, target) if backward else w.probe(target, part)
+        return probe.backward if backward else probe.forward
+
+    parts = _parts(inner, inner_kind)
+    if outer_kind == "allOf":
+        return all(contains(part, outer) for part in parts)
+    if outer_kind == "oneOf" and not _pairwise_disjoint(_branches(outer, outer_kind)):
+        return not parts
+    targets = _parts(outer, outer_kind)
+    return all(any(contains(part, target) for target in targets) for part in parts)
 
 
 def _with_branch(view: View, kind: str, branch: View) -> View:

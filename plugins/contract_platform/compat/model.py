@@ -156,12 +156,12 @@ class RuleId(StrEnum):
     any-of-branch-removed         n y
     one-of-branch-added           y n   oneOf is analysed like anyOf (overlap of branches not decided)
     one-of-branch-removed         n y
-    all-of-to-any-of              y n   combinator changed (branches then matched and diffed)
-    one-of-to-any-of              y n
-    any-of-to-all-of              n y
-    any-of-to-one-of              n y
-    all-of-to-one-of              n n
-    one-of-to-all-of              n n
+    all-of-to-any-of              ? ?   combinator changed: each direction holds where one side's values are
+    one-of-to-any-of              ? ?   shown to lie within the other's, from the branches (logic); the
+    any-of-to-all-of              ? ?   same branches read as y n, y n, n y, n y, n n, n n in this order.
+    any-of-to-one-of              ? ?   One branch on each side, or anyOf <-> a oneOf of disjoint branches:
+    all-of-to-one-of              ? ?   the same values, so the branches are matched and diffed instead
+    one-of-to-all-of              ? ?
     composition-added             n y   a new allOf/anyOf/oneOf that old data may not meet
     composition-added-implied     y y   a new allOf/anyOf/oneOf every old value already meets
     composition-removed           y n   an allOf/anyOf/oneOf constraint went away
@@ -177,8 +177,10 @@ class RuleId(StrEnum):
     dialect-changed               y y   $schema changed (draft differences are normalised)
     keyword-unmodelled              *   a keyword the engine does not model changed, or a place it cannot
                                         read (policy: strict n n, lenient y y); reported with its pointer
-    additional-properties-changed   *   lenient policy only: the schema for undeclared properties changed
-                                        (strict: judged keyword by keyword instead; lenient y y)
+    additional-properties-changed ? ?   lenient policy only: additionalProperties opened or closed (y y), or
+                                        a map's value schema replaced by open or closed: a direction breaks
+                                        where the values sent under it are refused (strict, and a schema
+                                        on both sides: judged keyword by keyword instead)
     one-of-new-branches-overlap   n y   a oneOf changed and its new branches may overlap: an old value may
                                         match two of them, and oneOf wants exactly one
     one-of-old-branches-overlap   y n   a oneOf changed and its old branches may overlap

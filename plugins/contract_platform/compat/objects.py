@@ -51,20 +51,37 @@ def compare_objects(w: Walker, old: View, new: View, old_types: frozenset[str], 
         compare_bound(w, old, new, keyword, rules, default=0 if keyword == "minProperties" else None)
 
 
+def _carries_names(view: View) -> bool:
+    """An ``additionalProperties`` that is a schema of its own (a map's values), not open or closed."""
+    return not isinstance(view.schema, bool) and not unconstrained(view)
+
+
 def _compare_undeclared(w: Walker, old: View, new: View) -> None:
-    """The schema for undeclared names. Under the lenient policy producers send declared fields only, so
-    narrowing or removing it (``additionalProperties: false`` appearing) is compatible both ways."""
-    if w.session.policy is not Policy.LENIENT:
-        w.compare(additional(old), additional(new))
+    """The schema for undeclared names. Under the lenient policy producers send declared fields only where
+    the model is open (``additionalProperties`` absent or ``true``), so opening or closing it is compatible
+    both ways. Where it is a schema (``{"additionalProperties": {"type": "string"}}``: a map), producers do
+    send undeclared names, and the side that has one is judged as under the strict policy: its values must
+    still be accepted by the other side."""
+    before, after = additional(old), additional(new)
+    if w.session.policy is not Policy.LENIENT or (_carries_names(before) and _carries_names(after)):
+        w.compare(before, after)
         return
-    probe = w.probe(additional(old), additional(new))
-    if probe.changes and not (probe.backward and probe.forward):
-        w.emit(
-            R.ADDITIONAL_PROPERTIES_CHANGED,
-            additional(new).ptr,
-            f"the schema for undeclared properties of {describe(new.ptr)} changed; "
-            "under the lenient policy producers send declared properties only",
-        )
+    probe = w.probe(before, after)
+    if not probe.changes or (probe.backward and probe.forward):
+        return
+    backward = probe.backward or not _carries_names(before)  # old data carries undeclared names only if so
+    forward = probe.forward or not _carries_names(after)
+    note = (
+        "under the lenient policy producers send declared properties only"
+        if backward and forward
+        else "values sent under the names that schema governs are not accepted by the other side"
+    )
+    w.emit(
+        R.ADDITIONAL_PROPERTIES_CHANGED,
+        after.ptr,
+        f"the schema for undeclared properties of {describe(new.ptr)} changed; {note}",
+        directions=(backward, forward),
+    )
 
 
 def _optional(view: View, keyword: str, **context: frozenset[str]) -> View:
@@ -195,9 +212,33 @@ def _dependent_schemas(view: View) -> dict[str, View]:
     return found
 
 
+def _crossed(old: View, new: View) -> set[str]:
+    """Trigger names with a list of names on one side and a schema on the other, and nothing else: a list
+    means the schema ``{"required": [...]}`` (draft-07 ``dependencies`` and 2019-09 ``dependentRequired``
+    alike), so the two are compared as schemas."""
+    req_old, req_new = _dependent_required(old), _dependent_required(new)
+    sch_old, sch_new = _dependent_schemas(old), _dependent_schemas(new)
+    return {
+        key
+        for key in {*req_old, *req_new}
+        if (key in req_old and key not in sch_old and key in sch_new and key not in req_new)
+        or (key in req_new and key not in sch_new and key in sch_old and key not in req_old)
+    }
+
+
+def _as_schema(view: View, key: str) -> View:
+    """A trigger's list of names as the schema it means, at the list's place."""
+    names, _ = _dependent_required(view)[key]
+    keyword = "dependentRequired" if key in view.schema_map("dependentRequired") else "dependencies"
+    return same_instance(view, keyword, {"required": names}, key)
+
+
 def _compare_dependent_required(w: Walker, old: View, new: View) -> None:
     before, after = _dependent_required(old), _dependent_required(new)
+    crossed = _crossed(old, new)
     for key in _ordered(before, after):
+        if key in crossed:
+            continue
         had, has = set(before.get(key, ([], ""))[0]), set(after.get(key, ([], ""))[0])
         trigger = describe(f"{new.ptr}/properties/{escape(key)}")
         if gained := sorted(has - had):
@@ -216,6 +257,11 @@ def _compare_dependent_required(w: Walker, old: View, new: View) -> None:
 
 def _compare_dependent_schemas(w: Walker, old: View, new: View) -> None:
     before, after = _dependent_schemas(old), _dependent_schemas(new)
+    for key in _crossed(old, new):
+        if key in before:
+            after[key] = _as_schema(new, key)
+        else:
+            before[key] = _as_schema(old, key)
     for key in _ordered(before, after):
         trigger = describe(f"{new.ptr}/properties/{escape(key)}")
         if key in before and key in after:

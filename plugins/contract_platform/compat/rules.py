@@ -133,6 +133,8 @@ RULES: Final[Mapping[RuleId, Effect]] = {
     R.ANY_OF_BRANCH_REMOVED: NARROWS,
     R.ONE_OF_BRANCH_ADDED: WIDENS,
     R.ONE_OF_BRANCH_REMOVED: NARROWS,
+    # A change of combinator kind is reported with the directions its branches' values show
+    # (logic._compare_kind_change); these entries are each kind's reading with the same branches.
     R.ALL_OF_TO_ANY_OF: WIDENS,
     R.ONE_OF_TO_ANY_OF: WIDENS,
     R.ANY_OF_TO_ALL_OF: NARROWS,
@@ -155,7 +157,8 @@ RULES: Final[Mapping[RuleId, Effect]] = {
     R.KEYWORD_UNMODELLED: _unmodelled,
     R.ONE_OF_NEW_BRANCHES_OVERLAP: NARROWS,
     R.ONE_OF_OLD_BRANCHES_OVERLAP: WIDENS,
-    R.ADDITIONAL_PROPERTIES_CHANGED: _unmodelled,  # emitted under the lenient policy only
+    # lenient policy only, with the directions objects._compare_undeclared shows
+    R.ADDITIONAL_PROPERTIES_CHANGED: _unmodelled,
 }
 
 # Changes that document a schema without changing which instances it accepts (semver: patch).

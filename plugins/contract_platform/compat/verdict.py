@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from contract_platform.catalog.schemas import DEFAULT_DIALECT
+
 from .model import Change, Mode, Policy, ReportedChange, Verdict
 from .rules import ANNOTATION_RULES
 from .walker import diff_schemas
@@ -34,10 +36,17 @@ def _verdict(mode: Mode, groups: Sequence[tuple[str | None, list[Change]]]) -> V
 
 
 def check_compatibility(
-    old: Mapping[str, Any] | bool, new: Mapping[str, Any] | bool, *, mode: Mode, policy: Policy = Policy.STRICT
+    old: Mapping[str, Any] | bool,
+    new: Mapping[str, Any] | bool,
+    *,
+    mode: Mode,
+    policy: Policy = Policy.STRICT,
+    default_dialect: str = DEFAULT_DIALECT,
 ) -> Verdict:
-    """May NEW replace OLD under ``mode``? NONE is always compatible; its changes are still listed."""
-    return _verdict(Mode(mode), [(None, diff_schemas(old, new, policy=policy))])
+    """May NEW replace OLD under ``mode``? NONE is always compatible; its changes are still listed.
+    ``default_dialect`` reads a schema with neither ``$schema`` nor a draft's own keywords."""
+    changes = diff_schemas(old, new, policy=policy, default_dialect=default_dialect)
+    return _verdict(Mode(mode), [(None, changes)])
 
 
 def check_history(
@@ -46,12 +55,19 @@ def check_history(
     *,
     mode: Mode,
     policy: Policy = Policy.STRICT,
+    default_dialect: str = DEFAULT_DIALECT,
 ) -> Verdict:
     """NEW against the versions before it (oldest first, one major): the latest only, or all of them
     for ``*_TRANSITIVE`` modes. Each reported change names the version it was found against."""
     mode = Mode(mode)
     targets = history if mode.transitive else history[-1:]
-    return _verdict(mode, [(label, diff_schemas(schema, new, policy=policy)) for label, schema in targets])
+    return _verdict(
+        mode,
+        [
+            (label, diff_schemas(schema, new, policy=policy, default_dialect=default_dialect))
+            for label, schema in targets
+        ],
+    )
 
 
 def _breaks(change: Change, mode: Mode) -> bool:

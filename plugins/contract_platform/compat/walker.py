@@ -19,7 +19,7 @@ from contract_platform.errors import SchemaError
 
 from . import arrays, logic, objects, scalars
 from .context import as_object, effective_types, unconstrained
-from .dialects import normalise, original_path
+from .dialects import normalise, original_path, same_dialect_spelling
 from .model import Change, Policy, RuleId
 from .rules import ANNOTATION_RULES, effect
 from .schema import REF_KEYWORDS, Document, View, deref, describe
@@ -72,8 +72,10 @@ class Walker:
         self.changes: list[Change] = []
         self._seen: set[tuple[str, str, str, str, bool]] = set()
 
-    def emit(self, rule: RuleId, path: str, message: str) -> None:
-        backward, forward = effect(rule, self.session.policy)
+    def emit(self, rule: RuleId, path: str, message: str, *, directions: tuple[bool, bool] | None = None) -> None:
+        """Record a change; its directions are the rule's (``rules.RULES``) unless the caller decided them
+        from the instances both schemas accept (``directions``, as (backward, forward))."""
+        backward, forward = effect(rule, self.session.policy) if directions is None else directions
         if self.negated:
             backward, forward = forward, backward
             message += " (inside 'not', which reverses its effect)"
@@ -168,8 +170,9 @@ def diff_schemas(
 ) -> list[Change]:
     """Every difference between two JSON Schemas that matters for compatibility, plus annotation changes.
 
-    Each schema is read in its own draft (``$schema``; ``default_dialect`` when absent) and rewritten
-    into one form first (``dialects``), so drafts compare by meaning. Paths are JSON pointers into the
+    Each schema is read in its own draft (``$schema``, else its draft-specific keywords, else
+    ``default_dialect``: ``catalog.schemas.read_dialect``) and rewritten into one form first
+    (``dialects``), so drafts compare by meaning. Paths are JSON pointers into the
     NEW schema as written (into the OLD one for things that were removed); a change inside a ``$ref``
     target is reported once, at the definition. A schema that is not valid under its draft (metaschema,
     references outside the schema) raises :class:`SchemaError` with its pointer; in a valid one, what the
@@ -181,6 +184,7 @@ def diff_schemas(
         if problems:
             raise SchemaError(label, problems[0].pointer, problems[0].message)
     before, after = normalise(old, default_dialect), normalise(new, default_dialect)
+    same_dialect_spelling(before, after)
     walker = Walker(Session(Policy(policy)))
     try:
         walker.compare(

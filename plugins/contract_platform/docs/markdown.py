@@ -64,7 +64,10 @@ def render_contract_page(contract: Contract, catalog: Catalog) -> str:
         lines.append("- No ordering guarantee.")
     if contract.tenancy_required:
         lines.append("- Every message carries `metadata.tenantId`.")
-    lines += ["", "## Payload", "", "| Field | Type | Required | Constraints | Description |", "|---|---|---|---|---|"]
+    lines += ["", "## Payload", ""]
+    if contract.dialect:
+        lines += [f"Schema dialect: {contract.dialect}.", ""]
+    lines += ["| Field | Type | Required | Constraints | Description |", "|---|---|---|---|---|"]
     for row in field_rows(contract.payload_schema):
         lines.append(
             f"| `{row.path}` | {_cell(row.type)} | {'yes' if row.required else 'no'} | {_cell(row.constraints)} | {_cell(row.description)} |"

@@ -37,18 +37,22 @@ def test_each_draft_is_detected_and_valid_under_its_own_metaschema(name: str) ->
     assert schema_problems("payload.schema.json", schema) == []
 
 
-def test_without_schema_the_default_dialect_applies() -> None:
+def test_without_schema_the_keywords_then_the_default_dialect_apply() -> None:
     assert dialect_of({"type": "string"}) is DRAFTS["2020-12"]
     assert dialect_of({"type": "string"}, default="draft-07") is DRAFTS["draft-07"]
     tuple_items = {"type": "array", "items": [{"type": "string"}]}
-    assert schema_problems("s.json", tuple_items)  # 2020-12: items must be one schema
-    assert schema_problems("s.json", tuple_items, default="draft-07") == []
+    assert dialect_of(tuple_items) is DRAFTS["draft-07"]  # array-form items: draft-04..07
+    assert schema_problems("s.json", tuple_items) == []
+    with_schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **tuple_items}
+    [problem] = schema_problems("s.json", with_schema)  # $schema decides: 2020-12 items must be one schema
+    assert problem.pointer == "/items" and "2020-12" in problem.message
 
 
 def test_a_keyword_is_checked_with_its_own_drafts_meaning() -> None:
     boolean_exclusive = {"type": "number", "minimum": 0, "exclusiveMinimum": True}
     assert schema_problems("s.json", {"$schema": "http://json-schema.org/draft-04/schema#", **boolean_exclusive}) == []
-    [problem] = schema_problems("s.json", boolean_exclusive)
+    assert dialect_of(boolean_exclusive) is DRAFTS["draft-04"]  # only draft-04 accepts it: it reads it
+    [problem] = schema_problems("s.json", {"$schema": DRAFTS["2020-12"].uri, **boolean_exclusive})
     assert problem.pointer == "/exclusiveMinimum" and "2020-12" in problem.message
     # draft-04 exclusiveMinimum: 0 is excluded; 2020-12 numeric form means the same
     draft04 = validator_for({"$schema": "http://json-schema.org/draft-04/schema#", **boolean_exclusive})

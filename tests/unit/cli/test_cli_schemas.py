@@ -125,7 +125,8 @@ def test_verify_samples_reports_a_counterexample_with_a_minimal_instance(
 ) -> None:
     # An engine that wrongly calls a narrowing compatible: the sampling must catch it.
     monkeypatch.setattr(
-        "contract_platform.compat.check_compatibility", lambda old, new, *, mode, policy: Verdict(Mode(mode), True, [])
+        "contract_platform.compat.check_compatibility",
+        lambda old, new, *, mode, policy, **_: Verdict(Mode(mode), True, []),
     )
     old = _write(tmp_path / "old.json", {"type": "integer"})
     new = _write(tmp_path / "new.json", {"type": "integer", "maximum": 3})

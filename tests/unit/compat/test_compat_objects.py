@@ -140,8 +140,11 @@ def test_dependent_required_in_both_spellings() -> None:
     assert _rules(draft07, _obj({}, **D07)) == [RuleId.DEPENDENT_REQUIRED_REMOVED]
     assert _diff(draft07, _obj({}, **D07))[0].path == "/dependencies/street"
     assert _directions(draft07, _obj({})) == (True, False)
-    # 2020-12 has no "dependencies" keyword: there it asserts nothing
-    assert _directions(_obj({}), _obj({}, dependencies={"street": ["city"]})) == (True, True)
+    # 2020-12 has no "dependencies" keyword: where $schema says 2020-12 it asserts nothing
+    d2020 = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    assert _directions(_obj({}, **d2020), _obj({}, dependencies={"street": ["city"]}, **d2020)) == (True, True)
+    # without $schema, "dependencies" is draft-07's keyword and means what draft-07 says
+    assert _directions(_obj({}), _obj({}, dependencies={"street": ["city"]})) == (False, True)
 
 
 def test_dependent_schemas_in_both_spellings() -> None:

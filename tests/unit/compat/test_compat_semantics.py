@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from tests.unit.compat.spec_pairs import INTEGER, SCHEMA_IN_EACH_DRAFT, SPEC_PAIRS, STRING, obj
 
+from contract_platform.catalog.schemas import validator_for
 from contract_platform.compat import Policy, RuleId, diff_schemas
 
 
@@ -40,12 +41,32 @@ def test_all_of_to_one_of_is_never_assumed_compatible() -> None:
     [
         (obj({"a": STRING}, additionalProperties=False), obj({"a": STRING})),
         (obj({"a": STRING}), obj({"a": STRING}, additionalProperties=False)),
-        (obj({"a": STRING}, additionalProperties=STRING), obj({"a": STRING}, additionalProperties=INTEGER)),
+        (obj({"a": STRING}), obj({"a": STRING}, additionalProperties=INTEGER)),
     ],
 )
-def test_lenient_policy_reads_undeclared_properties_as_never_sent(old: Any, new: Any) -> None:
+def test_lenient_policy_reads_undeclared_properties_of_an_open_model_as_never_sent(old: Any, new: Any) -> None:
     assert directions(old, new, Policy.LENIENT) == (True, True)
     assert directions(old, new, Policy.STRICT) != (True, True)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected", "instance"),
+    [
+        # a map: {"a": "x", "tag": "y"} is written under the old schema and refused by the new one, and back
+        (obj({"a": STRING}, additionalProperties=STRING), obj({"a": STRING}, additionalProperties=INTEGER),
+         (False, False), {"a": "x", "tag": "y"}),
+        (obj({"a": STRING}, additionalProperties=STRING), obj({"a": STRING}, additionalProperties=False),
+         (False, True), {"a": "x", "tag": "y"}),
+        (obj({"a": STRING}, additionalProperties=False), obj({"a": STRING}, additionalProperties=INTEGER),
+         (True, False), {"a": "x", "tag": 1}),
+    ],
+)  # fmt: skip
+def test_lenient_policy_judges_an_additional_properties_schema_by_its_values(
+    old: Any, new: Any, expected: tuple[bool, bool], instance: Any
+) -> None:
+    assert directions(old, new, Policy.LENIENT) == expected
+    source, target = (old, new) if not expected[0] else (new, old)
+    assert validator_for(source).is_valid(instance) and not validator_for(target).is_valid(instance)
 
 
 @pytest.mark.parametrize("old", list(SCHEMA_IN_EACH_DRAFT))
