@@ -9,6 +9,8 @@ jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise .
     ├── UsageError                  bad command-line arguments or options
     ├── CatalogError                the catalogue does not load (carries every Problem found)
     ├── SchemaError                 a JSON Schema file is unreadable or not a valid schema
+    ├── PatternNotEvaluable         a regular expression the platform will not evaluate (lookaround...)
+    │   └── PatternInvalid          ... or that is no regular expression at all
     ├── EnvelopeError               an envelope fails validation before it is published
     ├── MigrationSpecError          a migration.yaml cannot be checked or applied
     ├── MessageNotMigratable        one message cannot be migrated (the bridge parks it with the reason)
@@ -46,6 +48,8 @@ __all__ = [
     "ManagementUnavailable",
     "MessageNotMigratable",
     "MigrationSpecError",
+    "PatternInvalid",
+    "PatternNotEvaluable",
     "Problem",
     "PublishRefused",
     "QualityError",
@@ -115,6 +119,18 @@ class SchemaError(ContractPlatformError):
     def __init__(self, file: str, pointer: str, message: str) -> None:
         self.problem = Problem(file, pointer, message)
         super().__init__(str(self.problem))
+
+
+class PatternNotEvaluable(ContractPlatformError, ValueError):
+    """A regular expression the platform will not evaluate in linear time: ``reason`` names the construct."""
+
+    def __init__(self, pattern: str, reason: str) -> None:
+        self.pattern, self.reason = pattern, reason
+        super().__init__(f"the regular expression {clipped(pattern, 60)!r} cannot be evaluated: {reason}")
+
+
+class PatternInvalid(PatternNotEvaluable):
+    """Not a regular expression at all (unbalanced brackets, a quantifier with nothing before it...)."""
 
 
 class EnvelopeError(ContractPlatformError):

@@ -14,6 +14,11 @@ they never recurse themselves.
     nesting_beyond_text(text)              -> the same for JSON text no parser could read
     may_nest_beyond(text)                  -> False when too few brackets to nest that deep (skip the walk)
     MAX_INTEGER_DIGITS                     -> 4300: longer integers are bad input (Python refuses them too)
+    MAX_PATTERN_REPETITION                 -> 1000: a larger {n,m} in a schema regular expression is not evaluated
+    MAX_PATTERN_MEMORY                     -> 8 MiB: a regular expression whose compiled program is larger neither
+
+Regular expressions from schemas run in time linear in the text (``contract_platform.patterns``); these two
+bound what compiling one may cost.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from typing import Any
 __all__ = [
     "DEFAULT_DEPTH_LIMIT",
     "MAX_INTEGER_DIGITS",
+    "MAX_PATTERN_MEMORY",
+    "MAX_PATTERN_REPETITION",
     "depth_limit",
     "may_nest_beyond",
     "nesting_beyond",
@@ -37,6 +44,8 @@ MAX_INTEGER_DIGITS = 4300  # Python's own default (sys.get_int_max_str_digits) f
 if sys.flags.int_max_str_digits > 0:  # -X int_max_str_digits lowered it: respect the lower bound
     MAX_INTEGER_DIGITS = min(MAX_INTEGER_DIGITS, sys.flags.int_max_str_digits)
 
+MAX_PATTERN_REPETITION = 1_000  # RE2's own bound on {n,m}
+MAX_PATTERN_MEMORY = 8 << 20  # bytes of compiled program per regular expression (RE2's default)
 
 DEFAULT_DEPTH_LIMIT = 256
 

@@ -94,3 +94,28 @@ HOSTILE_BYTES = st.one_of(
     st.binary(max_size=64),
     st.sampled_from([b"\xff\xfe\x00", b"\xc3\x28", b"\xed\xa0\x80", b"\x00" * 8, b"\xef\xbb\xbf{}"]),
 )
+
+
+# ECMA-262 patterns that backtrack exponentially, or that a linear engine refuses, or that are no pattern at all
+CATASTROPHIC_PATTERN = "^(a+)+$"
+BACKTRACKING_TEXT = "a" * 41 + "!"  # 2**41 steps for a backtracking engine on CATASTROPHIC_PATTERN
+HOSTILE_PATTERNS = st.one_of(
+    st.sampled_from(
+        [
+            CATASTROPHIC_PATTERN,
+            "(a|a)+$",
+            "(a|aa)+$",
+            "^(\\w+\\s?)+$",
+            "(.*a){12}",
+            "a{1000}",
+            "a{99999999999}",
+            "(a{1000}){1000}",
+            "(?=a)a",
+            "(a)\\1",
+            "[",
+            "(?<n>a)\\k<n>",
+            "\\ud800",
+        ]
+    ),
+    st.text(alphabet="a()|+*?{}[]^$\\.0123456789,-=!<>:", max_size=16),
+)

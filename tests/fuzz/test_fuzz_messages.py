@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -14,7 +15,16 @@ import pika
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.fuzz.hostile import DEPTHS, HOSTILE_BYTES, JSON_TEXTS, ORDINARY_VALUES, nested_value
+from tests.fuzz.hostile import (
+    BACKTRACKING_TEXT,
+    CATASTROPHIC_PATTERN,
+    DEPTHS,
+    HOSTILE_BYTES,
+    HOSTILE_PATTERNS,
+    JSON_TEXTS,
+    ORDINARY_VALUES,
+    nested_value,
+)
 
 from contract_platform.bridge.translation import ParkReason, Translator, resolve_route, target_validator
 from contract_platform.catalog.model import Catalog
@@ -157,3 +167,70 @@ def test_the_bridge_translator_parks_or_publishes_every_body(translator: Transla
         assert outgoing.properties.headers["x-park-reason"] in {str(reason) for reason in ParkReason}
         assert outgoing.properties.headers["x-park-reason"] != ParkReason.FAILED, outgoing.properties.headers
         assert outgoing.body == raw
+
+
+# -- regular expressions: one record's verdict within its bound, never a stalled task ---------------------------
+
+CATASTROPHIC, POISON = CATASTROPHIC_PATTERN, BACKTRACKING_TEXT
+
+
+def checker_with_pattern(catalog: Catalog, pattern: str) -> RecordChecker:
+    """The record checker of the catalogue with billing.invoice-issued.v1's customerId under ``pattern``."""
+    contract = catalog.get("billing.invoice-issued.v1")
+    assert contract is not None
+    schema = copy.deepcopy(dict(contract.payload_schema))
+    schema["properties"]["customerId"]["pattern"] = pattern
+    changed = dataclasses.replace(contract, payload_schema=schema)
+    return RecordChecker(dataclasses.replace(catalog, contracts={**catalog.contracts, contract.message_type: changed}))
+
+
+def customer_record(customer: str) -> bytes:
+    envelope = fixture()
+    envelope["payload"]["customerId"] = customer
+    return record_line(json.dumps(envelope), "{}")
+
+
+@pytest.mark.timeout(60, method="thread")  # a backtracking engine would hold the check for hours
+def test_a_backtracking_pattern_gets_a_verdict_within_one_records_bound(catalog: Catalog) -> None:
+    checker = checker_with_pattern(catalog, CATASTROPHIC)
+
+    started = time.monotonic()
+    poisoned = checker.check(customer_record(POISON))
+    matching = checker.check(customer_record("a" * 41))
+
+    assert time.monotonic() - started < SECONDS
+    assert [(f.code, f.path) for f in poisoned.findings if f.code is Reason.PAYLOAD_INVALID] == [
+        (Reason.PAYLOAD_INVALID, "/payload/customerId")
+    ]
+    assert Reason.PAYLOAD_INVALID not in matching.reasons
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"), [("^(?=c)[a-z]+$", "lookahead"), ("^(a)\\1$", "backreference"), ("a{99999999999}", "1000")]
+)
+def test_a_pattern_the_platform_cannot_evaluate_makes_the_record_uncheckable_with_the_reason(
+    catalog: Catalog, pattern: str, why: str
+) -> None:
+    checker = checker_with_pattern(catalog, pattern)
+
+    started = time.monotonic()
+    checked = checker.check(customer_record(POISON))
+
+    assert time.monotonic() - started < SECONDS
+    [finding] = [f for f in checked.findings if f.code is Reason.UNCHECKABLE]
+    assert "cannot be evaluated" in finding.message and why in finding.message
+
+
+@SETTINGS
+@given(
+    pattern=HOSTILE_PATTERNS,
+    text=st.one_of(st.just(POISON), st.text(alphabet="a!\n\u2028 ", max_size=64)),
+)
+def test_any_pattern_on_any_text_answers_within_the_bound(catalog: Catalog, pattern: str, text: str) -> None:
+    checker = checker_with_pattern(catalog, pattern)
+
+    started = time.monotonic()
+    checked = checker.check(customer_record(text))
+
+    assert time.monotonic() - started < SECONDS
+    assert all(isinstance(f.code, Reason) for f in checked.findings)

@@ -26,6 +26,8 @@ __all__ = [
     "MAX_YAML_NODES",
     "MISSING",
     "DocumentProblem",
+    "parse_json_document",
+    "parse_yaml_document",
     "pointer_from_path",
     "pointer_reader",
     "read_json",
@@ -147,7 +149,7 @@ def _yaml_pointer(stack: list[_Open]) -> str:
     return pointer_from_path(opened.token() for opened in stack)
 
 
-def _measure_yaml(path: Path, text: str) -> None:
+def _measure_yaml(file: str, text: str) -> None:
     """Refuse, before anything is built, YAML nested too deep, expanding past ``MAX_YAML_NODES`` or holding an
     integer too long to read. The event stream is flat (PyYAML's parser keeps its own stack) and aliases
     are counted by the size of what they name, never expanded."""
@@ -156,7 +158,7 @@ def _measure_yaml(path: Path, text: str) -> None:
     sizes: dict[str, int] = {}  # anchor -> nodes under it, aliases counted expanded
 
     def refuse(message: str) -> DocumentProblem:
-        return DocumentProblem(Problem(str(path), _yaml_pointer(stack), message))
+        return DocumentProblem(Problem(file, _yaml_pointer(stack), message))
 
     def completed(size: int, key: Any) -> None:
         if size > MAX_YAML_NODES:
@@ -215,17 +217,21 @@ def _measure_yaml(path: Path, text: str) -> None:
 
 
 def read_yaml(path: Path) -> Any:
-    text = _read_text(path)
+    return parse_yaml_document(_read_text(path), str(path))
+
+
+def parse_yaml_document(text: str, file: str) -> Any:
+    """The YAML document ``text`` read from ``file`` (a path, or ``<path> @ <git ref>``), with ``read_yaml``'s bounds."""
     try:
-        _measure_yaml(path, text)
+        _measure_yaml(file, text)
         return _plain(yaml.load(text, Loader=_UniqueKeyLoader))  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = " ".join(str(exc.problem).split())  # one line
-        raise DocumentProblem(Problem(str(path), "", f"not valid YAML: {where}{problem}")) from exc
+        raise DocumentProblem(Problem(file, "", f"not valid YAML: {where}{problem}")) from exc
     except yaml.YAMLError as exc:  # e.g. a character YAML does not allow: PyYAML says where on a second line
-        raise DocumentProblem(Problem(str(path), "", f"not valid YAML: {' '.join(str(exc).split())}")) from exc
+        raise DocumentProblem(Problem(file, "", f"not valid YAML: {' '.join(str(exc).split())}")) from exc
 
 
 class _LongInteger(str):
@@ -253,28 +259,33 @@ def _long_integer(document: Any) -> tuple[str, _LongInteger] | None:
 def read_json(path: Path) -> Any:
     """The JSON document in ``path``; nesting past ``limits.depth_limit()`` and integers longer than
     ``limits.MAX_INTEGER_DIGITS`` are problems at their pointer."""
-    text = _read_text(path)
+    return parse_json_document(_read_text(path), str(path))
+
+
+def parse_json_document(text: str, file: str) -> Any:
+    """The JSON document ``text`` read from ``file`` (a path, or ``<path> @ <git ref>``), with ``read_json``'s
+    bounds: the one reader of catalogue JSON, for the working tree and for every git ref alike."""
     limit = depth_limit()
     try:
         document = json.loads(text, parse_int=_read_integer)
     except json.JSONDecodeError as exc:
         raise DocumentProblem(
-            Problem(str(path), "", f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}")
+            Problem(file, "", f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}")
         ) from exc
     except RecursionError as exc:
         where = nesting_beyond_text(text, limit) or ""
-        raise DocumentProblem(Problem(str(path), where, f"nested deeper than {limit} levels; flatten it")) from exc
+        raise DocumentProblem(Problem(file, where, f"nested deeper than {limit} levels; flatten it")) from exc
     pointer = nesting_beyond(document, limit)
     if pointer is not None:
-        raise DocumentProblem(Problem(str(path), pointer, f"nested deeper than {limit} levels; flatten it"))
+        raise DocumentProblem(Problem(file, pointer, f"nested deeper than {limit} levels; flatten it"))
     if len(text) > MAX_INTEGER_DIGITS and (found := _long_integer(document)) is not None:
         pointer, digits = found
         message = f"an integer of {len(digits.lstrip('-'))} digits is too long (at most {MAX_INTEGER_DIGITS})"
-        raise DocumentProblem(Problem(str(path), pointer, message))
+        raise DocumentProblem(Problem(file, pointer, message))
     if "\\u" in text and (pointer := _lone_surrogate(document)) is not None:
         raise DocumentProblem(
             Problem(
-                str(path),
+                file,
                 pointer,
                 'a string holds a lone surrogate ("\\ud800"...), which is not text: write the character itself, '
                 'or both halves of its pair ("\\ud83d\\ude00")',

@@ -1,20 +1,20 @@
 """Earlier versions of a contract's schema, from git (pull requests) — the registry keeps its own.
 
 ``contractctl check --against origin/main`` compares each contract with the same major at a git
-ref, so a pull request that breaks a contract is refused before it merges.
+ref, so a pull request that breaks a contract is refused before it merges. The schema at the ref is
+read by the working tree's own reader (``documents.parse_json_document``), with the same depth and
+integer bounds: a base schema past them is bad input at ``<path> @ <ref>`` and its pointer.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from contract_platform.catalog.documents import DocumentProblem, parse_json_document, parse_yaml_document
 from contract_platform.catalog.model import Contract
-from contract_platform.errors import UsageError
+from contract_platform.errors import SchemaError, UsageError
 
 __all__ = ["schema_at_git_ref"]
 
@@ -39,7 +39,10 @@ def schema_at_git_ref(contract: Contract, ref: str) -> tuple[str, Any] | None:
     if schema.returncode != 0 or manifest.returncode != 0:
         return None
     try:
-        version = str(yaml.safe_load(manifest.stdout).get("version", "?"))
-        return f"{version} @ {ref}", json.loads(schema.stdout)
-    except (yaml.YAMLError, json.JSONDecodeError, AttributeError):
-        return None  # the old version did not parse; nothing to compare against
+        raw = parse_yaml_document(manifest.stdout, f"{relative}/contract.yaml @ {ref}")
+        version = str(raw.get("version", "?")) if isinstance(raw, dict) else "?"
+        return f"{version} @ {ref}", parse_json_document(schema.stdout, f"{relative}/payload.schema.json @ {ref}")
+    except DocumentProblem as exc:
+        if exc.problem.message.startswith(("not valid JSON", "not valid YAML")):
+            return None  # the old version did not parse; nothing to compare against
+        raise SchemaError(exc.problem.file, exc.problem.pointer, exc.problem.message) from None

@@ -14,12 +14,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import unquote
 
 from contract_platform.catalog.schemas import subschemas
-from contract_platform.errors import SchemaError
+from contract_platform.errors import PatternNotEvaluable, SchemaError
+from contract_platform.patterns import compile_pattern
 
 __all__ = [
     "ALL_TYPES",
@@ -299,17 +299,13 @@ def freeze(value: Any) -> Any:
     return ("other", repr(value))
 
 
-@lru_cache(maxsize=512)
-def _compiled(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return None  # an ECMA-262 construct Python cannot read: treated as matching no name
-
-
 def name_matches(pattern: str, name: str) -> bool:
-    compiled = _compiled(pattern)
-    return compiled is not None and compiled.search(name) is not None
+    """Does the ``patternProperties`` name ``pattern`` match ``name``? In linear time (``contract_platform.patterns``);
+    a pattern the platform will not evaluate matches no name (the linter reports it)."""
+    try:
+        return compile_pattern(pattern).search(name)
+    except PatternNotEvaluable:
+        return False
 
 
 def deref(view: View, seen: frozenset[str] = frozenset()) -> View:

@@ -14,7 +14,10 @@ breaking otherwise, or tightening static        rate <= threshold          not-a
 =============================================  =========================  =====================================
 
 In-flight messages count with the archived ones: minMessages is over both, and any queue whose messages
-the candidate rejects beyond the threshold refuses the change, naming the queue.
+the candidate rejects beyond the threshold refuses the change, naming the queue. An in-flight message of
+the version that could not be read (``Tally.unreadable``: not UTF-8, not JSON, nested too deep...) is
+never counted as accepted: where the table says confirmed or accepted-on-evidence, a queue holding such
+messages makes the decision unknown instead, naming the queue, the count and why.
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ class Rejections:
     where: str
     replayed: int
     rejected: int
+    unreadable: int = 0  # messages of the version found there that could not be judged
+    why: str = ""  # the most frequent reason they could not
 
     @property
     def rate(self) -> float:
@@ -97,11 +102,20 @@ def decide(
     too_few = f"replay: no evidence ({total} of {settings.min_messages} messages)"
     over = [r for r in seen if r.rejected and r.rate > settings.threshold]
     named = [f"{r.rejected} of {r.replayed} messages in {r.where} rejected ({r.rate:.2%})" for r in over]
+    unread = [
+        f"{r.unreadable} messages in {r.where} could not be read, so were not judged" + (f" ({r.why})" if r.why else "")
+        for r in seen
+        if r.unreadable
+    ]
     if static is StaticVerdict.COMPATIBLE:
         if over:
             return ReplayDecision(Decision.REFUSED, [*named, f"threshold {settings.threshold:.2%}"])
         if not enough:
-            return ReplayDecision(Decision.UNKNOWN, [too_few])
+            return ReplayDecision(Decision.UNKNOWN, [too_few, *unread])
+        if unread:
+            return ReplayDecision(
+                Decision.UNKNOWN, [*unread, f"replay: {rejected} of {total} judged messages rejected"]
+            )
         return ReplayDecision(Decision.CONFIRMED, [f"replay: {rejected} of {total} messages rejected"])
     if not (settings.on_evidence and narrowing_only):
         why = "tightening is static" if not settings.on_evidence else "the change does not break only by narrowing"
@@ -111,8 +125,8 @@ def decide(
     if rejected:
         shown = [f"{r.rejected} of {r.replayed} messages in {r.where} rejected" for r in seen if r.rejected]
         return ReplayDecision(Decision.REFUSED, shown)
-    if not enough:
-        return ReplayDecision(Decision.UNKNOWN, [too_few, "breaking stands"])
+    if not enough or unread:
+        return ReplayDecision(Decision.UNKNOWN, [*([too_few] if not enough else []), *unread, "breaking stands"])
     return ReplayDecision(
         Decision.ACCEPTED_ON_EVIDENCE,
         [f"no violation in {total} messages: the narrowing is accepted as a minor version"],

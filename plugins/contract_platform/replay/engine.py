@@ -10,7 +10,10 @@ A record is *rejected* when the candidate's payload or envelope rules (``RecordC
 engine) reject a message the current version accepts. The current version is the candidate's catalogue
 with the candidate's payload schema replaced by the one the registry (or git) holds, so both sides are
 judged by the same checker class. Messages the current version rejects too are ``already_invalid``
-and not held against the candidate.
+and not held against the candidate. A message of the source type (by its record: the body's type,
+else its ``type`` property) that no checker can judge (a body that is not UTF-8, not JSON or nested
+too deep; a rule that cannot run on it, UNCHECKABLE) is ``unreadable``, counted with its reason,
+never dropped and never counted as accepted.
 
 For a new major with a ``migration.yaml`` the records are the previous major's: each is migrated by
 ``migration.engine`` and the result checked as a message of the new major; the current version is the
@@ -29,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from contract_platform.archive_record import record_type
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import MessageNotMigratable
 from contract_platform.validation.bundle import CatalogBundle
@@ -42,6 +46,7 @@ MASK = "***"  # as the retirement bundle masks a PII value
 SAMPLES = 10  # messageIds of rejected messages kept as samples
 TOP_POINTERS = 10  # (pointer, keyword) pairs shown, most frequent first
 _SCHEMA_REASONS = frozenset({Reason.PAYLOAD_INVALID, Reason.ENVELOPE_INVALID})
+UNREADABLE_REASONS = 10  # distinct reasons kept for unreadable messages (the count has them all)
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ class Tally:
     already_invalid: int = 0
     pointers: Counter[tuple[str, str]] = field(default_factory=Counter)
     samples: list[str] = field(default_factory=list)
+    unreadable: int = 0  # messages of the source type no checker could judge
+    unreadable_reasons: Counter[str] = field(default_factory=Counter)
 
     @property
     def rejection_rate(self) -> float:
@@ -88,13 +95,28 @@ class Tally:
         if message_id is not None and len(self.samples) < SAMPLES:
             self.samples.append(message_id)
 
+    def unread(self, reason: str, count: int = 1) -> None:
+        """``count`` messages of the source type could not be judged, for ``reason``."""
+        self.unreadable += count
+        if reason in self.unreadable_reasons or len(self.unreadable_reasons) < UNREADABLE_REASONS:
+            self.unreadable_reasons[reason] += count
+
     def merge(self, other: Tally) -> Tally:
         self.replayed += other.replayed
         self.rejected += other.rejected
         self.already_invalid += other.already_invalid
         self.pointers.update(other.pointers)
         self.samples.extend(other.samples[: max(0, SAMPLES - len(self.samples))])
+        self.unreadable += other.unreadable
+        for reason, count in other.unreadable_reasons.items():
+            if reason in self.unreadable_reasons or len(self.unreadable_reasons) < UNREADABLE_REASONS:
+                self.unreadable_reasons[reason] += count
         return self
+
+    def unreadable_shown(self) -> list[dict[str, Any]]:
+        """The reasons messages could not be judged, most frequent first."""
+        ranked = sorted(self.unreadable_reasons.items(), key=lambda item: (-item[1], item[0]))
+        return [{"reason": reason, "count": count} for reason, count in ranked]
 
     def top_pointers(self, most: int = TOP_POINTERS) -> list[dict[str, Any]]:
         ranked = sorted(self.pointers.items(), key=lambda item: (-item[1], item[0]))
@@ -108,6 +130,8 @@ class Tally:
                 "already_invalid": self.already_invalid,
                 "pointers": [[p, k, n] for (p, k), n in self.pointers.items()],
                 "samples": self.samples,
+                "unreadable": self.unreadable,
+                "unreadable_reasons": [[reason, n] for reason, n in self.unreadable_reasons.items()],
             }
         ).decode("utf-8")
 
@@ -115,11 +139,37 @@ class Tally:
     def from_json(cls, text: str | bytes) -> Tally:
         data = orjson.loads(text)
         pointers: Counter[tuple[str, str]] = Counter({(p, k): n for p, k, n in data["pointers"]})
-        return cls(data["replayed"], data["rejected"], data["already_invalid"], pointers, list(data["samples"]))
+        reasons: Counter[str] = Counter({reason: n for reason, n in data.get("unreadable_reasons", [])})
+        return cls(
+            data["replayed"],
+            data["rejected"],
+            data["already_invalid"],
+            pointers,
+            list(data["samples"]),
+            int(data.get("unreadable", 0)),
+            reasons,
+        )
 
 
 def _schema_findings(findings: Iterable[Finding]) -> list[tuple[str, str]]:
     return [(f.path, f.keyword or str(f.code)) for f in findings if f.code in _SCHEMA_REASONS]
+
+
+def _why_unjudged(findings: Iterable[Finding], *, typed: bool) -> str | None:
+    """Why a record could not be judged: UNCHECKABLE always; MALFORMED when its type was not read from the body."""
+    for finding in findings:
+        if finding.code is Reason.UNCHECKABLE or (finding.code is Reason.MALFORMED and not typed):
+            return f"{finding.code}: {finding.message}"
+    return None
+
+
+def _typed_as(line: str | bytes, message_type: str) -> bool:
+    """Does the record ``line`` say it is a ``message_type`` message (its ``type`` property, a type header)?"""
+    try:
+        record = orjson.loads(line)
+        return isinstance(record, dict) and record_type(record) == message_type
+    except (orjson.JSONDecodeError, RecursionError, TypeError, ValueError, AttributeError):
+        return False
 
 
 class ReplayJudge:
@@ -153,7 +203,15 @@ class ReplayJudge:
         first = self.current_checker if self.migrate is not None else self.candidate_checker
         checked = first.check(line)
         if checked.message_type != self.plan.source_type:
+            if checked.message_type is None and _typed_as(line, self.plan.source_type):
+                why = _why_unjudged(checked.findings, typed=False)
+                tally.unread(why or "the body names no messageType")
+                return True
             return False
+        why = _why_unjudged(checked.findings, typed=True)
+        if why is not None:
+            tally.unread(why)
+            return True
         tally.replayed += 1
         if self.migrate is not None:
             if _schema_findings(checked.findings):

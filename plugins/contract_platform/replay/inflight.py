@@ -26,8 +26,12 @@ only passed through the version's own dead-letter exchange or the default exchan
 published to the contract's exchange with its routing key, the only way into these queues (a queue
 found by topology keeps what its delivery says).
 
-A message whose body is not UTF-8 or not JSON is a record like any other (the record checker judges it);
-a message whose properties cannot be read at all is counted as ``unreadable`` on its queue.
+A message whose body is not UTF-8 or not JSON is a record like any other (replay counts it unreadable,
+with the checker's reason); a message whose properties cannot be read at all is counted as ``unreadable``
+on its queue. Headers are bounded like bodies: a message of the version whose record nests deeper than
+``limits.depth_limit()`` (a forged header table) is not a record but an entry of ``InFlight.unreadable``
+with the pointer; an ``x-death`` entry whose ``exchange`` or ``routing-keys`` are not text says nothing
+about where the message was published.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from contract_platform.amqp.topology import Role, dlx_name, plan_topology
 from contract_platform.archive_record import record_type, to_record
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ManagementUnavailable
+from contract_platform.limits import depth_limit, nesting_beyond
 from contract_platform.retirement.discovery import discover_queues
 
 __all__ = ["DEFAULT_MAX_MESSAGES", "InFlight", "InFlightQueue", "in_flight_records"]
@@ -103,6 +108,7 @@ class InFlight:
     note: str | None = None  # why they were not
     broker_version: str | None = None
     read_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (queue, why) of the version's, not records
 
     @property
     def complete(self) -> bool:
@@ -164,7 +170,9 @@ def in_flight_records(
             _describe(looked, outcome, max_messages)
     shown_version = ".".join(map(str, version)) if version else None
     present = tuple(q for q in queues.values() if q.skipped != _ABSENT)
-    return InFlight(reader.records, present, topology is not None, note, shown_version, reader.read_at)
+    return InFlight(
+        reader.records, present, topology is not None, note, shown_version, reader.read_at, reader.unreadable
+    )
 
 
 def _vhost_of(connection: Any, management: ManagementClient | None) -> str:
@@ -210,7 +218,9 @@ class _Reader:
         self.contract = contract
         self.own_hops = {"", dlx}  # exchanges only the platform's own retry and dead-letter routing uses
         self.records: list[tuple[str, dict[str, Any]]] = []
+        self.unreadable: list[tuple[str, str]] = []
         self.read_at = datetime.now(UTC)
+        self.depth_limit = depth_limit()
 
     def visit(self, looked: InFlightQueue, method: Any, properties: Any, body: bytes) -> None:
         try:
@@ -225,6 +235,12 @@ class _Reader:
         if found != self.contract.message_type:
             return
         looked.matching += 1
+        deep = nesting_beyond(record, self.depth_limit)
+        if deep is not None:
+            self.unreadable.append(
+                (looked.queue, f"MALFORMED: the message nests deeper than {self.depth_limit} levels at {deep}")
+            )
+            return
         record["exchange"], record["routingKey"] = self._published_route(record, own=looked.role != _DISCOVERED)
         self.records.append((looked.queue, record))
 
@@ -234,10 +250,11 @@ class _Reader:
         deaths = headers.get("x-death")
         oldest = deaths[-1] if isinstance(deaths, list) and deaths else None
         if isinstance(oldest, dict):
-            exchange = oldest.get("exchange", exchange)
+            dead_lettered_from = oldest.get("exchange")
+            exchange = dead_lettered_from if isinstance(dead_lettered_from, str) else exchange
             keys = oldest.get("routing-keys")
-            key = keys[0] if isinstance(keys, list) and keys else key
-        if own and exchange in self.own_hops:
+            key = keys[0] if isinstance(keys, list) and keys and isinstance(keys[0], str) else key
+        if own and isinstance(exchange, str) and exchange in self.own_hops:
             transport = self.contract.transport
             return transport.exchange, transport.routing_key
         return exchange, key

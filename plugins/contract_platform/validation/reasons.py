@@ -16,7 +16,10 @@ MALFORMED                  yes       the record line is not a JSON object (trunc
                                      message names the pointer); or the archiver kept it as a
                                      fallback record (``/properties``, its ``archiveError``)
 UNCHECKABLE                yes       a rule raised on the record (path ``""``; the message names the
-                                     exception): reported and quarantined instead of failing the run
+                                     exception), or the record reaches a schema ``pattern`` the
+                                     platform will not evaluate (lookaround, backreferences...; the
+                                     message names the pattern and why): reported and quarantined
+                                     instead of failing the run
 ENVELOPE_INVALID           yes       the body fails the envelope schema (the failing pointer)
 UNKNOWN_TYPE               yes       the record's type (``archive_record.record_type``: the body's
                                      ``metadata.messageType``, else ``properties.type``, else a type

@@ -8,7 +8,9 @@ JSON is read with orjson and, when orjson refuses a text, once more with the sta
 (which reads lone surrogate escapes and refuses NaN here), so MALFORMED means "not JSON" for both.
 A record or body nested deeper than ``limits.depth_limit()`` is MALFORMED too (no rule walks it), and
 a record that makes any rule raise is UNCHECKABLE with the exception named: ``check`` never raises for
-a record, so one record never fails a Spark task.
+a record, so one record never fails a Spark task. A schema ``pattern`` the platform will not evaluate
+(``contract_platform.patterns``: lookaround, backreferences...) makes UNCHECKABLE too, with its reason:
+regular expressions run in linear time, so no record stalls its task either.
 
 A record's messageType is ``archive_record.record_type`` (the body's, else the ``type`` property, else a
 type header), read once the body is a JSON object; a property that disagrees with the body is HEADER_MISMATCH.
@@ -33,7 +35,7 @@ from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.envelope.properties import HEADER_FIELDS
 from contract_platform.envelope.validation import EnvelopeValidator
-from contract_platform.errors import clipped
+from contract_platform.errors import PatternNotEvaluable, clipped
 from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyond
 from contract_platform.validation.model import CheckedRecord, Finding
 from contract_platform.validation.reasons import Reason
@@ -306,6 +308,11 @@ class RecordChecker:
         checked = CheckedRecord()
         try:
             self._check(line, checked)
+        except PatternNotEvaluable as exc:  # the schema's, not the record's: no verdict, said why
+            message = (
+                f"not judged: the regular expression {clipped(exc.pattern, 60)!r} cannot be evaluated: {exc.reason}"
+            )
+            checked.findings.append(Finding(Reason.UNCHECKABLE, "", message))
         except Exception as exc:  # any rule, any input: reported, never raised into the Spark task
             message = f"a rule raised {type(exc).__name__} on this record: {_show(str(exc))}"
             checked.findings.append(Finding(Reason.UNCHECKABLE, "", message))

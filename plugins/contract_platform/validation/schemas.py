@@ -7,6 +7,11 @@ Verdicts equal ``EnvelopeValidator``'s by construction where the two libraries c
   a schema sits under ``properties``, ``items``, ``allOf`` and local ``$ref`` only, jsonschema-rs
   runs with formats off and the values at those places are then checked with the jsonschema
   library's own format functions; otherwise jsonschema-rs calls those functions back itself.
+* regular expressions run on jsonschema-rs's linear ``regex`` engine (``RegexOptions``), and on it only
+  where that engine reads them as ``contract_platform.patterns`` does (``reads_alike``: its ``.``
+  matches U+2028, its ``\\b`` is Unicode-aware). A schema with any other ``pattern`` has jsonschema-rs's
+  ``pattern`` keyword replaced by ``contract_platform.patterns``, the search the jsonschema library is
+  given (``catalog.schemas``); one with ``patternProperties`` anywhere is left to ``EnvelopeValidator``.
 * whatever jsonschema-rs rejects, or cannot take (a string with a lone surrogate), is validated
   again by ``EnvelopeValidator``, whose issues (pointers and messages) are returned.
 
@@ -24,6 +29,7 @@ from contract_platform.catalog.documents import resolve_pointer
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.catalog.schemas import subschemas, validator_class
 from contract_platform.envelope.validation import EnvelopeValidator, SchemaIssue
+from contract_platform.patterns import compile_pattern, reads_alike
 
 __all__ = ["FastValidator", "SchemaCheck", "format_locations"]
 
@@ -265,6 +271,30 @@ class SchemaCheck:
         return True
 
 
+class _Pattern:
+    """jsonschema-rs's ``pattern`` keyword, answered by ``contract_platform.patterns`` (linear time, ECMA-262)."""
+
+    def __init__(self, parent_schema: Any, value: Any, schema_path: Any) -> None:
+        self.compiled = compile_pattern(value) if isinstance(value, str) else None
+
+    def validate(self, instance: Any) -> None:
+        if self.compiled is not None and isinstance(instance, str) and not self.compiled.search(instance):
+            raise ValueError("does not match the pattern")
+
+
+def _values_of(schema: Any, keyword: str) -> Iterator[Any]:
+    """The value of every ``keyword`` key anywhere in ``schema`` (conservatively: data positions too)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if keyword in node:
+                yield node[keyword]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
 def _compile(schema: Mapping[str, Any], **options: Any) -> Any:
     """A jsonschema-rs validator for ``schema``, or None when jsonschema-rs is missing or refuses it."""
     try:
@@ -272,11 +302,18 @@ def _compile(schema: Mapping[str, Any], **options: Any) -> Any:
     except ImportError:  # pragma: no cover - the dependency is declared; this keeps the slow path working
         return None
     cls = getattr(jsonschema_rs, validator_class(schema).__name__, None)  # Draft4Validator ... Draft202012Validator
-    if cls is None:  # pragma: no cover
+    if cls is None or next(_values_of(schema, "patternProperties"), None) is not None:  # names its engine matches
         return None
+    alike = all(isinstance(pattern, str) and reads_alike(pattern) for pattern in _values_of(schema, "pattern"))
     try:
-        return cls(dict(schema), retriever=_refuse, **options)
-    except Exception:  # any refusal just means the slow path for this schema
+        return cls(
+            dict(schema),
+            retriever=_refuse,
+            keywords={} if alike else {"pattern": _Pattern},
+            pattern_options=jsonschema_rs.RegexOptions(),
+            **options,
+        )
+    except Exception:  # any refusal (a pattern the platform will not evaluate...) means the slow path
         return None
 
 

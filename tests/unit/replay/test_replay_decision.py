@@ -90,6 +90,29 @@ def test_a_refusal_by_queued_messages_names_the_queue():
     assert decision.refuses and "2 of 4 messages in queue billing.work.dlq rejected (50.00%)" in decision.reasons
 
 
+@pytest.mark.parametrize(
+    ("settings", "static", "narrowing", "expected"),
+    [
+        (STATIC, StaticVerdict.COMPATIBLE, False, Decision.UNKNOWN),  # would be confirmed
+        (OPT_IN, StaticVerdict.BREAKING, True, Decision.UNKNOWN),  # would be accepted on evidence
+        (STATIC, StaticVerdict.BREAKING, True, Decision.NOT_APPLICABLE),  # today's verdict either way
+    ],
+)
+def test_unreadable_queued_messages_are_never_counted_as_accepted(settings, static, narrowing, expected):
+    rows = [Rejections(ARCHIVE, 10_000, 0), Rejections("queue billing.work", 3, 0, 2, "MALFORMED: not UTF-8")]
+    decision = decide(settings, static, narrowing, rows)
+    assert decision.decision is expected
+    if expected is Decision.UNKNOWN:
+        assert "2 messages in queue billing.work could not be read, so were not judged (MALFORMED: not UTF-8)" in (
+            decision.reasons
+        )
+
+
+def test_a_refusal_stands_beside_unreadable_messages():
+    rows = [Rejections(ARCHIVE, 100, 0), Rejections("queue billing.work", 4, 2, 1, "MALFORMED")]
+    assert decide(STATIC, StaticVerdict.COMPATIBLE, False, rows).refuses
+
+
 def test_unknown_says_how_many_messages_of_how_many():
     decision = decide(STATIC, StaticVerdict.COMPATIBLE, False, [Rejections(ARCHIVE, 7, 0)])
     assert decision.reasons == ["replay: no evidence (7 of 100 messages)"]
@@ -180,6 +203,19 @@ def test_other_message_types_are_not_counted_and_pii_message_ids_are_masked():
     assert not judge.replay(record_line(invoice_envelope(5, other.message_type), other), tally)
     assert judge.replay(record_line(invoice_envelope(5), candidate), tally)
     assert tally.replayed == 1 and tally.samples == [MASK]
+
+
+def test_a_record_of_the_version_whose_body_cannot_be_read_is_unreadable_with_the_reason_not_dropped():
+    candidate = build_contract(payload_schema=STRICT)
+    catalog = catalog_of(candidate, envelope_schema=True)
+    judge, tally = ReplayJudge(catalog, ReplayPlan(candidate.message_type, candidate.message_type, LOOSE)), Tally()
+    record = json.loads(record_line(invoice_envelope(100_000), candidate))
+    unreadable = [dict(record, body="[" * 5_000 + "]" * 5_000), dict(record, body=None, bodyBase64="//4=")]
+    assert all(judge.replay(json.dumps(line).encode(), tally) for line in unreadable)
+    assert judge.replay(record_line(invoice_envelope(100_000), candidate), tally)
+    assert (tally.replayed, tally.unreadable) == (1, 2)
+    reasons = [r["reason"] for r in Tally.from_json(tally.to_json()).unreadable_shown()]
+    assert len(reasons) == 2 and all(reason.startswith("MALFORMED: ") for reason in reasons)
 
 
 def test_tallies_of_partitions_add_up_through_json():
