@@ -1,8 +1,9 @@
 """JSON Schema handling shared by the loader, the validators, the linter and the diff.
 
-Which draft a schema is written in (draft-04, -06, -07, 2019-09, 2020-12, from ``$schema``; the
-catalogue default when absent), checking a schema against its own draft's metaschema, walking its
-references, and building validators that never leave the catalogue.
+Which draft a schema is written in (draft-04, -06, -07, 2019-09, 2020-12: ``$schema``, else the
+keywords only one family of drafts defines, else the catalogue default; :func:`read_dialect`),
+checking a schema against its own draft's metaschema, walking its references, and building
+validators that never leave the catalogue.
 
 References: ``$ref``, ``$dynamicRef`` and ``$recursiveRef`` are looked for at *schema positions*
 only (the value of ``not``, each value under ``properties``, each item of ``allOf``...), never inside
@@ -11,6 +12,12 @@ data (``const``, ``enum``, ``default``, ``examples``), so a property that happen
 ``$id``, an anchor); anything else (``http://...``, ``file:///...``, another file) is a forbidden
 reference. Validators get a ``referencing`` registry whose retrieval refuses every URI, so nothing
 is ever fetched from the network or the file system, whatever a schema says.
+
+Regular expressions (``pattern``, ``patternProperties`` and the names ``additionalProperties`` and
+``unevaluatedProperties`` weigh against them, ``format: regex``) are evaluated by ``contract_platform.patterns``
+in linear time, never by Python's backtracking ``re``: every validator class here is the library's
+draft class with those keywords and that format replaced. A pattern the platform will not evaluate
+raises ``PatternNotEvaluable`` from validation; ``pattern_problems`` finds such patterns up front.
 
 jsonschema's errors are mapped to ``Problem`` here.
 """
@@ -32,23 +39,33 @@ from jsonschema import (
     Draft7Validator,
     Draft201909Validator,
     Draft202012Validator,
+    FormatChecker,
 )
 from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
+from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
+from jsonschema.validators import extend
 from referencing.exceptions import NoSuchResource
 
 from contract_platform.catalog.documents import pointer_from_path, resolve_pointer
 from contract_platform.errors import Problem
+from contract_platform.patterns import is_regex, pattern_problem, search
 
 __all__ = [
     "DEFAULT_DIALECT",
     "DRAFTS",
     "Draft",
+    "Marker",
+    "Reading",
     "Reference",
     "catalogue_registry",
     "check_schema",
     "dialect_of",
+    "dialect_markers",
     "iter_refs",
+    "pattern_problems",
+    "pin_dialect",
+    "read_dialect",
     "refuse_retrieval",
     "schema_problems",
     "subschemas",
@@ -60,14 +77,166 @@ REF_KEYWORDS: Final = ("$ref", "$dynamicRef", "$recursiveRef")
 _BASE: Final = "https://schema.contract-platform.invalid/root.json"  # base URI of a schema without $id
 
 
+# -- regular expressions in linear time (contract_platform.patterns) --------------------------------
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and isinstance(pattern, str) and not search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
+        return
+    for pattern, subschema in patterns.items():
+        for name, value in instance.items():
+            if search(pattern, name):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> set[str]:
+    """The names neither ``properties`` nor a ``patternProperties`` pattern of ``schema`` governs."""
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    return {
+        name for name in instance if name not in properties and not any(search(pattern, name) for pattern in patterns)
+    }
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    extras = _additional(instance, schema)
+    if validator.is_type(additional, "object"):
+        for extra in sorted(extras):
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        names = ", ".join(repr(each) for each in sorted(extras))
+        if "patternProperties" in schema:
+            patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+            verb = "does" if len(extras) == 1 else "do"
+            yield ValidationError(f"{names} {verb} not match any of the regexes: {patterns}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(f"Additional properties are not allowed ({names} {verb} unexpected)")
+
+
+def _valid(errors: Iterator[ValidationError]) -> bool:
+    return next(errors, None) is None
+
+
+def _evaluated_names(validator: Any, instance: Mapping[str, Any], schema: Any) -> set[str]:
+    """The names of ``instance`` that ``schema`` evaluates, for ``unevaluatedProperties`` (2019-09, 2020-12):
+    the library's walk, with ``patternProperties`` matched in linear time."""
+    if not isinstance(schema, Mapping):
+        return set()
+    found: set[str] = set()
+    resolver: Any = validator._resolver  # the library's own walk of unevaluatedProperties uses it too
+    for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+        target = schema.get(keyword)
+        if not isinstance(target, str):
+            continue
+        resolved = resolver.lookup(target)
+        inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+        found |= _evaluated_names(inner, instance, resolved.contents)
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        found |= properties.keys() & instance.keys()
+    for keyword in ("additionalProperties", "unevaluatedProperties"):
+        if (subschema := schema.get(keyword)) is not None:
+            found |= {name for name, value in instance.items() if _valid(validator.descend(value, subschema))}
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, Mapping):
+        found |= {name for name in instance if any(search(pattern, name) for pattern in patterns)}
+    dependent = schema.get("dependentSchemas")
+    if isinstance(dependent, Mapping):
+        for name, subschema in dependent.items():
+            if name in instance:
+                found |= _evaluated_names(validator, instance, subschema)
+    for keyword in ("allOf", "oneOf", "anyOf"):
+        for subschema in schema.get(keyword, []) or []:
+            if _valid(validator.descend(instance, subschema)):
+                found |= _evaluated_names(validator, instance, subschema)
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            found |= _evaluated_names(validator, instance, schema["if"])
+            if "then" in schema:
+                found |= _evaluated_names(validator, instance, schema["then"])
+        elif "else" in schema:
+            found |= _evaluated_names(validator, instance, schema["else"])
+    return found
+
+
+def _unevaluated_properties(
+    validator: Any, unevaluated: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated = _evaluated_names(validator, instance, schema)
+    rejected = [
+        name
+        for name in instance
+        if name not in evaluated
+        and not _valid(validator.descend(instance[name], unevaluated, path=name, schema_path=name))
+    ]
+    if rejected:
+        names = ", ".join(repr(each) for each in sorted(rejected))
+        verb = "was" if len(rejected) == 1 else "were"
+        if unevaluated is False:
+            yield ValidationError(f"Unevaluated properties are not allowed ({names} {verb} unexpected)")
+        else:
+            yield ValidationError(
+                f"Unevaluated properties are not valid under the given schema ({names} {verb} unevaluated and invalid)"
+            )
+
+
+def _regex_format(value: object) -> bool:
+    return not isinstance(value, str) or is_regex(value)
+
+
+def _bounded_formats(library: FormatChecker) -> FormatChecker:
+    checker = FormatChecker(formats=())
+    checker.checkers = dict(library.checkers)
+    checker.checks("regex")(_regex_format)
+    return checker
+
+
+def _bounded(library: type[Validator]) -> type[Validator]:
+    """The library's draft class with every regular expression evaluated in linear time."""
+    keywords: dict[str, Any] = {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    }
+    if "unevaluatedProperties" in library.VALIDATORS:
+        keywords["unevaluatedProperties"] = _unevaluated_properties
+    cls = extend(library, keywords, format_checker=_bounded_formats(library.FORMAT_CHECKER))
+    cls.__name__ = cls.__qualname__ = library.__name__  # the same draft: jsonschema-rs is looked up by this name
+    return cls
+
+
 @dataclass(frozen=True)
 class Draft:
-    """One supported JSON Schema dialect: its name, canonical ``$schema`` URI and jsonschema class."""
+    """One supported JSON Schema dialect: its name, canonical ``$schema`` URI and jsonschema class
+    (``validator``: the library's, regular expressions in linear time; ``library``: the library's own)."""
 
     name: str
     uri: str
-    validator: type[Validator]
+    library: type[Validator]
     order: int  # 4, 6, 7, 2019, 2020: lets callers ask "is this draft-07 or older?"
+
+    @property
+    def validator(self) -> type[Validator]:
+        return _BOUNDED[self.library]
+
+    def check_schema(self, schema: Any) -> None:
+        """The draft's metaschema check (jsonschema's ``SchemaError``), ``format: regex`` judged in linear time."""
+        cls: Any = self.validator
+        cls.check_schema(schema, format_checker=cls.FORMAT_CHECKER)
 
     @property
     def legacy(self) -> bool:
@@ -90,6 +259,7 @@ DRAFTS: Final[Mapping[str, Draft]] = {
     )
 }
 DEFAULT_DIALECT: Final = "2020-12"
+_BOUNDED: Final[Mapping[type[Validator], type[Validator]]] = {d.library: _bounded(d.library) for d in DRAFTS.values()}
 
 
 def _key(uri: str) -> str:
@@ -100,18 +270,197 @@ def _key(uri: str) -> str:
 _BY_URI: Final = {_key(d.uri): d for d in DRAFTS.values()}
 
 
-def dialect_of(schema: Any, default: str = DEFAULT_DIALECT) -> Draft | None:
-    """The draft ``schema`` declares with ``$schema`` (``default`` when it declares none); None if unsupported."""
+LEGACY: Final = "draft-04..07"
+MODERN: Final = "2019-09/2020-12"
+# Keywords that belong to one family of drafts only (``items`` counts when it is an array).
+_FAMILY_KEYWORDS: Final[Mapping[str, str]] = {
+    "additionalItems": LEGACY, "dependencies": LEGACY,
+    "prefixItems": MODERN, "$defs": MODERN, "dependentSchemas": MODERN, "dependentRequired": MODERN,
+    "unevaluatedItems": MODERN, "unevaluatedProperties": MODERN, "$dynamicRef": MODERN, "$dynamicAnchor": MODERN,
+    "$recursiveRef": MODERN, "$recursiveAnchor": MODERN,
+}  # fmt: skip
+# The drafts a family's keywords point to, the first preferred; the rest follow when it refuses the schema.
+_PREFERENCE: Final[Mapping[str, tuple[str, ...]]] = {
+    LEGACY: ("draft-07", "draft-06", "draft-04"),
+    MODERN: ("2020-12", "2019-09"),
+}
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A keyword that only one family of drafts defines, where the schema uses it."""
+
+    pointer: str
+    keyword: str
+    family: str  # LEGACY or MODERN
+
+    def __str__(self) -> str:
+        form = "array-form items" if self.keyword == "items" else self.keyword
+        return f"{form} at {self.pointer or '/'}"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The draft a schema is read in, and why: ``declared`` ($schema), ``keywords`` (a family's own keywords),
+    ``default`` (neither), ``fallback`` (the draft those gave refuses the schema; the first that takes it)."""
+
+    draft: Draft
+    source: str
+    markers: tuple[Marker, ...] = ()
+
+    @property
+    def mixed(self) -> bool:
+        """The schema uses keywords of both families: one family's keywords mean nothing in its draft."""
+        return len({m.family for m in self.markers}) > 1
+
+    def describe(self) -> str:
+        """``draft-07 (no $schema; array-form items at /items)``: the draft and the reason, for people."""
+        if self.source == "declared":
+            return f"{self.draft.name} ($schema)"
+        evidence = "; ".join(str(m) for m in self.markers[:3])
+        reason = {
+            "keywords": f"no $schema; {evidence}",
+            "default": "no $schema, no draft-specific keyword: the default dialect",
+            "fallback": "no $schema; the newest draft that accepts the schema as written",
+        }[self.source]
+        return f"{self.draft.name} ({reason})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.draft.name,
+            "uri": self.draft.uri,
+            "source": self.source,
+            "markers": [{"pointer": m.pointer, "keyword": m.keyword, "family": m.family} for m in self.markers],
+        }
+
+
+def dialect_markers(schema: Any) -> tuple[Marker, ...]:
+    """Every keyword of ``schema`` (at schema positions) that only one family of drafts defines."""
+    found: list[Marker] = []
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        for keyword in node:
+            family = _FAMILY_KEYWORDS.get(keyword)
+            if keyword == "items" and isinstance(node[keyword], list):
+                family = LEGACY
+            if family is not None:
+                found.append(Marker(pointer + pointer_from_path([keyword]), keyword, family))
+        stack.extend(reversed([(sub, at) for _, _, sub, at in subschemas(node, pointer)]))
+    return tuple(sorted(found, key=lambda m: m.pointer))
+
+
+def _refused_by(draft: Draft, schema: Any) -> bool:
+    try:
+        draft.check_schema(schema)
+    except (JsonSchemaSchemaError, RecursionError, ValueError):
+        return True
+    return False
+
+
+def read_dialect(schema: Any, default: str = DEFAULT_DIALECT) -> Reading | None:
+    """How ``schema`` is read; None when its ``$schema`` names no supported draft.
+
+    ``$schema`` decides when present. Without it, the keywords that only one family of drafts defines
+    decide: array-form ``items``, ``additionalItems`` or ``dependencies`` mean draft-04..07 (draft-07 first),
+    ``prefixItems``, ``$defs``, ``dependentSchemas``, ``dependentRequired``, ``unevaluated*`` or
+    ``$dynamicRef`` mean 2019-09/2020-12 (2020-12 first; 2019-09 first for ``$recursiveRef``). A schema with
+    none of them, or with both families' (a lint finding), takes ``default``. When that draft's metaschema
+    refuses the schema and another draft's accepts it (a draft-04 boolean ``exclusiveMinimum``), the first
+    such draft reads it: only a schema that every draft refuses is refused."""
     declared = schema.get("$schema") if isinstance(schema, Mapping) else None
-    if declared is None:
-        return DRAFTS[default]
-    return _BY_URI.get(_key(declared)) if isinstance(declared, str) else None
+    if declared is not None:
+        draft = _BY_URI.get(_key(declared)) if isinstance(declared, str) else None
+        return Reading(draft, "declared") if draft is not None else None
+    if not isinstance(schema, Mapping):
+        return Reading(DRAFTS[default], "default")
+    try:
+        text = json.dumps(schema, sort_keys=True, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is None or len(text) > 20_000:
+        return _read_undeclared(schema, default)
+    return _remembered_reading(text, default)
+
+
+@lru_cache(maxsize=2048)
+def _remembered_reading(text: str, default: str) -> Reading:
+    return _read_undeclared(json.loads(text), default)
+
+
+def _read_undeclared(schema: Mapping[str, Any], default: str) -> Reading:
+    try:
+        markers = dialect_markers(schema)
+    except RecursionError:
+        markers = ()
+    families = {m.family for m in markers}
+    if len(families) == 1:
+        (family,) = families
+        preferred = _PREFERENCE[family]
+        if any(m.keyword in ("$recursiveRef", "$recursiveAnchor") for m in markers):
+            preferred = ("2019-09", "2020-12")
+        source = "keywords"
+    else:
+        preferred, source = (default,), "default"
+    order = list(dict.fromkeys([*preferred, *sorted(DRAFTS, key=lambda n: -DRAFTS[n].order)]))
+    for position, name in enumerate(order):
+        if not _refused_by(DRAFTS[name], schema):
+            fell_back = position >= len(preferred)
+            return Reading(DRAFTS[name], "fallback" if fell_back else source, markers)
+    return Reading(DRAFTS[preferred[0]], source, markers)  # refused by every draft: reported under this one
+
+
+def dialect_of(schema: Any, default: str = DEFAULT_DIALECT) -> Draft | None:
+    """The draft ``schema`` is read in (:func:`read_dialect`); None when its ``$schema`` is unsupported."""
+    reading = read_dialect(schema, default)
+    return reading.draft if reading is not None else None
+
+
+def pin_dialect(schema: Any, default: str = DEFAULT_DIALECT) -> Any:
+    """``schema`` with the ``$schema`` of the draft it is read in, so every later reader (validators in
+    jobs, the diff, the docs) reads it the same way whatever default it is given."""
+    if not isinstance(schema, Mapping) or "$schema" in schema:
+        return schema
+    reading = read_dialect(schema, default)
+    return {"$schema": reading.draft.uri, **schema} if reading is not None else schema
 
 
 def validator_class(schema: Any, default: str = DEFAULT_DIALECT) -> type[Validator]:
     """The jsonschema class of the schema's draft (the default's for an unsupported one: lint reports it)."""
     draft = dialect_of(schema, default) or DRAFTS[default]
     return draft.validator
+
+
+def pattern_problems(file: str, schema: Any, *, default: str = DEFAULT_DIALECT) -> list[Problem]:
+    """Every ``pattern`` and ``patternProperties`` name of ``schema`` (at schema positions) the platform will
+    not evaluate, each with its pointer and the reason (``contract_platform.patterns``)."""
+    problems: list[Problem] = []
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and (reason := pattern_problem(pattern)) is not None:
+            problems.append(Problem(file, pointer + "/pattern", _pattern_message(pattern, reason)))
+        named = node.get("patternProperties")
+        if isinstance(named, Mapping):
+            for name in named:
+                if isinstance(name, str) and (reason := pattern_problem(name)) is not None:
+                    at = pointer + pointer_from_path(["patternProperties", name])
+                    problems.append(Problem(file, at, _pattern_message(name, reason)))
+        stack.extend(reversed(list(_subschemas(node, pointer))))
+    return sorted(problems)
+
+
+def _pattern_message(pattern: str, reason: str) -> str:
+    shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+    return (
+        f"the regular expression {shown!r} cannot be evaluated safely: {reason}; write it without lookaround and "
+        "backreferences, with repetition counts up to 1000 (contracts/README.md, Regular expressions)"
+    )
 
 
 # -- retrieval that never leaves the catalogue -------------------------------------------------------
@@ -306,17 +655,22 @@ def _schema_problems(file: str, schema: Any, default: str) -> list[Problem]:
         supported = ", ".join(d.uri for d in DRAFTS.values())
         return [Problem(file, "/$schema", f"unsupported draft {declared!r}; use one of {supported}")]
     problems: list[Problem] = []
+    undeclared = not (isinstance(schema, Mapping) and "$schema" in schema)
     try:
-        draft.validator.check_schema(schema)  # type: ignore[arg-type]  # booleans are schemas too
+        draft.check_schema(schema)
     except JsonSchemaSchemaError as exc:
+        # without $schema every draft was tried (read_dialect): none accepts the schema
+        others = "; no other supported draft accepts it either" if undeclared else ""
         problems.append(
             Problem(
-                file, pointer_from_path(exc.absolute_path), f"not a valid JSON Schema ({draft.name}): {exc.message}"
+                file,
+                pointer_from_path(exc.absolute_path),
+                f"not a valid JSON Schema ({draft.name}): {exc.message}{others}",
             )
         )
     except RecursionError:
         problems.append(Problem(file, "", "not a usable JSON Schema: nested too deeply"))
-    except ValueError as exc:  # e.g. a number too large to convert
+    except (ValueError, OverflowError) as exc:  # e.g. a number too large to convert
         problems.append(Problem(file, "", f"not a usable JSON Schema: {exc}"))
     try:
         resources = _resources(schema, draft)

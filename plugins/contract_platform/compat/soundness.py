@@ -9,16 +9,23 @@ test and ``benchmarks/compat_soundness.py``.
 
 Hypothesis is imported inside the functions only, so ``contractctl diff`` stays fast when the check
 is not asked for.
+
+hypothesis-jsonschema matches ``pattern`` and ``patternProperties`` with Python's backtracking ``re``
+while it generates, so a pattern that repeats a group (``(a+)+``, ``(a|aa)*``, ``(x){3}``) or one the
+platform does not evaluate is left out of the schema generated from; every instance is still judged
+by the platform's validator, which evaluates every pattern in linear time (``contract_platform.patterns``).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from contract_platform.catalog.schemas import DEFAULT_DIALECT, schema_problems, validator_for
+from contract_platform.patterns import pattern_problem
 
 from .dialects import normalise
 
@@ -68,6 +75,15 @@ class SampleCheck:
 # -- from the platform's schema to one hypothesis-jsonschema can generate from -------------------------
 
 
+_REPEATED_GROUP: Final = re.compile(r"\)(?:[*+]|\{[0-9])")  # a group under * + or {n}: the backtracking kind
+
+
+def _generates_safely(pattern: Any) -> bool:
+    """May hypothesis-jsonschema's backtracking ``re`` run ``pattern``? No repeated group, and one the platform
+    evaluates (plain text, not a regular expression, is scanned here in time linear in its length)."""
+    return isinstance(pattern, str) and _REPEATED_GROUP.search(pattern) is None and pattern_problem(pattern) is None
+
+
 def _generation_node(node: Any) -> Any:
     """A 2020-12-form subschema rewritten in draft-07 spelling (what hypothesis-jsonschema reads)."""
     if not isinstance(node, Mapping):
@@ -76,6 +92,10 @@ def _generation_node(node: Any) -> Any:
     for keyword, value in node.items():
         if keyword in ("$schema", "$id", "$anchor", "$dynamicAnchor", "$comment") or keyword.startswith("x-"):
             continue
+        if keyword == "pattern" and not _generates_safely(value):
+            continue
+        if keyword == "patternProperties" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if _generates_safely(k)}
         if keyword in ("not", "if", "then", "else", "additionalProperties", "propertyNames", "contains"):
             out[keyword] = _generation_node(value)
         elif keyword in ("properties", "patternProperties", "$defs", "definitions"):
@@ -369,7 +389,8 @@ def _as_draft07(schema: Any) -> Any:
 
 
 def pairs() -> st.SearchStrategy[tuple[Any, Any]]:
-    """(old, new): a generated schema and one to three random edits of it; some written in draft-07."""
+    """(old, new): a generated schema and one to three random edits of it; some written in draft-07, with
+    or without ``$schema``."""
     from hypothesis import strategies as st
 
     @st.composite
@@ -385,6 +406,8 @@ def pairs() -> st.SearchStrategy[tuple[Any, Any]]:
             _edits(data, draw(st.sampled_from(nodes)))
         if draw(st.booleans()) and "unevaluated" not in repr(old):  # draft-07 has no unevaluated*
             old = _as_draft07(old)
+            if draw(st.booleans()) and isinstance(old, dict):  # as teams write it: no $schema, read from keywords
+                old = {k: v for k, v in old.items() if k != "$schema"}
         return old, new
 
     return edited().filter(_valid_pair)

@@ -39,6 +39,8 @@ class RuleId(StrEnum):
     MIGRATION_PRESENT = "migration-present"
     CONSUMER_QUEUE_NAMING = "consumer-queue-naming"
     COMMAND_CALLERS = "command-callers"
+    PATTERN_EVALUABLE = "pattern-evaluable"
+    SCHEMA_DIALECT_MIXED = "schema-dialect-mixed"
 
 
 SEVERITY: dict[RuleId, Severity] = {
@@ -62,6 +64,8 @@ SEVERITY: dict[RuleId, Severity] = {
     RuleId.MIGRATION_PRESENT: Severity.WARNING,
     RuleId.CONSUMER_QUEUE_NAMING: Severity.WARNING,
     RuleId.COMMAND_CALLERS: Severity.WARNING,
+    RuleId.PATTERN_EVALUABLE: Severity.ERROR,
+    RuleId.SCHEMA_DIALECT_MIXED: Severity.WARNING,
 }
 
 

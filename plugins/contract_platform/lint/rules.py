@@ -11,11 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any
 
+from contract_platform.catalog.loading import ENVELOPE_SCHEMA_PATH
 from contract_platform.catalog.model import Catalog, Contract, Kind, Status
 from contract_platform.catalog.pointers import schema_for_pointer, split_pointer
-from contract_platform.catalog.schemas import subschemas
+from contract_platform.catalog.schemas import dialect_markers, pattern_problems, subschemas
 from contract_platform.envelope.properties import HEADER_FIELDS
 from contract_platform.envelope.validation import EnvelopeValidator
+from contract_platform.errors import PatternNotEvaluable
 from contract_platform.lint.model import Finding, RuleId
 
 __all__ = ["RULES", "Rule"]
@@ -331,9 +333,24 @@ def check_fixtures_present(contract: Contract, catalog: Catalog, validator: Enve
         )
 
 
+def check_patterns(contract: Contract, catalog: Catalog, validator: EnvelopeValidator) -> Iterator[Finding]:
+    """Every regular expression of the payload schema, and of the envelope schema every message passes (reported
+    once: findings are a set), is one the platform evaluates in linear time."""
+    schemas = [
+        (str(contract.directory / "payload.schema.json"), contract.payload_schema),
+        (str(catalog.root / ENVELOPE_SCHEMA_PATH), catalog.envelope_schema),
+    ]
+    for file, schema in schemas:
+        for problem in pattern_problems(file, schema):
+            yield Finding(problem.file, problem.pointer, RuleId.PATTERN_EVALUABLE, problem.message)
+
+
 def check_fixture_behaviour(contract: Contract, catalog: Catalog, validator: EnvelopeValidator) -> Iterator[Finding]:
     for fixture in contract.fixtures:
-        found, issues = validator.issues(fixture.document)
+        try:
+            found, issues = validator.issues(fixture.document)
+        except PatternNotEvaluable:
+            continue  # no verdict on this fixture: check_patterns reports the pattern with its pointer
         if found is not None and found.message_type != contract.message_type:
             issues = [*issues]  # a fixture of another type is a metadata problem, reported below
         if fixture.valid and issues:
@@ -387,7 +404,9 @@ def check_fixture_metadata(contract: Contract, catalog: Catalog, validator: Enve
                 RuleId.FIXTURE_METADATA,
                 f"messageVersion {version!r} must have MAJOR {contract.major}",
             )
-        required = {"tenantId": contract.tenancy_required, "partitionKey": contract.ordering is not None}
+        # partitionKey only where the ordering key is that field (it may point into the payload instead)
+        keyed = contract.ordering is not None and contract.ordering.key == "/metadata/partitionKey"
+        required = {"tenantId": contract.tenancy_required, "partitionKey": keyed}
         for field, needed in required.items():
             if needed and not metadata.get(field):
                 yield Finding(
@@ -396,6 +415,29 @@ def check_fixture_metadata(contract: Contract, catalog: Catalog, validator: Enve
                     RuleId.FIXTURE_METADATA,
                     f"{field} is required by this contract ({'tenancy' if field == 'tenantId' else 'ordering'})",
                 )
+
+
+def check_schema_dialect(contract: Contract, catalog: Catalog, validator: EnvelopeValidator) -> Iterator[Finding]:
+    """A payload schema that uses keywords of both draft families: in the draft it is read in, one family's
+    keywords assert nothing (catalog.schemas.read_dialect)."""
+    markers = dialect_markers(contract.payload_schema)
+    if len({m.family for m in markers}) < 2:
+        return
+    read_as = contract.dialect or "its default draft"
+    file = str(contract.schema_file)
+    by_family: dict[str, list[str]] = {}
+    for marker in markers:
+        by_family.setdefault(marker.family, []).append(str(marker))
+    marker = markers[0]  # one finding per schema, at its first draft-specific keyword
+    others = next(", ".join(found[:3]) for family, found in by_family.items() if family != marker.family)
+    yield Finding(
+        file,
+        marker.pointer,
+        RuleId.SCHEMA_DIALECT_MIXED,
+        f"{marker.keyword} is a {marker.family} keyword, but the schema also uses {others}; it is read as "
+        f"{read_as}, where keywords of the other family assert nothing. Spell the schema in one family, "
+        "and declare it with $schema",
+    )
 
 
 def check_superseded_by(contract: Contract, catalog: Catalog, validator: EnvelopeValidator) -> Iterator[Finding]:
@@ -485,8 +527,10 @@ RULES: tuple[Rule, ...] = (
     check_pointers,
     check_pii_transport,
     check_fixtures_present,
+    check_patterns,
     check_fixture_behaviour,
     check_fixture_metadata,
+    check_schema_dialect,
     check_superseded_by,
     check_sunset,
     check_migration_present,

@@ -83,10 +83,15 @@ def replay_targets(
             continue
         mask = _MESSAGE_ID in contract.pii.fields
         history = list(history_of(contract))
-        result = compatibility_of(contract, history)
+        result = compatibility_of(contract, history, default_dialect=catalog.default_dialect)
         if result is not None:
             latest = history[-1][1]
-            changes = diff_schemas(latest, contract.payload_schema, policy=Policy(contract.compatibility_policy))
+            changes = diff_schemas(
+                latest,
+                contract.payload_schema,
+                policy=Policy(contract.compatibility_policy),
+                default_dialect=catalog.default_dialect,
+            )
             static = StaticVerdict.COMPATIBLE if result.compatible else StaticVerdict.BREAKING
             problems = [f"{c['message']} ({c['path']})" for c in result.changes if not c["compatible"]]
             problems += list(result.semver_problems)
@@ -121,6 +126,7 @@ class InFlightPart:
     tally: Tally = field(default_factory=Tally)
     queues: list[dict[str, Any]] = field(default_factory=list)
     rejected_by_queue: dict[str, tuple[int, int]] = field(default_factory=dict)  # queue -> (checked, rejected)
+    unreadable_by_queue: dict[str, Tally] = field(default_factory=dict)  # queue -> its tally, when some unread
     note: str | None = None
     checked: bool = True
 
@@ -128,23 +134,35 @@ class InFlightPart:
         return {
             "inspected": self.tally.replayed if self.checked else None,
             "rejected": self.tally.rejected if self.checked else None,
+            "unreadable": self.tally.unreadable if self.checked else None,
+            "unreadable_reasons": self.tally.unreadable_shown(),
             "queues": self.queues,
             "note": self.note,
         }
 
 
 def in_flight_part(judge: ReplayJudge, in_flight: Any) -> InFlightPart:
-    """Judge the records of ``in_flight`` (``replay.inflight.InFlight``) per queue."""
+    """Judge the records of ``in_flight`` (``replay.inflight.InFlight``) per queue; every message of the version
+    is judged or counted unreadable with its reason (``InFlight.unreadable``: what the reader could not bound)."""
     part = InFlightPart(note=in_flight.note)
     counts: dict[str, Tally] = {}
     for queue, record in in_flight.records:
         tally = counts.setdefault(queue, Tally())
-        judge.replay(orjson.dumps(record), tally)
+        try:
+            line = orjson.dumps(record)
+        except (orjson.JSONEncodeError, TypeError) as exc:  # the reader bounds records; this is the last guard
+            tally.unread(f"MALFORMED: the message cannot be written as a record: {exc}")
+            continue
+        judge.replay(line, tally)
+    for queue, reason in getattr(in_flight, "unreadable", ()):
+        counts.setdefault(queue, Tally()).unread(reason)
     for looked in in_flight.queues:
         tally = counts.get(looked.queue, Tally())
         part.tally.merge(tally)
         part.rejected_by_queue[looked.queue] = (tally.replayed, tally.rejected)
-        part.queues.append({**looked.to_dict(), "rejected": tally.rejected})
+        if tally.unreadable:
+            part.unreadable_by_queue[looked.queue] = tally
+        part.queues.append({**looked.to_dict(), "rejected": tally.rejected, "unreadable": tally.unreadable})
     return part
 
 
@@ -235,11 +253,12 @@ class ReplayResult:
 def conclude(target: ReplayTarget, archive: Tally, since: date, until: date, in_flight: InFlightPart) -> ReplayResult:
     """The decision for ``target`` from the archive's tally and the in-flight part."""
     seen = [Rejections("the archive", archive.replayed, archive.rejected)]
-    seen += [
-        Rejections(f"queue {queue}", checked, rejected)
-        for queue, (checked, rejected) in in_flight.rejected_by_queue.items()
-        if checked
-    ]
+    for queue, (checked, rejected) in in_flight.rejected_by_queue.items():
+        unread = in_flight.unreadable_by_queue.get(queue)
+        if checked or unread is not None:
+            reasons = unread.unreadable_shown() if unread is not None else []
+            why = reasons[0]["reason"] if reasons else ""
+            seen.append(Rejections(f"queue {queue}", checked, rejected, unread.unreadable if unread else 0, why))
     decision = decide(target.contract.replay, target.static, target.narrowing_only, seen)
     return ReplayResult(target, since, until, archive, in_flight, decision)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from contract_platform.catalog import load_catalog
-from contract_platform.lint import SEVERITY, RuleId, lint_catalog
+from contract_platform.lint import SEVERITY, RuleId, Severity, lint_catalog
 
 INV = "billing/invoice-issued/v1"
 QA = "quote/quote-approved/v1"
@@ -187,3 +187,33 @@ def test_schema_rules_look_into_every_drafts_schema_positions(catalog_copy):
     schema_edit(catalog_copy, INV, tuple_of_money)
     [finding] = findings(catalog_copy, RuleId.MONEY_NOT_NUMBER)
     assert finding.pointer == "/properties/refunds/items/0/properties/refundAmount"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [("^(?!x)[a-z]+$", "lookahead"), ("^(a)\\1$", "backreference"), ("^a{99999999999}$", "at most 1000")],
+)
+def test_a_pattern_the_platform_cannot_evaluate_is_an_error_at_its_pointer(catalog_copy, pattern, why):
+    def change(schema):
+        schema["properties"]["customerId"]["pattern"] = pattern
+        schema["patternProperties"] = {pattern: {"type": "string"}}
+
+    schema_edit(catalog_copy, INV, change)
+    found = findings(catalog_copy, RuleId.PATTERN_EVALUABLE)
+    escaped = pattern.replace("~", "~0").replace("/", "~1")
+    assert [(Path(f.file).name, f.pointer) for f in found] == [
+        ("payload.schema.json", f"/patternProperties/{escaped}"),
+        ("payload.schema.json", "/properties/customerId/pattern"),
+    ]
+    assert all(why in f.message and INV in f.file for f in found)
+    assert SEVERITY[RuleId.PATTERN_EVALUABLE] is Severity.ERROR
+
+
+def test_the_envelope_schemas_patterns_are_checked_once(catalog_copy):
+    path = catalog_copy / "envelope" / "envelope.v1.schema.json"
+    envelope = json.loads(path.read_text())
+    envelope["properties"]["metadata"]["properties"]["traceId"]["pattern"] = "^(?=[0-9a-f]{32}$)"
+    path.write_text(json.dumps(envelope))
+    [finding] = findings(catalog_copy, RuleId.PATTERN_EVALUABLE)
+    assert finding.file.endswith("envelope.v1.schema.json")
+    assert finding.pointer == "/properties/metadata/properties/traceId/pattern"
