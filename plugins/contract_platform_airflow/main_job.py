@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     logs = data / "logs" / "main-job" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     try:
-        with activity_recorder(logs / "activity-recorder.log"):
+        with activity_recorder(data / "logs" / "activity-recorder" / f"{logs.name}.log"):
             return _lifecycle(args, env, data, logs)
     except RecorderDidNotStart as exc:
         print(f"\nVERDICT: not started: {exc}", file=sys.stderr)
@@ -516,8 +516,8 @@ def _lifecycle(args: argparse.Namespace, env: dict[str, str], data: Path, logs: 
         "               on this data; it prints the admin login) then http://localhost:8080/ -> Browse -> Contracts\n"
         f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}\n"
         f"  reports:     {data / 'reports'}\n"
-        f"  step logs:   {logs}   (Airflow task logs, Spark output and JSON reports, one file per step;\n"
-        "               activity-recorder.log: the broker activity recorder that ran beside them)\n"
+        f"  step logs:   {logs}   (Airflow task logs, Spark output and JSON reports, one file per step)\n"
+        f"  recorder:    {data / 'logs' / 'activity-recorder' / (logs.name + '.log')}   (the broker activity recorder)\n"
         f"  contract docs: {data / 'docs' / 'contracts' / 'index.md'}; retirement: {data / 'docs' / 'retirement'}\n"
         f"  status:      CONTRACT_PLATFORM_HOME={data} .venv/bin/contractctl status --catalog {env['CONTRACT_CATALOG']}"
     )
