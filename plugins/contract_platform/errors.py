@@ -33,6 +33,7 @@ environment fault (broker or store down).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = [
@@ -60,6 +61,8 @@ __all__ = [
     "TopologyConflict",
     "TransitionRefused",
     "UsageError",
+    "markdown_code",
+    "markdown_text",
     "printable",
 ]
 
@@ -91,6 +94,37 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+# Every ASCII character that opens an inline construct in CommonMark or GitHub's tables: a backslash
+# before it makes it literal (CommonMark "Backslash escapes"); ``<`` and ``&`` so no raw HTML or entity.
+_MARKDOWN_SPECIAL = frozenset("\\`*_[]<>|&~!")
+_BACKTICKS = re.compile("`+")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown on one line: ``printable``, then each special character backslash-escaped.
+
+    Names that other clients chose (queues, connections, message ids) go into reports through this or
+    ``markdown_code``: whatever they hold, they render as the characters they are, never as markup."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in printable(text))
+
+
+def markdown_code(text: str, *, in_table: bool = False) -> str:
+    """``text`` as a Markdown code span on one line, whatever backticks it holds (CommonMark "Code spans").
+
+    The fence is one backtick longer than the longest run inside, padded with a space when the content
+    starts or ends with a backtick, or both starts and ends with a space. ``in_table``: ``|`` escaped as GitHub's tables require even
+    inside code spans. An empty name has no code span: it is shown as ``(empty)``."""
+    content = printable(text)
+    if not content:
+        return "(empty)"
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(content)), default=0) + 1)
+    if content.strip(" ") and ("`" in (content[0], content[-1]) or content[0] == content[-1] == " "):
+        content = f" {content} "  # one space each side is stripped again (not from a span of spaces only)
+    if in_table:
+        content = content.replace("|", "\\|")
+    return f"{fence}{content}{fence}"
 
 
 class ContractPlatformError(Exception):

@@ -47,7 +47,16 @@ FIGURES = {
                         "depth": 2,
                         "inspected": 2,
                         "matching": 2,
-                    }
+                    },
+                    {  # a name another client chose: a terminal's escape, a bidi override, a line break
+                        "queue": "evil\x1b[2J\u202e.dlq",
+                        "vhost": "/",
+                        "foundBy": ["name convention"],
+                        "why": ["its name ends in .dlq"],
+                        "depth": 1,
+                        "inspected": 0,
+                        "skipped": "exclusive to reader\nforged from 10.1.2.3: only that connection may read it",
+                    },
                 ]
             }
         },
@@ -89,3 +98,5 @@ def test_the_contract_page_shows_each_considered_queue_how_it_was_found_and_what
     assert "<code>ledger-svc.invoices</code>" in section and "ledger-reader from 10.1.2.3 (ledger)" in section
     assert "<code>ledger-svc.graveyard</code>" in section and "DLX topology" in section
     assert "routed billing.events -&gt; ledger-svc.invoices" in section
+    assert "<code>evil\\x1b[2J\\u202e.dlq</code>" in section and "exclusive to reader\\nforged from" in section
+    assert not any(c in page.text for c in "\x1b\u202e")

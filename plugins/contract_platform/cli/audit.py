@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from contract_platform import settings
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out, table
-from contract_platform.errors import UsageError
+from contract_platform.errors import UsageError, printable
 
 if TYPE_CHECKING:
     from contract_platform.retirement import AuditResult, LastSeen
@@ -160,7 +160,7 @@ def _print(result: AuditResult, report: Path | None) -> None:
         out("")
         out("Blockers:")
         for check in result.blocking:
-            out(f"  - {check.name}: {check.blocker}")
+            out(f"  - {check.name}: {printable(check.blocker or '')}")  # names other clients chose, escaped
     if report is not None:
         out("")
         out(f"report: {report}")

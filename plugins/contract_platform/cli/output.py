@@ -7,6 +7,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from contract_platform.errors import printable
+
 __all__ = ["emit_json", "err", "out", "table"]
 
 
@@ -23,8 +25,11 @@ def emit_json(document: Any) -> None:
 
 
 def table(headers: list[str], rows: Iterable[list[Any]]) -> None:
-    """A plain aligned text table (no colours: output goes to CI logs and pull requests)."""
-    rows = [[("" if v is None else str(v)) for v in row] for row in rows]
+    """A plain aligned text table (no colours: output goes to CI logs and pull requests).
+
+    Cells may hold names other clients chose (queues, connections): each is shown ``printable``, so a
+    row stays one line and no control or bidirectional character reaches the terminal."""
+    rows = [[("" if v is None else printable(str(v))) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     out("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     out("  ".join("-" * w for w in widths))

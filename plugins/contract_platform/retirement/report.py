@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from contract_platform import evidence
+from contract_platform.errors import markdown_code, markdown_text
 from contract_platform.evidence import EvidenceRecord, Registry, Verdict
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, iso
 
@@ -90,8 +91,17 @@ def _write_atomically(path: Path, text: str) -> None:
 # -- Markdown --------------------------------------------------------------------------------------
 
 
+# Queue, connection and virtual host names, message ids and the blockers that quote them come from other
+# clients: every one goes through markdown_text (prose, table cells) or markdown_code (names in code spans).
+
+
 def _cell(value: object) -> str:
-    return ("" if value is None else str(value)).replace("|", "\\|").replace("\n", " ")
+    return markdown_text("" if value is None else str(value))
+
+
+def _code(name: object) -> str:
+    """A name in a code span inside a table row."""
+    return markdown_code(str(name), in_table=True)
 
 
 def render_audit_page(result: AuditResult) -> str:
@@ -112,7 +122,7 @@ def render_audit_page(result: AuditResult) -> str:
         lines.append("None: every check passed.")
     for number, check in enumerate(result.blocking, 1):
         when = f" Might clear at {iso(check.clears_at)}." if check.clears_at else " Needs someone to act."
-        lines.append(f"{number}. **{check.name}** ({check.verdict}): {check.blocker}.{when}")
+        lines.append(f"{number}. **{check.name}** ({check.verdict}): {_cell(check.blocker)}.{when}")
     lines += ["", "## Checks", "", "| Check | Verdict | Clears at |", "|---|---|---|"]
     lines += [f"| {c.name} | {c.verdict} | {iso(c.clears_at) or ''} |" for c in result.checks]
     for check in result.checks:
@@ -126,14 +136,16 @@ def _details(check: CheckResult) -> list[str]:
         searched = figures.get("searched") or {}
         head = []
         if searched.get("vhosts"):
-            head = [f"Every queue the version reaches, searched in virtual hosts {', '.join(searched['vhosts'])}.", ""]
+            vhosts = ", ".join(markdown_code(str(v)) for v in searched["vhosts"])
+            head = [f"Every queue the version reaches, searched in virtual hosts {vhosts}.", ""]
         if searched.get("notJudged"):
             head += [
-                f"Not judged (the platform's archive, shared by the exchange): {', '.join(searched['notJudged'])}.",
+                "Not judged (the platform's archive, shared by the exchange): "
+                f"{', '.join(markdown_code(str(q)) for q in searched['notJudged'])}.",
                 "",
             ]
         rows = [
-            f"| `{q['queue']}` | {_cell(q.get('vhost') or '')} | {_cell(', '.join(q.get('foundBy', [])))} | "
+            f"| {_code(q['queue'])} | {_cell(q.get('vhost') or '')} | {_cell(', '.join(q.get('foundBy', [])))} | "
             f"{q['role']} | {'yes' if q['exists'] else 'no'} | {q['ready']} | "
             f"{'?' if q['unacked'] is None else q['unacked']} | {q['consumers']} | {_cell(_readers(q))} |"
             for q in figures.get("queues", [])
@@ -152,9 +164,9 @@ def _details(check: CheckResult) -> list[str]:
             "",
         ]
         rows = [
-            f"| `{q['queue']}` | {_cell(q.get('vhost') or '')} | {_cell(', '.join(q.get('foundBy', [])))} | "
+            f"| {_code(q['queue'])} | {_cell(q.get('vhost') or '')} | {_cell(', '.join(q.get('foundBy', [])))} | "
             f"{q['depth']} | {q['inspected']} | {q.get('matching', 0)} | {_cell(', '.join(q.get('matchingIds', [])))} | "
-            f"{_cell(q.get('skipped') or ('vanished' if q.get('vanished') else ''))} |"
+            f"{_cell(_note(q))} |"
             for q in figures.get("queues", [])
         ]
         table = [
@@ -199,11 +211,19 @@ def considered_queues(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "held": scan.get("depth"),
                 "ofType": scan.get("matching", 0),
                 "consumers": None,
-                "readBy": scan.get("skipped") or "",
+                "readBy": _note(scan),
                 "why": "; ".join(scan.get("why", [])),
             }
         )
     return rows
+
+
+def _note(scan: Mapping[str, Any]) -> str:
+    """Why a dead-letter queue was not read, or that it vanished; and the bodies that could not be parsed."""
+    notes = [scan.get("skipped") or ("vanished" if scan.get("vanished") else "")]
+    unreadable = scan.get("unreadable") or {}
+    notes += [f"{count} unreadable: {reason}" for reason, count in sorted(unreadable.items())]
+    return "; ".join(note for note in notes if note)
 
 
 def _readers(queue: Mapping[str, Any]) -> str:
@@ -220,7 +240,7 @@ def _readers(queue: Mapping[str, Any]) -> str:
 def _reasons(queues: list[dict[str, Any]]) -> list[str]:
     """How each queue not declared by the platform was found, one line each."""
     lines = [
-        f"- `{q['queue']}`: {_cell('; '.join(q['why']))}"
+        f"- {markdown_code(str(q['queue']))}: {_cell('; '.join(q['why']))}"
         for q in queues
         if q.get("why") and q.get("foundBy") != ["platform topology"]
     ]

@@ -28,9 +28,18 @@ TEMPLATES = Path(__file__).parent / "templates"
 templates = Jinja2Templates(directory=str(TEMPLATES))
 templates.env.filters["percent"] = lambda v: "—" if v is None else charts.percent(float(v))
 templates.env.filters["when"] = lambda v: _when(v)
-templates.env.filters["pretty_json"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
+templates.env.filters["pretty_json"] = lambda v: _pretty_json(v)
 templates.env.filters["considered_queues"] = considered_queues  # a retirement audit's queues, how found, what held
 templates.env.filters["printable"] = printable  # on one line, control and bidi characters as escapes
+
+
+def _pretty_json(value: object) -> str:
+    """Indented JSON, readable letters kept; bidirectional and other unprintable characters as ``\\uXXXX``
+    escapes (still the same JSON), since figures quote names other clients chose."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if text.replace("\n", "").isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\n" else json.dumps(c)[1:-1] for c in text)
 
 
 def _when(value: object) -> str:
