@@ -266,8 +266,11 @@ def record_type(record: Mapping[str, Any], envelope: Any = _NOT_READ) -> str | N
     return resolve_type(record, envelope)[0]
 
 
-def message_type_of(properties: Any, body: bytes | None) -> tuple[str | None, str | None]:
-    """``resolve_type`` of a message read from a queue: pika ``BasicProperties`` and the body bytes."""
+def message_type_of(properties: Any, body: bytes | None, envelope: Any = _NOT_READ) -> tuple[str | None, str | None]:
+    """``resolve_type`` of a message read from a queue: pika ``BasicProperties`` and the body bytes.
+
+    ``envelope``: the body as its reader already parsed it within the platform's bounds (``None``: it could
+    not be read), so the body is not parsed again here."""
     headers = getattr(properties, "headers", None) or {}
     view = {
         "properties": {
@@ -276,7 +279,7 @@ def message_type_of(properties: Any, body: bytes | None) -> tuple[str | None, st
         },
         "body": _body(body or b"")[0],
     }
-    return resolve_type(view)
+    return resolve_type(view, envelope)
 
 
 def _header_text(value: Any) -> Any:

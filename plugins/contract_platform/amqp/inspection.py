@@ -1,9 +1,12 @@
 """What a queue looks like on the broker: passive declares, plus the management API when it is there.
 
-The AMQP side (``queue.declare passive``) gives ready messages and consumers and works everywhere.
-The management HTTP API adds unacked counts, ``idle_since``, type and arguments; it is optional
-(plugin disabled, stats disabled, other credentials), so every field it returns is optional and
-``ManagementClient`` answers ``None`` rather than failing when it cannot tell.
+The AMQP side (``queue.declare passive``) gives ready messages and consumers and works everywhere,
+except on a queue another connection declared ``exclusive``: the broker answers 405 RESOURCE_LOCKED
+(AMQP 0-9-1, ``queue.declare``), ``passive_queue`` raises ``QueueLocked``, and ``inspect_queue`` judges
+the queue from the management API's queue object instead (``messages_ready``, ``consumers`` and the
+owner, ``owner_pid_details``). The management HTTP API adds unacked counts, ``idle_since``, type and
+arguments; it is optional (plugin disabled, stats disabled, other credentials), so every field it
+returns is optional and ``ManagementClient`` answers ``None`` rather than failing when it cannot tell.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from contract_platform.settings import redact_url
 
 __all__ = [
     "ManagementClient",
+    "QueueLocked",
     "QueueState",
+    "describe_owner",
     "exchange_exists",
     "inspect_queue",
     "passive_queue",
@@ -34,6 +39,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MANAGEMENT_PORT = 15672
 NOT_FOUND = 404
+RESOURCE_LOCKED = 405  # AMQP 0-9-1: the queue is exclusive to another connection
 
 
 class ManagementClient:
@@ -127,6 +133,11 @@ class ManagementClient:
         answer = self.get(f"queues/{self._vhost()}/{quote(name, safe='')}")
         return answer if isinstance(answer, dict) else None
 
+    def connection(self, name: str) -> dict[str, Any] | None:
+        """The connection object (client properties, peer host, user) by the broker's name for it."""
+        answer = self.get(f"connections/{quote(name, safe='')}")
+        return answer if isinstance(answer, dict) else None
+
     def exchange(self, name: str) -> dict[str, Any] | None:
         answer = self.get(f"exchanges/{self._vhost()}/{quote(name, safe='')}")
         return answer if isinstance(answer, dict) else None
@@ -182,6 +193,7 @@ class QueueState:
     idle_since: str | None = None
     type: str | None = None
     arguments: dict[str, Any] | None = None
+    owner: str | None = None  # exclusive to another connection: who holds it (name, peer host, user)
 
     @property
     def empty(self) -> bool | None:
@@ -191,11 +203,32 @@ class QueueState:
         return None if self.unacked is None else self.unacked == 0
 
 
+class QueueLocked(px.ChannelClosedByBroker):
+    """A passive declare was refused with 405 RESOURCE_LOCKED: the queue is exclusive to another connection.
+
+    A ``ChannelClosedByBroker``, so callers that do not expect it map it as any broker error."""
+
+
+def describe_owner(details: Any, connection: Any = None) -> str:
+    """Who holds an exclusive queue, from its ``owner_pid_details`` and, when known, the owner's connection
+    object: ``billing-reader from 10.0.0.7 as svc`` (the client-provided name, else the broker's name)."""
+    details = details if isinstance(details, dict) else {}
+    connection = connection if isinstance(connection, dict) else {}
+    properties = connection.get("client_properties")
+    client_name = properties.get("connection_name") if isinstance(properties, dict) else None
+    name = client_name or details.get("name") or connection.get("name")
+    who = str(name) if name else "another connection"
+    peer = details.get("peer_host") or connection.get("peer_host")
+    user = connection.get("user")
+    return who + (f" from {peer}" if peer else "") + (f" as {user}" if user else "")
+
+
 class _ExpectedNotFound(logging.Filter):
-    """Drops pika's warning about the 404 Channel.Close that a passive declare of a missing object causes."""
+    """Drops pika's warning about the Channel.Close that a passive declare of a missing object (404) or of
+    another connection's exclusive queue (405) causes: both are answers here, not faults."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (isinstance(record.args, tuple) and record.args[:1] == (NOT_FOUND,))
+        return not (isinstance(record.args, tuple) and record.args[:1] in ((NOT_FOUND,), (RESOURCE_LOCKED,)))
 
 
 _PIKA_CHANNEL_LOG = logging.getLogger("pika.channel")
@@ -216,13 +249,16 @@ def _throwaway_channel(connection: Any) -> Iterator[Any]:
 
 
 def passive_queue(connection: Any, name: str) -> tuple[int, int] | None:
-    """(ready, consumers) of an existing queue, or ``None`` when it does not exist. Errors are not mapped."""
+    """(ready, consumers) of an existing queue, or ``None`` when it does not exist; ``QueueLocked`` when it is
+    exclusive to another connection. Other errors are not mapped."""
     with _throwaway_channel(connection) as channel:
         try:
             ok = channel.queue_declare(name, passive=True)
         except px.ChannelClosedByBroker as exc:
             if exc.reply_code == NOT_FOUND:
                 return None
+            if exc.reply_code == RESOURCE_LOCKED:
+                raise QueueLocked(exc.reply_code, exc.reply_text) from exc
             raise
         return int(ok.method.message_count), int(ok.method.consumer_count)
 
@@ -246,13 +282,19 @@ def _optional_int(value: Any) -> int | None:
 def inspect_queue(
     connection: Any, name: str, *, management: ManagementClient | None | Literal["auto"] = "auto"
 ) -> QueueState:
-    """The state of queue ``name``: ``exists=False`` if it is not there (this is not an error here)."""
+    """The state of queue ``name``: ``exists=False`` if it is not there (this is not an error here).
+
+    A queue exclusive to another connection is judged from the management API alone, with its owner; without
+    the API its counts are unknown (``unacked`` None), which no check takes for a pass."""
+    client = resolve_management(connection, management)
     with broker_errors(describe_broker(connection)):
-        counts = passive_queue(connection, name)
+        try:
+            counts = passive_queue(connection, name)
+        except QueueLocked:
+            return _locked(name, client)
     if counts is None:
         return QueueState(name, exists=False)
     ready, consumers = counts
-    client = resolve_management(connection, management)
     info = client.queue(name) if client is not None else None
     if info is None:
         return QueueState(name, exists=True, ready=ready, consumers=consumers)
@@ -266,4 +308,26 @@ def inspect_queue(
         idle_since=info.get("idle_since") if isinstance(info.get("idle_since"), str) else None,
         type=info.get("type") if isinstance(info.get("type"), str) else None,
         arguments=dict(arguments) if isinstance(arguments, dict) else None,
+    )
+
+
+def _locked(name: str, client: ManagementClient | None) -> QueueState:
+    """A queue exclusive to another connection, as the management API reports it (no AMQP look is possible)."""
+    info = client.queue(name) if client is not None else None
+    if info is None:
+        return QueueState(name, exists=True, owner="another connection (the management API did not say which)")
+    details = info.get("owner_pid_details")
+    owner_name = details.get("name") if isinstance(details, dict) else None
+    owner = client.connection(str(owner_name)) if client is not None and owner_name else None
+    arguments = info.get("arguments")
+    return QueueState(
+        name,
+        exists=True,
+        ready=_optional_int(info.get("messages_ready")) or 0,
+        consumers=_optional_int(info.get("consumers")) or 0,
+        unacked=_optional_int(info.get("messages_unacknowledged")),
+        idle_since=info.get("idle_since") if isinstance(info.get("idle_since"), str) else None,
+        type=info.get("type") if isinstance(info.get("type"), str) else None,
+        arguments=dict(arguments) if isinstance(arguments, dict) else None,
+        owner=describe_owner(details, owner),
     )

@@ -26,7 +26,7 @@ from urllib.parse import quote, unquote, urlsplit
 import httpx
 
 from contract_platform import settings
-from contract_platform.amqp.inspection import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient
+from contract_platform.amqp.inspection import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient, describe_owner
 from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
 from contract_platform.errors import EventExchangeUnavailable, ManagementUnavailable
 
@@ -114,6 +114,7 @@ class QueueInfo:
     consumers: int | None = None
     counters: DeliveryCounters | None = None  # None: the broker collects no statistics
     idle_since: datetime | None = None  # the queue's last activity (classic queues; absent while busy)
+    owner: str | None = None  # an exclusive queue's connection (``describe_owner``): no other may declare it
 
     def setting(self, argument: str, policy_key: str) -> Any:
         """A queue argument, else the same setting from its effective policy (arguments win, as on the broker)."""
@@ -371,7 +372,7 @@ def _read_vhost(
     )
     columns = (
         "name,type,arguments,effective_policy_definition,messages,messages_ready,messages_unacknowledged,consumers,"
-        "message_stats,idle_since"
+        "message_stats,idle_since,exclusive,owner_pid_details"
     )
     queues = {}
     for item in _get(client, f"queues/{v}?columns={columns}"):
@@ -388,8 +389,26 @@ def _read_vhost(
             _int(item.get("consumers")),
             DeliveryCounters.of(item.get("message_stats")) if statistics else None,
             _moment(item.get("idle_since")),
+            _owner(client, vhost, item, connections),
         )
     return VhostTopology(vhost, exchanges, bindings, queues, policies, _consumers(client, vhost, connections))
+
+
+def _owner(
+    client: ManagementClient, vhost: str, queue: Mapping[str, Any], connections: Mapping[str, Any]
+) -> str | None:
+    """Who holds an exclusive queue (its ``owner_pid_details`` joined to the connection), else None.
+
+    The queue listing says ``exclusive`` but not the owner: the queue's own object does (once the broker
+    has collected its statistics)."""
+    if queue.get("exclusive") is not True:
+        return None
+    details = queue.get("owner_pid_details")
+    if not isinstance(details, dict):
+        one = client.get(f"queues/{quote(vhost, safe='')}/{quote(str(queue.get('name', '')), safe='')}")
+        details = one.get("owner_pid_details") if isinstance(one, dict) else None
+    name = details.get("name") if isinstance(details, dict) else None
+    return describe_owner(details, connections.get(str(name)) if name else None)
 
 
 def read_topology(client: ManagementClient, vhosts: Iterable[str]) -> BrokerTopology:

@@ -12,7 +12,10 @@ What requeueing cannot guarantee is flagged and the queue is not read (``requeue
 - on RabbitMQ before 4.3, a quorum queue with a delivery limit (``x-delivery-limit``, or
   ``delivery-limit`` in its policy), and every quorum queue on 4.0 to 4.2 (default limit 20): each
   requeue counts as a delivery, so a message near its limit would be dead-lettered or dropped;
-- stream queues (``basic.get`` is not supported on streams).
+- stream queues (``basic.get`` is not supported on streams);
+- a queue exclusive to another connection: only its owner may use it (the broker refuses anyone else
+  with 405 RESOURCE_LOCKED), so it is not read and the outcome names the owner; its depth is the
+  management API's.
 
 From RabbitMQ 4.3 the delivery limit counts failed deliveries only: ``basic.nack(requeue)`` is a return
 that does not raise ``x-delivery-count`` (``basic.reject`` does), so quorum queues are read whatever
@@ -34,7 +37,7 @@ from typing import Any
 
 import pika.exceptions as px
 
-from contract_platform.amqp.inspection import NOT_FOUND, passive_queue
+from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, QueueLocked, describe_owner, passive_queue
 
 __all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk", "requeues_count"]
 
@@ -126,10 +129,17 @@ def peek(
     """Show ``visit`` up to ``limit`` messages of ``queue`` and give them all back, order and depth unchanged.
 
     ``info`` is what is known of the queue (the management API's queue object, or the topology plan's):
-    ``type``, ``arguments``, ``effective_policy_definition``, ``messages_unacknowledged``; all optional.
-    Broker errors other than the queue's absence are not mapped (the caller knows which broker it is).
+    ``type``, ``arguments``, ``effective_policy_definition``, ``messages_ready``, ``messages_unacknowledged``,
+    ``owner`` (``describe_owner``) or ``owner_pid_details`` of an exclusive queue; all optional.
+    Broker errors other than the queue's absence or its exclusivity are not mapped (the caller knows which
+    broker it is).
     """
-    counts = passive_queue(connection, queue)
+    if _text(info.get("owner")) or isinstance(info.get("owner_pid_details"), dict):
+        return _exclusive(queue, info)  # known to be another connection's: not even a passive declare
+    try:
+        counts = passive_queue(connection, queue)
+    except QueueLocked:
+        return _exclusive(queue, info)
     if counts is None:
         return PeekOutcome(queue, vanished=True)
     outcome = PeekOutcome(queue, depth=counts[0])
@@ -149,6 +159,18 @@ def peek(
     return outcome
 
 
+def _exclusive(queue: str, info: Mapping[str, Any]) -> PeekOutcome:
+    """Not read: the queue is exclusive to another connection (its depth and unacked as the API last said)."""
+    owner = _text(info.get("owner")) or describe_owner(info.get("owner_pid_details"))
+    ready, unacked = info.get("messages_ready"), info.get("messages_unacknowledged")
+    return PeekOutcome(
+        queue,
+        depth=ready if isinstance(ready, int) and not isinstance(ready, bool) else 0,
+        unacked=unacked if isinstance(unacked, int) and not isinstance(unacked, bool) else None,
+        skipped=f"exclusive to {owner}: only that connection may read it",
+    )
+
+
 def _read_and_requeue(connection: Any, outcome: PeekOutcome, limit: int, visit: Visit) -> None:
     """basic.get up to ``limit`` messages, show each to ``visit``, then give them all back with one nack."""
     channel = connection.channel()
@@ -165,9 +187,12 @@ def _read_and_requeue(connection: Any, outcome: PeekOutcome, limit: int, visit: 
             outcome.redelivered += 1 if getattr(method, "redelivered", False) is True else 0
             visit(method, properties, body)
     except px.ChannelClosedByBroker as exc:
-        if exc.reply_code != NOT_FOUND:
+        if exc.reply_code == RESOURCE_LOCKED:  # redeclared exclusive by another connection while being read
+            outcome.skipped = "exclusive to another connection: only that connection may read it"
+        elif exc.reply_code == NOT_FOUND:
+            outcome.vanished = True  # deleted while being read: its messages went with it, not by our doing
+        else:
             raise
-        outcome.vanished = True  # deleted while being read: its messages went with it, not by our doing
     finally:
         if last_tag is not None and channel.is_open:
             channel.basic_nack(delivery_tag=last_tag, multiple=True, requeue=True)

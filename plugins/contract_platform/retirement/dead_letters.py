@@ -13,7 +13,9 @@ read, and says why.
 
 A message's type is ``archive_record.message_type_of``: the body's ``metadata.messageType``, else its
 AMQP ``type`` property, else a type header (the one precedence of every reader); its id is its AMQP
-``message_id``, else the body's ``metadata.messageId``.
+``message_id``, else the body's ``metadata.messageId``. Bodies come from any producer: one is parsed only
+within the platform's bounds (``limits.depth_limit``, ``MAX_BODY_BYTES``, UTF-8); a body past them is
+counted as unreadable with the reason, and typed by its properties and headers alone.
 Messages of this type block; other versions of the family are counted.
 """
 
@@ -36,6 +38,7 @@ from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.archive_record import TYPE_HEADERS, message_type_of
 from contract_platform.catalog.model import Contract
 from contract_platform.evidence import Verdict
+from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyond_text
 from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery
 from contract_platform.retirement.model import CheckName, CheckResult
 
@@ -48,6 +51,7 @@ __all__ = [
     "check_dead_letters",
     "message_id_of",
     "message_type_of",
+    "read_envelope",
     "requeue_risk",
     "scan_dead_letters",
 ]
@@ -55,24 +59,47 @@ __all__ = [
 DEAD_LETTER_SUFFIXES = DEFAULT_DEAD_LETTER_SUFFIXES
 DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and reported as incomplete
 _SHOWN_IDS = 10
+MAX_BODY_BYTES = 16 * 2**20  # RabbitMQ 4's default max_message_size: a larger body is not parsed
 
 
-def _body_metadata(body: bytes | None) -> dict[str, Any]:
-    """The envelope's ``metadata`` object of a JSON body, or ``{}``."""
+def read_envelope(body: bytes | None) -> tuple[Any, str | None]:
+    """(the body's JSON document, None), or (None, why it cannot be read); an empty body is (None, None).
+
+    Never raises for what a body holds: it is parsed only when it is UTF-8, at most ``MAX_BODY_BYTES`` and
+    nested at most ``limits.depth_limit()`` deep (measured on the text first, so no parser recurses into it)."""
+    raw = body or b""
+    if not raw:
+        return None, None
+    if len(raw) > MAX_BODY_BYTES:
+        return None, f"body larger than {MAX_BODY_BYTES // 2**20} MiB"
     try:
-        document = json.loads(body or b"")
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    metadata = document.get("metadata") if isinstance(document, dict) else None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "body not UTF-8"
+    limit = depth_limit()
+    if may_nest_beyond(text, limit) and nesting_beyond_text(text, limit) is not None:
+        return None, f"body nested deeper than {limit} levels"
+    try:
+        return json.loads(text), None
+    except (ValueError, RecursionError):
+        return None, "body not JSON"
+
+
+def _metadata(envelope: Any) -> dict[str, Any]:
+    metadata = envelope.get("metadata") if isinstance(envelope, dict) else None
     return metadata if isinstance(metadata, dict) else {}
 
 
-def message_id_of(properties: Any, body: bytes | None) -> str | None:
-    """The AMQP ``message_id``, else the body's ``metadata.messageId`` (producers outside the platform omit the first)."""
+def message_id_of(properties: Any, body: bytes | None, envelope: Any = None) -> str | None:
+    """The AMQP ``message_id``, else the body's ``metadata.messageId`` (producers outside the platform omit the first).
+
+    ``envelope``: the body as ``read_envelope`` gave it, when the caller has it; else the body is read here."""
     declared = getattr(properties, "message_id", None)
     if declared:
         return str(declared)
-    found = _body_metadata(body).get("messageId")
+    if envelope is None:
+        envelope, _why = read_envelope(body)
+    found = _metadata(envelope).get("messageId")
     return str(found) if isinstance(found, str | int) and found != "" else None
 
 
@@ -88,6 +115,7 @@ class QueueScan(PeekOutcome):
     matching_ids: list[str] = field(default_factory=list)
     family: dict[str, int] = field(default_factory=dict)  # other versions of the family: messages
     untyped: int = 0
+    unreadable: dict[str, int] = field(default_factory=dict)  # bodies that could not be parsed, by reason
 
     def to_dict(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -103,6 +131,7 @@ class QueueScan(PeekOutcome):
             "matchingIds": self.matching_ids,
             "family": self.family,
             "untyped": self.untyped,
+            "unreadable": self.unreadable,
             "unacked": self.unacked,
             "skipped": self.skipped,
             "vanished": self.vanished,
@@ -184,8 +213,11 @@ def _scan_discovered(
                     "type": queue.type,
                     "arguments": dict(queue.arguments),
                     "effective_policy_definition": policy,
+                    "messages_ready": queue.ready,
                     "messages_unacknowledged": queue.unacked,
                 }
+                if queue.owner is not None:
+                    info["owner"] = queue.owner
             scan = _scan_queue(connect(entry.vhost), contract, entry.queue, info, version, max_messages)
             scan.vhost = entry.vhost
             scan.found = tuple(str(f) for f in entry.found)
@@ -230,10 +262,13 @@ def _scan_queue(
 
 
 def _tally(scan: QueueScan, contract: Contract, properties: Any, body: bytes | None) -> None:
-    found, _where = message_type_of(properties, body)
+    envelope, unreadable = read_envelope(body)
+    if unreadable is not None:
+        scan.unreadable[unreadable] = scan.unreadable.get(unreadable, 0) + 1
+    found, _where = message_type_of(properties, body, envelope)
     if found == contract.message_type:
         scan.matching += 1
-        message_id = message_id_of(properties, body)
+        message_id = message_id_of(properties, None, envelope)
         if len(scan.matching_ids) < _SHOWN_IDS:
             scan.matching_ids.append(message_id or "(no messageId)")
     elif found is None:

@@ -5,7 +5,9 @@ parking lots), and, from the broker's whole topology (``retirement.discovery``),
 of the version reaches through the bindings of its exchange, whoever declared it; not the archive
 queue, which the exchange's other contracts share and the archiver drains. A blocker names the queue,
 how it was found and who reads it (connection name, peer host, user). In the connection's own virtual
-host ready messages and consumers come from passive declares (exact, now), elsewhere from the API;
+host ready messages and consumers come from passive declares (exact, now), elsewhere from the API, and so
+do those of a queue exclusive to another connection (no passive declare of it is allowed): it blocks,
+naming its owner, when it holds or reads the version;
 unacknowledged counts only from the management API, so without it (or before it has collected statistics) the check cannot pass: it says unknown.
 A queue that does not exist holds nothing and has no consumer.
 """
@@ -63,7 +65,7 @@ class QueueLook:
             "consumers": state.consumers,
             "unacked": state.unacked if state.exists else 0,
             "readers": [reader.to_dict() for reader in self.readers],
-        }
+        } | ({"exclusiveTo": state.owner} if state.owner else {})
 
 
 def observe_queues(
@@ -86,11 +88,12 @@ def observe_queues(
         ]
     looks = []
     for entry in discovery.receivers:
-        if entry.vhost == home_vhost:
+        hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
+        info = hosted.queues.get(entry.queue) if hosted is not None else None
+        if entry.vhost == home_vhost and (info is None or info.owner is None):
             state = inspect_queue(connection, entry.queue, management=management)
         else:
-            hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
-            state = _state_of(entry.queue, hosted.queues.get(entry.queue) if hosted is not None else None)
+            state = _state_of(entry.queue, info, len(entry.readers))
         looks.append(_look(entry, state, home_vhost))
     return looks
 
@@ -112,18 +115,20 @@ def _look(entry: Considered, state: QueueState, home_vhost: str) -> QueueLook:
     )
 
 
-def _state_of(name: str, info: QueueInfo | None) -> QueueState:
-    """A queue in another virtual host, as the management API last reported it."""
+def _state_of(name: str, info: QueueInfo | None, readers: int = 0) -> QueueState:
+    """A queue in another virtual host, or exclusive to another connection, as the management API last reported
+    it; its consumers at least as many as the API's consumer list names (``readers``)."""
     if info is None:
         return QueueState(name, exists=False)
     return QueueState(
         name,
         exists=True,
         ready=info.ready or 0,
-        consumers=info.consumers or 0,
+        consumers=max(info.consumers or 0, readers),
         unacked=info.unacked,
         type=info.type,
         arguments=dict(info.arguments),
+        owner=info.owner,
     )
 
 
@@ -150,6 +155,8 @@ def _problems(look: QueueLook) -> list[str]:
     problems = []
     declared = look.role is not None or "platform topology" in look.found
     found = "" if declared else f" [found by {', '.join(look.found)}: a queue the platform did not declare]"
+    exclusive = f" [exclusive to {state.owner}]" if state.owner else ""
+    found += exclusive
     if state.consumers:
         readers = "; ".join(reader.describe() for reader in look.readers)
         who = f" (read by {readers})" if readers else ""
@@ -162,7 +169,7 @@ def _problems(look: QueueLook) -> list[str]:
         role = look.role or "foreign"
         problems.append(f"{name} ({role}) holds {state.ready} {what}{found}: {_READY_ADVICE[look.role]}")
     if state.unacked:
-        problems.append(f"{name} has {state.unacked} unacknowledged messages still being processed")
+        problems.append(f"{name} has {state.unacked} unacknowledged messages still being processed{exclusive}")
     return problems
 
 
