@@ -179,6 +179,16 @@ def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(scratch_url: str)
         registry.add_evidence(name, contract_version="1.4.0", kind="lint", verdict="pass", figures={}, run_id="r")
         registry.record_observation(name, "q", consumers=0, ready=0, unacked=0, source="amqp")
         assert registry.latest_evidence(name, "lint").run_id == "r"  # type: ignore[union-attr]
+        # what version 3 added (broker activity) works on the upgraded database
+        from contract_platform.evidence.records import BrokerEvent
+
+        when = datetime.now(UTC)
+        event = BrokerEvent(
+            f"k-{name}", "consumer.deleted", when, "/", {"queue": name, "channel": "c", "consumer_tag": "t"}
+        )
+        assert registry.store_broker_events([event]) == 1
+        assert len(registry.reader_sessions([("/", name)], since=when, until=when)) == 1
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM cp_schema_version ORDER BY version")).scalars().all() == [1, 2]
+        applied = conn.execute(text("SELECT version FROM cp_schema_version ORDER BY version")).scalars().all()
+        assert applied == [1, 2, 3]
     engine.dispose()
