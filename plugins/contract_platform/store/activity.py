@@ -88,6 +88,7 @@ class _Batch:
 
     def apply(self) -> None:
         self._load_channels()
+        self._load_connections()
         for event in self.events:
             self._one(event)
         conn = self.conn
@@ -152,6 +153,25 @@ class _Batch:
                             "user": row.user,
                         },
                     )
+
+    def _load_connections(self) -> None:
+        """Connections stored by earlier batches whose channels open in this one."""
+        wanted = list({e.get("connection") or "" for e in self.events if e.kind == "channel.created"} - {""})
+        wanted = [pid for pid in wanted if pid not in self.connections]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            query = select(
+                broker_connections.c.pid,
+                broker_connections.c.name,
+                broker_connections.c.client_name,
+                broker_connections.c.peer_host,
+                broker_connections.c.user,
+            ).where(broker_connections.c.pid.in_(chunk))
+            for row in self.conn.execute(query):
+                self.connections.setdefault(
+                    row.pid,
+                    {"name": row.name, "client_name": row.client_name, "peer_host": row.peer_host, "user": row.user},
+                )
 
     def _one(self, event: BrokerEvent) -> None:
         kind, f = event.kind, event.get

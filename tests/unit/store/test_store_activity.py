@@ -124,3 +124,17 @@ def test_a_batch_with_connections_opened_and_closed_inside_it_and_before_it(regi
         ("short-lived", T0 + timedelta(minutes=2)),
         ("n0", None),
     }
+
+
+def test_a_channel_opened_in_a_later_batch_than_its_connection_still_names_its_reader(registry: Registry) -> None:
+    registry.store_broker_events(
+        [ev("connection.created", timedelta(0), pid="<c.7>", name="peer -> broker", client_name="nightly", user="u")]
+    )
+    registry.store_broker_events(
+        [
+            ev("channel.created", timedelta(seconds=1), pid="<ch.7>", connection="<c.7>"),
+            ev("consumer.created", timedelta(seconds=1), channel="<ch.7>", queue="q7", consumer_tag="t"),
+        ]
+    )
+    (session,) = registry.reader_sessions([("/", "q7")], since=T0, until=T0 + timedelta(minutes=1))
+    assert session.connection_name == "nightly"
