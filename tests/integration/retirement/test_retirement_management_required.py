@@ -23,6 +23,25 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def run_main_job(work: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    """The main job in ``work`` with ``settings``; it must stop before preparing anything."""
+    env = {
+        **os.environ,
+        "CONTRACT_PLATFORM_HOME": str(work / "data"),
+        "CONTRACT_CATALOG": str(work / "contracts"),
+        **settings,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "contract_platform_airflow.main_job"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+
 def test_the_audit_verb_stops_with_exit_3_and_the_command_that_enables_the_plugin(
     rabbitmq_url: str,
     catalog_dir: Path,
@@ -43,21 +62,10 @@ def test_the_audit_verb_stops_with_exit_3_and_the_command_that_enables_the_plugi
 
 
 def test_the_main_job_stops_before_it_starts_and_says_the_fix(rabbitmq_url: str, tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "CONTRACT_RABBITMQ_URL": rabbitmq_url,
-        "CONTRACT_RABBITMQ_MANAGEMENT_URL": f"http://127.0.0.1:{closed_port()}",
-        "CONTRACT_PLATFORM_HOME": str(tmp_path / "data"),
-        "CONTRACT_CATALOG": str(tmp_path / "contracts"),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "contract_platform_airflow.main_job"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
+    done = run_main_job(
+        tmp_path,
+        CONTRACT_RABBITMQ_URL=rabbitmq_url,
+        CONTRACT_RABBITMQ_MANAGEMENT_URL=f"http://127.0.0.1:{closed_port()}",
     )
 
     assert done.returncode == 3, done.stdout + done.stderr
@@ -108,22 +116,7 @@ def test_without_the_event_exchange_the_recorder_stops_with_exit_3_and_the_comma
 def test_without_the_event_exchange_the_main_job_stops_before_it_starts(
     events_off: str, rabbitmq_url: str, tmp_path: Path
 ) -> None:
-    env = {
-        **os.environ,
-        "CONTRACT_RABBITMQ_URL": rabbitmq_url,
-        "CONTRACT_RABBITMQ_EVENT_VHOST": events_off,
-        "CONTRACT_PLATFORM_HOME": str(tmp_path / "data"),
-        "CONTRACT_CATALOG": str(tmp_path / "contracts"),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "contract_platform_airflow.main_job"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+    done = run_main_job(tmp_path, CONTRACT_RABBITMQ_URL=rabbitmq_url, CONTRACT_RABBITMQ_EVENT_VHOST=events_off)
 
     assert done.returncode == 3, done.stdout + done.stderr
     assert "VERDICT: not started" in done.stderr and ENABLE_EVENTS_COMMAND in done.stderr
