@@ -172,7 +172,17 @@ class Served:
         return {d["dag_id"] for d in self.request("GET", "/api/v2/dags?limit=100")["dags"]}
 
     def unpause(self, dag_id: str) -> None:
-        self.request("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+        """Tried again while the api-server answers 5xx: the scheduler, the dag-processor and the task
+        runners write the same SQLite file, and a write that waited out SQLite's lock answers 500."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.request("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+                return
+            except urllib.error.HTTPError as exc:
+                if exc.code < 500 or time.monotonic() > deadline:
+                    raise
+            time.sleep(1.0)
 
     def unpause_without_catch_up(self, dag_id: str) -> None:
         """Unpause a daily DAG and cancel the run the scheduler makes at once for the last missed day.
