@@ -87,8 +87,7 @@ class _Batch:
         self.changes: list[dict[str, Any]] = []
 
     def apply(self) -> None:
-        self._load_channels()
-        self._load_connections()
+        self._load()
         for event in self.events:
             self._one(event)
         conn = self.conn
@@ -115,63 +114,31 @@ class _Batch:
             conn.execute(insert(broker_changes), self.changes)
 
     def _existing(self, table: Any, pids: list[str]) -> set[str]:
-        found: set[str] = set()
+        return {str(row.pid) for row in self._rows(table, pids, table.c.pid)}
+
+    def _rows(self, table: Any, pids: list[str], *columns: Any) -> list[Any]:
+        """``columns`` of the rows of ``table`` whose pid is one of ``pids`` (500 to a statement)."""
+        found: list[Any] = []
         for start in range(0, len(pids), 500):
-            chunk = pids[start : start + 500]
-            found |= {str(p) for p in self.conn.execute(select(table.c.pid).where(table.c.pid.in_(chunk))).scalars()}
+            found += self.conn.execute(select(*columns).where(table.c.pid.in_(pids[start : start + 500]))).all()
         return found
 
-    def _load_channels(self) -> None:
-        wanted = list({e.get("channel") or "" for e in self.events if e.kind.startswith("consumer.")} - {""})
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            query = (
-                select(
-                    broker_channels.c.pid,
-                    broker_channels.c.connection_pid,
-                    broker_connections.c.name,
-                    broker_connections.c.client_name,
-                    broker_connections.c.peer_host,
-                    broker_connections.c.user,
-                )
-                .select_from(
-                    broker_channels.outerjoin(
-                        broker_connections, broker_channels.c.connection_pid == broker_connections.c.pid
-                    )
-                )
-                .where(broker_channels.c.pid.in_(chunk))
-            )
-            for row in self.conn.execute(query):
-                self.channels[row.pid] = row.connection_pid
-                if row.connection_pid and (row.name, row.client_name, row.user) != (None, None, None):
-                    self.connections.setdefault(
-                        row.connection_pid,
-                        {
-                            "name": row.name,
-                            "client_name": row.client_name,
-                            "peer_host": row.peer_host,
-                            "user": row.user,
-                        },
-                    )
-
-    def _load_connections(self) -> None:
-        """Connections stored by earlier batches whose channels open in this one."""
-        wanted = list({e.get("connection") or "" for e in self.events if e.kind == "channel.created"} - {""})
-        wanted = [pid for pid in wanted if pid not in self.connections]
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            query = select(
-                broker_connections.c.pid,
-                broker_connections.c.name,
-                broker_connections.c.client_name,
-                broker_connections.c.peer_host,
-                broker_connections.c.user,
-            ).where(broker_connections.c.pid.in_(chunk))
-            for row in self.conn.execute(query):
-                self.connections.setdefault(
-                    row.pid,
-                    {"name": row.name, "client_name": row.client_name, "peer_host": row.peer_host, "user": row.user},
-                )
+    def _load(self) -> None:
+        """Who the batch's consumers are, as far as earlier batches stored it: the channels its consumer
+        events name, then the connections of those channels and of the channels opening in the batch."""
+        channels = {e.get("channel") or "" for e in self.events if e.kind.startswith("consumer.")} - {""}
+        for row in self._rows(broker_channels, list(channels), broker_channels.c.pid, broker_channels.c.connection_pid):
+            self.channels[row.pid] = row.connection_pid
+        opening = [e.get("connection") for e in self.events if e.kind == "channel.created"]
+        wanted = {pid for pid in [*self.channels.values(), *opening] if pid} - self.connections.keys()
+        columns = [broker_connections.c[name] for name in ("pid", "name", "client_name", "peer_host", "user")]
+        for row in self._rows(broker_connections, sorted(wanted), *columns):
+            self.connections[row.pid] = {
+                "name": row.name,
+                "client_name": row.client_name,
+                "peer_host": row.peer_host,
+                "user": row.user,
+            }
 
     def _one(self, event: BrokerEvent) -> None:
         kind, f = event.kind, event.get
