@@ -422,8 +422,10 @@ def activity_recorder(log: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def _covering(registry: Any, since: Any) -> bool:
-    segments, _ = registry.coverage(since)
-    return any(s.covered_until is not None and s.covered_until >= since for s in segments)
+    from contract_platform.retirement.readers import confirmed_until
+
+    reached = confirmed_until(registry.coverage(since)[0])
+    return reached is not None and reached >= since
 
 
 def lifecycle_verdict(rows: list[dict[str, Any]]) -> tuple[bool, str]:

@@ -20,6 +20,7 @@ from contract_platform.amqp.management import read_topology
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement.queues import AUDITED_ROLES
+from contract_platform.retirement.readers import confirmed_until
 from contract_platform.store import Registry
 
 
@@ -160,7 +161,7 @@ def wait_for_coverage(registry: Registry, what: str = "the recorder's coverage o
     moment = datetime.now(UTC)
 
     def confirmed() -> bool:
-        segments, _ = registry.coverage(moment - timedelta(hours=1))
-        return any(s.covered_until is not None and s.covered_until > moment for s in segments)
+        reached = confirmed_until(registry.coverage(moment - timedelta(hours=1))[0])
+        return reached is not None and reached > moment
 
     wait_until(confirmed, 30, 0.2, what=what)

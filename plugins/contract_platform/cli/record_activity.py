@@ -102,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _status(registry: Any, heartbeat: timedelta, form: str) -> int:
     """Until when the recorder has confirmed coverage; fresh when within three heartbeats of now."""
+    from contract_platform.retirement.readers import confirmed_until
+
     now = datetime.now(UTC)
     segments, gaps = registry.coverage(now - timedelta(days=1))
-    covered = max((s.covered_until for s in segments if s.covered_until is not None), default=None)
+    covered = confirmed_until(segments)
     fresh = covered is not None and now - covered <= 3 * heartbeat
     if form == "json":
         emit_json(

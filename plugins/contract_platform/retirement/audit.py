@@ -46,7 +46,13 @@ from contract_platform.retirement.queues import (
     queue_label,
     record_observations,
 )
-from contract_platform.retirement.readers import TAIL_TOLERANCE, ReaderEvidence, VersionQueue, check_readers
+from contract_platform.retirement.readers import (
+    TAIL_TOLERANCE,
+    ReaderEvidence,
+    VersionQueue,
+    check_readers,
+    confirmed_until,
+)
 from contract_platform.retirement.retention import LastSeen, check_retention
 
 __all__ = ["audit_version", "versions_to_audit"]
@@ -176,13 +182,13 @@ def queue_counters(
 ) -> list[QueueCounters]:
     """Each queue's counters as the topology read them (before the peek), with what the peek itself then did
     and when the audit's own touches (passive declares, the peek) were over."""
-    own = {((q.vhost or ""), q.queue): q for q in scan.queues}
+    own = {(q.vhost, q.queue): q for q in scan.queues}  # a scan with a topology names each queue's vhost
     rows = []
     for queue in queues:
         hosted = topology.vhosts.get(queue.vhost)
         info = hosted.queues.get(queue.queue) if hosted is not None else None
         counters = info.counters if info is not None else None
-        peeked = own.get((queue.vhost, queue.queue)) or own.get(("", queue.queue))
+        peeked = own.get((queue.vhost, queue.queue))
         rows.append(
             QueueCounters(
                 message_type=message_type,
@@ -221,7 +227,7 @@ def judge_readers(
     deadline = time.monotonic() + wait.total_seconds()
     while True:
         segments, gaps = registry.coverage(since)
-        reached = max((s.covered_until for s in segments if s.covered_until is not None), default=None)
+        reached = confirmed_until(segments)
         running = bool(segments) and segments[-1].ended_at is None
         if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
             break

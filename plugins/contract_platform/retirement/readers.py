@@ -45,6 +45,7 @@ __all__ = [
     "ReaderEvidence",
     "VersionQueue",
     "check_readers",
+    "confirmed_until",
     "counter_obstacles",
     "coverage_obstacles",
 ]
@@ -106,6 +107,11 @@ class ReaderEvidence:
     sessions: Sequence[ReaderSession]
     changes: Sequence[BrokerChange]
     counters: Sequence[QueueCounters]
+
+
+def confirmed_until(segments: Iterable[CoverageSegment]) -> datetime | None:
+    """Up to when the recorder has confirmed that every broker event is stored (None: never)."""
+    return max((s.covered_until for s in segments if s.covered_until is not None), default=None)
 
 
 # -- obstacles ------------------------------------------------------------------------------------------------
