@@ -6,7 +6,9 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from tests.support.broker import AUTH, HOST
@@ -17,8 +19,15 @@ from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology, provision
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.amqp.management import read_topology
-from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.evidence.records import QueueCounters
+from contract_platform.retirement import (
+    AuditResult,
+    RetirementOutcome,
+    record_audit,
+    retire_if_proven,
+    write_audit_bundle,
+)
 from contract_platform.retirement.queues import AUDITED_ROLES
 from contract_platform.retirement.readers import confirmed_until
 from contract_platform.store import Registry
@@ -165,3 +174,36 @@ def wait_for_coverage(registry: Registry, what: str = "the recorder's coverage o
         return reached is not None and reached > moment
 
     wait_until(confirmed, 30, 0.2, what=what)
+
+
+def force_status(registry: Registry, message_type: str, status: Status) -> None:
+    """Register ``message_type`` and walk it up to ``status`` (the guards are not asked: this seeds history)."""
+    state = registry.register(message_type, "1.0.0", actor="setup")
+    for step in [s for s in Status if state.status.rank < s.rank <= status.rank]:
+        state = registry.apply_transition(message_type, expected=state, to=step, actor="setup", reason="seed")
+
+
+def retire_declared(
+    result: AuditResult, registry: Registry, connection: Any, catalog: Catalog, work: Path
+) -> tuple[RetirementOutcome, Contract, Catalog]:
+    """Record ``result`` as the DAG does, declare its version retired, and retire it if proven.
+
+    Returns the outcome, the version as declared retired and the catalogue holding it; the bundle is kept
+    under ``work/bundles``, the audit report under ``work/docs``.
+    """
+    paths = write_audit_bundle(result, work / "docs")
+    record_audit(result, registry, reference=paths.snapshot)
+    retiring = replace(catalog.contracts[result.message_type], status=Status.RETIRED)
+    declared = replace(catalog, contracts={**catalog.contracts, result.message_type: retiring})
+    outcome = retire_if_proven(
+        retiring,
+        declared,
+        registry,
+        connection,
+        actor="test",
+        run_id="test",
+        now=datetime.now(UTC),
+        archive_root=work / "archive",
+        bundle_root=work / "bundles",
+    )
+    return outcome, retiring, declared

@@ -26,7 +26,13 @@ from tests.support import broker
 from tests.support.broker import url_of, wait_for_counter, wait_for_stats
 from tests.support.contracts import V1
 from tests.support.private_node import NodeUnavailable, PrivateNode
-from tests.support.retirement import provision_family, running_recorder, wait_for_coverage
+from tests.support.retirement import (
+    force_status,
+    provision_family,
+    retire_declared,
+    running_recorder,
+    wait_for_coverage,
+)
 from tests.support.waiting import wait_until
 
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology
@@ -40,9 +46,6 @@ from contract_platform.retirement import (
     TypeLastSeen,
     VersionQueue,
     audit_version,
-    record_audit,
-    retire_if_proven,
-    write_audit_bundle,
 )
 from contract_platform.retirement.audit import judge_readers
 from contract_platform.store import Registry
@@ -212,34 +215,13 @@ def test_a_queue_deleted_and_recreated_mid_span_is_unknown(audits: Audits, versi
 def test_a_clean_span_passes_and_the_version_retires(
     audits: Audits, version: Contract, registry: Registry, connection: Any, tmp_path: Path
 ) -> None:
-    for first in (True, False, False):
-        result = audits.run()
-        assert (result.check("readers").verdict is Verdict.PASS) is (not first) or result.check(
-            "readers"
-        ).verdict is not Verdict.PASS
-    assert result.passed, result.figures()["blockers"]
-    assert result.check("readers").figures["audits"] == 3
-    for step in (Status.PROPOSED, Status.EXPERIMENTAL, Status.ACTIVE, Status.DEPRECATED):
-        state = registry.effective(V1)
-        if state is None:
-            registry.register(V1, version.version, actor="setup")
-        else:
-            registry.apply_transition(V1, expected=state, to=step, actor="setup", reason="seed")
-    paths = write_audit_bundle(result, tmp_path / "docs")
-    record_audit(result, registry, reference=paths.snapshot)
-    retiring = replace(version, status=Status.RETIRED)
-    catalog = replace(audits.contracts, contracts={**audits.contracts.contracts, V1: retiring})
-    outcome = retire_if_proven(
-        retiring,
-        catalog,
-        registry,
-        connection,
-        actor="test",
-        run_id="test",
-        now=datetime.now(UTC),
-        archive_root=tmp_path / "archive",
-        bundle_root=tmp_path / "bundles",
-    )
+    first, second, third = audits.run(), audits.run(), audits.run()
+    assert first.check("readers").verdict is Verdict.UNKNOWN  # nothing is known before the first audit
+    assert second.check("readers").verdict is not Verdict.PASS  # two audits: fewer than required
+    assert third.passed, third.figures()["blockers"]
+    assert third.check("readers").figures["audits"] == 3
+    force_status(registry, V1, Status.DEPRECATED)
+    outcome, _, _ = retire_declared(third, registry, connection, audits.contracts, tmp_path)
     assert outcome.retired, outcome.reasons
 
 

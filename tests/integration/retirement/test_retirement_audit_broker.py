@@ -13,7 +13,7 @@ import pika
 import pytest
 from tests.support.broker import wait_for_stats
 from tests.support.contracts import V1, V2
-from tests.support.retirement import provision_family, seed_quiet_history
+from tests.support.retirement import force_status, provision_family, retire_declared, seed_quiet_history
 
 from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.inspection import exchange_exists, passive_queue
@@ -25,9 +25,7 @@ from contract_platform.retirement import (
     LastSeen,
     TypeLastSeen,
     audit_version,
-    record_audit,
     retire_if_proven,
-    write_audit_bundle,
 )
 from contract_platform.store import Registry
 
@@ -135,26 +133,12 @@ def test_each_blocker_blocks_on_its_own_and_says_why(
 def test_all_clear_retires_keeps_the_bundle_and_removes_only_v1_queues(
     connection: Any, contracts: Catalog, registry: Registry, prefix: str, ready: Contract, tmp_path: Path
 ) -> None:
-    _force(registry, V2, Status.ACTIVE)
-    _force(registry, V1, Status.DEPRECATED)
+    force_status(registry, V2, Status.ACTIVE)
+    force_status(registry, V1, Status.DEPRECATED)
     result = run_audit(connection, contracts, registry, prefix, ready, long_ago())
     assert result.verdict is Verdict.PASS, result.figures()["blockers"]
-    paths = write_audit_bundle(result, tmp_path / "docs")
-    record_audit(result, registry, reference=paths.snapshot)
-    retiring = replace(ready, status=Status.RETIRED)
-    catalog = replace(contracts, contracts={**contracts.contracts, V1: retiring})
 
-    outcome = retire_if_proven(
-        retiring,
-        catalog,
-        registry,
-        connection,
-        actor="test",
-        run_id="test",
-        now=datetime.now(UTC),
-        archive_root=tmp_path / "archive",
-        bundle_root=tmp_path / "bundles",
-    )
+    outcome, retiring, catalog = retire_declared(result, registry, connection, contracts, tmp_path)
 
     assert outcome.retired, outcome.reasons
     assert registry.effective(V1).status is Status.RETIRED  # type: ignore[union-attr]
@@ -201,9 +185,3 @@ def test_without_the_management_api_the_audit_cannot_pass(
     )
     assert result.verdict is Verdict.UNKNOWN
     assert set(result.failed_checks) == {"queues", "readers", "dead_letters"}
-
-
-def _force(registry: Registry, message_type: str, status: Status) -> None:
-    state = registry.register(message_type, "1.0.0", actor="setup")
-    for step in [s for s in Status if state.status.rank < s.rank <= status.rank]:
-        state = registry.apply_transition(message_type, expected=state, to=step, actor="setup", reason="seed")
