@@ -390,6 +390,7 @@ def check_readers(
         "sessions": [_session_dict(s, labels) for s in evidence.sessions if _overlaps(s, window_start, now)][:_SHOWN],
         "obstacles": [o.to_dict() for o in relevant[:_SHOWN]],
         "queues": [queue.label for queue in queues],
+        "emptyPollsNotVisible": _empty_polls_not_visible(queues, by_queue),
     }
     if clean_for >= span_needed and len(streak) >= needed:
         figures["passedAt"] = iso(clean_since + span_needed)
@@ -431,6 +432,19 @@ def check_readers(
         f"without readers since {iso(clean_since)}; retirement needs {requirement}: {earliest} if nobody reads it",
         clears_at,
     )
+
+
+def _empty_polls_not_visible(
+    queues: Sequence[VersionQueue], by_queue: dict[tuple[str, str], list[QueueCounters]]
+) -> list[str]:
+    """Queues whose latest look reported no last activity (quorum queues, streams): on them a reader that
+    polls with basic.get and only ever finds them empty moves nothing the broker reports. Said, not hidden."""
+    latest = {key: series[-1] for key, series in by_queue.items() if series}
+    return [
+        queue.label
+        for queue in queues
+        if (row := latest.get(queue.key)) is not None and row.present and row.idle_since is None
+    ]
 
 
 def _overlaps(session: ReaderSession, start: datetime, end: datetime) -> bool:

@@ -200,3 +200,11 @@ def test_a_new_queue_without_counter_history_cannot_pass_yet() -> None:
 def test_a_version_without_queues_passes() -> None:
     result = check_readers(migrating_contract(), [], evidence([]), now=NOW)
     assert result.verdict is Verdict.PASS
+
+
+def test_queues_without_a_reported_last_activity_are_named_as_blind_to_empty_polls() -> None:
+    rows = audits(*DAYS)
+    rows = [r if r.queue != QUEUE else r.__class__(**{**r.__dict__, "idle_since": r.observed_at}) for r in rows]
+    result = judge(evidence(rows))
+    assert result.verdict is Verdict.PASS  # type: ignore[attr-defined]
+    assert result.figures["emptyPollsNotVisible"] == [DLQ]  # type: ignore[attr-defined]
