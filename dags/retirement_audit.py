@@ -15,14 +15,16 @@ Daily evidence for every deprecated contract version, and retirement where it is
    messageType was last archived, into `<data>/retirement/last-seen.json`.
 4. **list_deprecated** — every catalogue version whose effective status is *deprecated* (whether it
    declares `deprecated` or already `retired`).
-5. **audit_version** (one mapped task per version) — queues (the version's own and every queue its
+5. **audit_versions** (one task for every version, one after the other, over one read of the broker's
+   topology shared by them: `retirement.audit_versions`; each DLQ is read once per run) — queues (the version's own and every queue its
    exchange routes to, whoever declared it), readers over the whole observation span (reader sessions
    stored by `contractctl record-activity`, its coverage gaps, each queue's delivery counters between
    audits), dead letters (every DLQ found by
    dead-letter topology, policies or naming convention, read and requeued in order), retention,
    holds, successor consumers. Writes
    `<docs>/retirement/<messageType>/latest.md` (and `.json`) and records `retirement_audit` evidence.
-   Blockers are recorded with when each might clear; they do not fail the task.
+   Blockers are recorded with when each might clear; they do not fail the task. A version that could
+   not be audited (bad input) fails the task after the others were audited and recorded.
 6. **retire_where_proven** (mapped) — a version declared `retired` whose audit passed and is fresh
    moves to *retired* through the lifecycle guards (a refusal is recorded with its reasons); its
    retirement bundle is kept under `<data>/retirement-bundles/<messageType>/` and, with
@@ -127,45 +129,62 @@ def retirement_audit() -> None:
         with registry() as store:
             return versions_to_audit(load(catalog_root()), store)
 
-    # One audit at a time: two dead-letter scans of the same queue would each hold back (unacked) what the
-    # other needs to see, and a message held by one scan is invisible to the other.
-    @task(map_index_template="{{ contract_label }}", max_active_tis_per_dagrun=1)
+    # One task audits every version, one after the other, over one read of the broker's topology (a snapshot
+    # shared by the versions: at 60,000 queues a read takes tens of seconds) and reads each DLQ once. One at a
+    # time also because two dead-letter scans of the same queue would each hold back (unacked) what the other
+    # needs to see.
+    @task
     @fail_on_bad_input
-    def audit_version(message_type: str, inputs: dict[str, str], params: ParamsDict | None = None) -> dict[str, Any]:
-        from datetime import UTC, datetime
+    def audit_versions(
+        message_types: list[str], inputs: dict[str, str], params: ParamsDict | None = None
+    ) -> list[dict[str, Any]]:
+        import logging
 
         from contract_platform import settings
         from contract_platform.change import load
-        from contract_platform.retirement import LastSeen, record_audit, write_audit_bundle
-        from contract_platform.retirement import audit_version as audit
+        from contract_platform.retirement import LastSeen, audit_versions, record_audit, write_audit_bundle
 
         context = get_current_context()
-        context["contract_label"] = message_type  # type: ignore[typeddict-unknown-key]
         catalog = load(catalog_root())
-        contract = _contract(catalog, message_type)
+        contracts = [catalog.get(message_type) for message_type in message_types]
+        missing = [name for name, contract in zip(message_types, contracts, strict=True) if contract is None]
         last_seen = LastSeen.read(inputs["lastSeen"])
         scope = str((params or {}).get("dead_letter_prefix") or "")
+        audited: list[dict[str, Any]] = []
         with registry() as store, broker() as connection:
-            result = audit(
-                contract,
+
+            def keep(result: Any) -> None:
+                paths = write_audit_bundle(result, settings.docs_dir())
+                evidence = record_audit(result, store, reference=paths.snapshot)
+                audited.append(
+                    {
+                        "messageType": result.message_type,
+                        "verdict": str(result.verdict),
+                        "failed_checks": result.failed_checks,
+                        "blockers": result.figures()["blockers"],
+                        "evidenceId": evidence.id,
+                        "report": str(paths.markdown),
+                    }
+                )
+
+            run = audit_versions(
+                [contract for contract in contracts if contract is not None],
                 catalog,
                 store,
                 connection,
                 last_seen,
-                now=datetime.now(UTC),
                 run_id=run_id_of(context),
                 dead_letter_scope=scope,
+                on_result=keep,
             )
-            paths = write_audit_bundle(result, settings.docs_dir())
-            evidence = record_audit(result, store, reference=paths.snapshot)
-        return {
-            "messageType": message_type,
-            "verdict": str(result.verdict),
-            "failed_checks": result.failed_checks,
-            "blockers": result.figures()["blockers"],
-            "evidenceId": evidence.id,
-            "report": str(paths.markdown),
-        }
+        logging.getLogger(__name__).info("retirement audit run: %s", run.figures())
+        failures = run.failures | {name: "no longer in the catalogue" for name in missing}
+        if failures:
+            from contract_platform.errors import UsageError
+
+            listed = "; ".join(f"{name}: {why}" for name, why in failures.items())
+            raise UsageError(f"{len(failures)} of {len(message_types)} versions could not be audited: {listed}")
+        return audited
 
     @task(map_index_template="{{ contract_label }}")
     @fail_on_bad_input
@@ -194,7 +213,7 @@ def retirement_audit() -> None:
     inputs = locate_inputs()
     versions = list_deprecated()
     check_management_api() >> inputs >> find_last_seen >> versions
-    audits = audit_version.partial(inputs=inputs).expand(message_type=versions)
+    audits = audit_versions(versions, inputs)
     retire_where_proven.expand(audited=audits)
 
 

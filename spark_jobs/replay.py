@@ -117,15 +117,30 @@ def run_replay(
 
 
 def broker_in_flight(connection: Any, management: Any) -> InFlightOf:
-    """In-flight messages of each target read through ``connection`` (the version's own queues and DLQs)."""
+    """In-flight messages of each target read through ``connection`` (the version's own queues and the DLQs
+    discovery attributes to it), over one read of the broker's topology shared by the targets."""
+    from contract_platform.amqp.management import probe_management
     from contract_platform.replay.inflight import in_flight_records
+    from contract_platform.retirement.snapshot import TopologySnapshot
+
+    shared: list[Any] = []  # the snapshot, read at the first target that needs it (None: each reads its own)
+
+    def snapshot() -> Any:
+        if not shared:
+            try:
+                usable = management is not None and probe_management(management) is None
+                shared.append(TopologySnapshot.read(management, vhosts=[], keep_alive=connection) if usable else None)
+            except BrokerError:
+                shared.append(None)  # each target then says why other DLQs were not looked for
+        return shared[0]
 
     def read(target: ReplayTarget, judge: Any) -> InFlightPart:
         contract = target.contract
         if target.plan.migrated:
             return not_checked("a new major's queues hold its own messages, not the previous major's")
         try:
-            return in_flight_part(judge, in_flight_records(connection, contract, management=management))
+            found = in_flight_records(connection, contract, management=management, snapshot=snapshot())
+            return in_flight_part(judge, found)
         except BrokerError as exc:
             return not_checked(str(exc))
 

@@ -252,6 +252,11 @@ class BrokerUnavailable(BrokerError):
     """The broker could not be reached or dropped the connection: transient, worth a retry."""
 
 
+class BrokerOutOfResources(BrokerUnavailable):
+    """A broker node has run out of file handles, sockets, Erlang processes, memory or disk (its management API
+    says so): retrying alone does not help; the message says which limit to raise and how."""
+
+
 class TopologyConflict(BrokerError):
     """An existing exchange or queue was declared with other arguments than the contract's."""
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pika
 import pika.exceptions as px
 
-from contract_platform.errors import BrokerError, BrokerUnavailable, PublishRefused
+from contract_platform.errors import BrokerError, BrokerOutOfResources, BrokerUnavailable, PublishRefused
 from contract_platform.settings import rabbitmq_url, redact_url
 
 __all__ = [
@@ -146,10 +146,29 @@ def open_connection(
         params = _url_parameters(url, heartbeat, socket_timeout, blocked_timeout)
     except (ValueError, TypeError) as exc:
         raise BrokerError(f"RabbitMQ URL {broker} is not valid: {_scrub(str(exc), _password(url))}") from exc
-    with broker_errors(broker, secret=params.credentials.password):
-        connection = pika.BlockingConnection(params)
+    try:
+        with broker_errors(broker, secret=params.credentials.password):
+            connection = pika.BlockingConnection(params)
+    except BrokerUnavailable as exc:
+        problem = _out_of_resources(url)
+        if problem is not None:
+            raise BrokerOutOfResources(f"{exc}: {problem}") from exc
+        raise
     log.debug("connected to %s", broker)
     return connection
+
+
+def _out_of_resources(url: str) -> str | None:
+    """Why a broker that does not complete the AMQP handshake cannot, when its management API says
+    (a node out of file handles accepts the TCP connection and never answers); None otherwise."""
+    from contract_platform.amqp.management import management_client_for_url, resource_problem
+
+    try:
+        client = management_client_for_url(url)
+    except (ValueError, TypeError):
+        return None
+    client.timeout = min(client.timeout, 3.0)
+    return resource_problem(client)
 
 
 def close_quietly(connection: Any) -> None:

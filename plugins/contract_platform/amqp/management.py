@@ -8,7 +8,11 @@
     read_topology(client, vhosts)         -> BrokerTopology: per vhost exchanges (with alternate exchanges),
                                              bindings (queue and exchange-to-exchange), queues with arguments
                                              and effective policy, policies and operator policies, consumers
-                                             with their connection's name and peer host
+                                             with their connection's name and peer host; ``timeout`` for the
+                                             listings (an estate of 60,000 queues takes tens of seconds),
+                                             ``page_size``: list queues page by page (``?page=N&page_size=M``)
+    resource_problem(client)              -> None, or what a node has run out of (file handles, sockets,
+                                             memory or disk alarm) and how to raise it
 
 The management API is a requirement of the retirement audit: services declare their own queues,
 bindings and policies, and only the API lists them. ``require_management`` is the one place that
@@ -47,6 +51,7 @@ __all__ = [
     "probe_management",
     "read_topology",
     "require_management",
+    "resource_problem",
 ]
 
 ENABLE_COMMAND = "rabbitmq-plugins enable rabbitmq_management"
@@ -254,15 +259,52 @@ def require_management(client: ManagementClient | None, *, event_exchange: bool 
     return client
 
 
-def _get(client: ManagementClient, path: str) -> list[dict[str, Any]]:
-    """A list the API must answer; anything else is ``ManagementUnavailable`` (an audit cannot guess)."""
+_MAX_PAGE_SIZE = 500  # the management API's own limit on page_size
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """How the topology's listings are asked for: their timeout, and page by page or whole."""
+
+    timeout: float | None = None
+    page_size: int | None = None
+
+
+def _get(client: ManagementClient, path: str, listing: _Listing | None = None) -> list[dict[str, Any]]:
+    """A list the API must answer; anything else is ``ManagementUnavailable`` (an audit cannot guess).
+
+    With ``listing.page_size`` the list is read page by page (an endpoint that does not page answers the
+    whole list at once, which is taken as it is)."""
+    if listing is None or not listing.page_size:
+        return _get_one(client, path, listing)
+    size = min(listing.page_size, _MAX_PAGE_SIZE)
+    found: list[dict[str, Any]] = []
+    page = 1
+    while True:
+        answer = _get_one(
+            client, f"{path}{'&' if '?' in path else '?'}page={page}&page_size={size}", listing, paged=True
+        )
+        if isinstance(answer, list):
+            return answer
+        items = answer.get("items")
+        found += [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+        count = _int(answer.get("page_count")) or 0
+        if page >= count:
+            return found
+        page += 1
+
+
+def _get_one(client: ManagementClient, path: str, listing: _Listing | None = None, *, paged: bool = False) -> Any:
     url = f"{client.base_url}/api/{path}"
+    timeout = listing.timeout if listing is not None and listing.timeout else client.timeout
     try:
-        response = httpx.get(url, auth=client.auth, timeout=client.timeout)
+        response = httpx.get(url, auth=client.auth, timeout=timeout)
     except httpx.HTTPError as exc:
+        problem = resource_problem(client)
         raise ManagementUnavailable(
             f"the RabbitMQ management API at {client.base_url} stopped answering ({type(exc).__name__}) while the "
-            "audit read the topology: run it again"
+            "audit read the topology"
+            + (f": {problem}" if problem else f" (waited {timeout:.0f} s): run it again, or page the listings")
         ) from exc
     if response.status_code == NOT_FOUND:
         vhost = unquote(path.split("/")[1]) if "/" in path else "?"
@@ -278,7 +320,66 @@ def _get(client: ManagementClient, path: str) -> list[dict[str, Any]]:
         answer = response.json()
     except ValueError as exc:
         raise ManagementUnavailable(f"the management API at {client.base_url} did not answer JSON") from exc
+    if paged and isinstance(answer, dict):
+        return answer
     return [item for item in answer if isinstance(item, dict)] if isinstance(answer, list) else []
+
+
+_NEAR_LIMIT = 0.9  # a node using this share of its file handles or sockets is about to refuse work
+RAISE_FILE_LIMIT = (
+    "raise the broker's open-files limit (ulimit -n) and restart it: LimitNOFILE in a systemd drop-in for "
+    "rabbitmq-server (/etc/systemd/system/rabbitmq-server.service.d/limits.conf), 'ulimit -n 200000' in "
+    "/etc/default/rabbitmq-server, or docker's --ulimit nofile=200000:200000 (RabbitMQ's production "
+    "checklist asks for at least 50,000); RABBITMQ_MAX_NUMBER_OF_PROCESSES if Erlang processes run out"
+)
+
+
+def resource_problem(client: ManagementClient) -> str | None:
+    """What a node of the broker has run out of (``/api/nodes``), with how to fix it; None when nothing is short
+    or the API cannot tell. File handles and sockets count as short from 90% of their limit: each classic queue
+    and each connection holds one, so a broker of thousands of queues meets a default 1,024 limit."""
+    columns = "name,fd_used,fd_total,sockets_used,sockets_total,proc_used,proc_total,mem_alarm,disk_free_alarm"
+    try:
+        response = httpx.get(f"{client.base_url}/api/nodes?columns={columns}", auth=client.auth, timeout=client.timeout)
+        nodes = response.json() if response.status_code == httpx.codes.OK else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    return describe_resources(nodes) if isinstance(nodes, list) else None
+
+
+def describe_resources(nodes: Iterable[Any]) -> str | None:
+    """The shortage of the first node that has one, from ``/api/nodes`` items (pure: the message's one source)."""
+    for node in nodes:
+        if not isinstance(node, dict):
+            continue
+        name = str(node.get("name") or "a node")
+        for used_key, total_key, what in (
+            ("fd_used", "fd_total", "file handles"),
+            ("sockets_used", "sockets_total", "sockets"),
+        ):
+            used, total = _int(node.get(used_key)), _int(node.get(total_key))
+            if used is not None and total and used >= total * _NEAR_LIMIT:
+                return (
+                    f"broker node {name} has used {used:,} of its {total:,} {what}: it stops opening queues and "
+                    f"accepting connections (AMQP handshakes time out) until more are free. Fix: {RAISE_FILE_LIMIT}"
+                )
+        used, total = _int(node.get("proc_used")), _int(node.get("proc_total"))
+        if used is not None and total and used >= total * _NEAR_LIMIT:
+            return (
+                f"broker node {name} has used {used:,} of its {total:,} Erlang processes: raise "
+                "RABBITMQ_MAX_NUMBER_OF_PROCESSES (rabbitmq-env.conf) and restart it"
+            )
+        if node.get("mem_alarm") is True:
+            return (
+                f"broker node {name} is in a memory alarm: it blocks publishers until memory is freed (consume or "
+                "purge deep queues, or raise vm_memory_high_watermark)"
+            )
+        if node.get("disk_free_alarm") is True:
+            return (
+                f"broker node {name} is in a disk alarm: it blocks publishers until disk is freed (free space under "
+                "its data folder, or lower disk_free_limit)"
+            )
+    return None
 
 
 def _int(value: Any) -> int | None:
@@ -305,10 +406,10 @@ def _connections(client: ManagementClient) -> dict[str, dict[str, Any]]:
 
 
 def _consumers(
-    client: ManagementClient, vhost: str, connections: Mapping[str, Any]
+    client: ManagementClient, vhost: str, connections: Mapping[str, Any], listing: _Listing | None = None
 ) -> dict[str, tuple[ConsumerInfo, ...]]:
     found: dict[str, list[ConsumerInfo]] = {}
-    for item in _get(client, f"consumers/{quote(vhost, safe='')}"):
+    for item in _get(client, f"consumers/{quote(vhost, safe='')}", listing):
         queue = _dict(item.get("queue")).get("name")
         if not isinstance(queue, str):
             continue
@@ -346,13 +447,18 @@ def _policies(client: ManagementClient, vhost: str) -> tuple[PolicyInfo, ...]:
 
 
 def _read_vhost(
-    client: ManagementClient, vhost: str, connections: Mapping[str, Any], statistics: bool = True
+    client: ManagementClient,
+    vhost: str,
+    connections: Mapping[str, Any],
+    statistics: bool = True,
+    listing: _Listing | None = None,
 ) -> VhostTopology:
     v = quote(vhost, safe="")
+    whole = _Listing(listing.timeout) if listing is not None else None  # endpoints that answer all at once
     policies = _policies(client, vhost)
     by_name = {p.name: p for p in policies if not p.operator}
     exchanges = {}
-    for item in _get(client, f"exchanges/{v}?columns=name,type,arguments,policy"):
+    for item in _get(client, f"exchanges/{v}?columns=name,type,arguments,policy", listing):
         arguments = _dict(item.get("arguments"))
         policy = by_name.get(str(item.get("policy") or ""))
         alternate = arguments.get("alternate-exchange") or (
@@ -368,14 +474,14 @@ def _read_vhost(
             str(item.get("routing_key", "")),
             _dict(item.get("arguments")),
         )
-        for item in _get(client, f"bindings/{v}")
+        for item in _get(client, f"bindings/{v}", whole)
     )
     columns = (
         "name,type,arguments,effective_policy_definition,messages,messages_ready,messages_unacknowledged,consumers,"
         "message_stats,idle_since,exclusive,owner_pid_details"
     )
     queues = {}
-    for item in _get(client, f"queues/{v}?columns={columns}"):
+    for item in _get(client, f"queues/{v}?columns={columns}", listing):
         name = str(item.get("name", ""))
         queues[name] = QueueInfo(
             vhost,
@@ -391,7 +497,7 @@ def _read_vhost(
             _moment(item.get("idle_since")),
             _owner(client, vhost, item, connections),
         )
-    return VhostTopology(vhost, exchanges, bindings, queues, policies, _consumers(client, vhost, connections))
+    return VhostTopology(vhost, exchanges, bindings, queues, policies, _consumers(client, vhost, connections, whole))
 
 
 def _owner(
@@ -411,13 +517,19 @@ def _owner(
     return describe_owner(details, connections.get(str(name)) if name else None)
 
 
-def read_topology(client: ManagementClient, vhosts: Iterable[str]) -> BrokerTopology:
-    """Everything the audit searches, in each of ``vhosts`` (``ManagementUnavailable`` when it cannot be read)."""
+def read_topology(
+    client: ManagementClient, vhosts: Iterable[str], *, timeout: float | None = None, page_size: int | None = None
+) -> BrokerTopology:
+    """Everything the audit searches, in each of ``vhosts`` (``ManagementUnavailable`` when it cannot be read).
+
+    ``timeout``: seconds each listing may take (default the client's); ``page_size``: queues and exchanges
+    page by page, at most 500 each (the API's limit), so no answer is ever huge or slow."""
+    listing = _Listing(timeout, page_size) if timeout or page_size else None
     connections = _connections(client)
     overview = client.overview() or {}
     statistics = overview.get("disable_stats") is not True
     return BrokerTopology(
-        {vhost: _read_vhost(client, vhost, connections, statistics) for vhost in dict.fromkeys(vhosts)},
+        {vhost: _read_vhost(client, vhost, connections, statistics, listing) for vhost in dict.fromkeys(vhosts)},
         client.base_url,
         statistics,
     )

@@ -7,8 +7,11 @@
         queues   per queue looked at: vhost, depth, inspected, skipped (why it was not read) and complete
 
 Which queues: the version's consumer queues, their retry queues, DLQs and parking lots (``plan_topology``),
-in the connection's virtual host; with the management API, also every dead-letter queue the broker's
-topology leads to (``retirement.discovery``: DLX bindings, policies, names by convention). Without it
+in the connection's virtual host; with the management API, also the dead-letter queues the broker's
+topology attributes to the version (``retirement.discovery``, ``Discovery.attributed``: where its
+receivers dead-letter it, by their arguments or policies; what its exchange's ``.dlx`` routes its key to;
+DLQs named after its queues or its messageType), the one rule the retirement audit uses too. Other
+contracts' DLQs are never read. Without it
 the version's own queues are still read (a passive declare gives their depth) and ``InFlight.discovered``
 is False with the reason: other DLQs were not looked for. Before RabbitMQ 4.3, quorum queues are then not
 read at all: a policy's delivery limit cannot be seen without the API, and requeueing under one could
@@ -53,6 +56,7 @@ from contract_platform.catalog.model import Contract
 from contract_platform.errors import ManagementUnavailable
 from contract_platform.limits import depth_limit, nesting_beyond
 from contract_platform.retirement.discovery import discover_queues
+from contract_platform.retirement.snapshot import TopologySnapshot
 
 __all__ = ["DEFAULT_MAX_MESSAGES", "InFlight", "InFlightQueue", "in_flight_records"]
 
@@ -122,15 +126,19 @@ def in_flight_records(
     *,
     management: ManagementClient | None = None,
     max_messages: int = DEFAULT_MAX_MESSAGES,
+    snapshot: TopologySnapshot | None = None,
 ) -> InFlight:
-    """Peek every queue that may hold messages of ``contract`` and return those messages as archive records."""
+    """Peek every queue that may hold messages of ``contract`` and return those messages as archive records.
+
+    ``snapshot``: the broker's topology read once for many versions (``retirement.snapshot``); without it
+    the topology of the connection's virtual host is read here."""
     if max_messages < 1:
         raise ValueError(f"max_messages must be at least 1, not {max_messages}")
     plan = plan_topology(contract)
     home = _vhost_of(connection, management)
     queues: dict[str, InFlightQueue] = {}
     info: dict[str, Mapping[str, Any]] = {}
-    topology, note = _topology(management, home)
+    topology, note = (snapshot.topology, None) if snapshot is not None else _topology(management, home)
     version = broker_version(connection)
     for queue in plan.queues_of(*_OWN_ROLES):
         queues[queue.name] = InFlightQueue(queue.name, home, str(queue.role))
@@ -139,8 +147,12 @@ def in_flight_records(
             queues[queue.name].skipped = _UNSEEN_POLICY
     if topology is not None:
         hosted = topology.vhosts.get(home)
-        discovery = discover_queues(contract, plan, topology, home_vhost=home)
-        for entry in discovery.dead_letter_queues:
+        discovery = (
+            snapshot.discover(contract, plan)
+            if snapshot is not None
+            else discover_queues(contract, plan, topology, home_vhost=home)
+        )
+        for entry in discovery.attributed:
             if entry.vhost == home:
                 queues.setdefault(entry.queue, InFlightQueue(entry.queue, home, _DISCOVERED))
         for name in queues:

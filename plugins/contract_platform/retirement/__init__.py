@@ -2,6 +2,8 @@
 
 ::
 
+    audit_versions(contracts, catalog, registry, connection, last_seen, *, run_id) -> AuditRun
+        the same for many versions over one TopologySnapshot (the topology read once per run, each DLQ read once)
     audit_version(contract, catalog, registry, connection, last_seen, *, now, run_id) -> AuditResult
         queues               consumers, ready and unacked messages on its own queues and every queue its
                              exchange routes to on the broker, whoever declared it (docs/retirement-audit.md)
@@ -23,7 +25,7 @@ check passes; retiring is still the lifecycle's decision (its guards read the re
 """
 
 from contract_platform.retirement.archive import last_archived, mask_pii
-from contract_platform.retirement.audit import audit_version, versions_to_audit
+from contract_platform.retirement.audit import AuditRun, audit_version, audit_versions, versions_to_audit
 from contract_platform.retirement.dead_letters import (
     DeadLetterScan,
     QueueScan,
@@ -39,10 +41,12 @@ from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, c
 from contract_platform.retirement.report import AuditPaths, record_audit, render_audit_page, write_audit_bundle
 from contract_platform.retirement.retention import LastSeen, TypeLastSeen, check_retention
 from contract_platform.retirement.retire import RetirementOutcome, exchanges_in_use, retire_if_proven
+from contract_platform.retirement.snapshot import TopologySnapshot
 
 __all__ = [
     "AuditPaths",
     "AuditResult",
+    "AuditRun",
     "CheckName",
     "CheckResult",
     "DeadLetterScan",
@@ -51,9 +55,11 @@ __all__ = [
     "QueueScan",
     "ReaderEvidence",
     "RetirementOutcome",
+    "TopologySnapshot",
     "TypeLastSeen",
     "VersionQueue",
     "audit_version",
+    "audit_versions",
     "check_dead_letters",
     "check_holds",
     "check_queues",

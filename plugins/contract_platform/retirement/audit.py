@@ -12,6 +12,10 @@
       -> LastSeen (archive_last_seen job)                    -> retention
       -> catalogue                                           -> holds, successor_consumers
 
+``audit_versions`` audits many versions in one run over one ``TopologySnapshot`` (``retirement.snapshot``):
+the topology is read once, the broker-wide DLQ index built once, and each DLQ read once; ``audit_version``
+without a snapshot reads its own (the same path, for one version).
+
 Broker and store errors propagate (``BrokerUnavailable`` and ``StoreError`` are worth a retry);
 ``ManagementUnavailable`` says how to enable the management API, which the audit requires.
 """
@@ -19,15 +23,17 @@ Broker and store errors propagate (``BrokerUnavailable`` and ``StoreError`` are 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from contract_platform import settings
 from contract_platform.amqp.inspection import ManagementClient
-from contract_platform.amqp.management import BrokerTopology, management_client, read_topology, require_management
+from contract_platform.amqp.management import BrokerTopology, management_client, require_management
 from contract_platform.amqp.topology import plan_topology
 from contract_platform.catalog.model import Catalog, Contract, Status
+from contract_platform.errors import BrokerUnavailable, ContractPlatformError, StoreError
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement.dead_letters import (
@@ -36,7 +42,7 @@ from contract_platform.retirement.dead_letters import (
     check_dead_letters,
     scan_dead_letters,
 )
-from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery, discover_queues
+from contract_platform.retirement.discovery import Discovery
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, require_aware
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
 from contract_platform.retirement.queues import (
@@ -54,8 +60,9 @@ from contract_platform.retirement.readers import (
     confirmed_until,
 )
 from contract_platform.retirement.retention import LastSeen, check_retention
+from contract_platform.retirement.snapshot import TopologySnapshot
 
-__all__ = ["audit_version", "versions_to_audit"]
+__all__ = ["AuditRun", "audit_version", "audit_versions", "versions_to_audit"]
 
 _HISTORY_AT_LEAST = timedelta(days=30)
 
@@ -76,6 +83,7 @@ def audit_version(
     vhosts: Sequence[str] | None = None,
     dead_letter_suffixes: Sequence[str] | None = None,
     wait_for_recorder: timedelta | None = None,
+    snapshot: TopologySnapshot | None = None,
 ) -> AuditResult:
     """Run every check for ``contract``; with ``record`` its queue observations go to the store first.
 
@@ -86,26 +94,26 @@ def audit_version(
     ``management=None`` audits with AMQP alone: only the version's own queues, and the checks cannot pass.
     ``wait_for_recorder``: how long to wait for the activity recorder to confirm ``now`` (default three of
     its heartbeats, ``settings.recorder_heartbeat()``), when it is running.
+    ``snapshot``: the run's topology (``audit_versions`` passes one); without it one is read for this version
+    (``vhosts`` and ``dead_letter_suffixes`` apply then).
     """
     now = require_aware(now)
     plan = plan_topology(contract)
     client = None
-    if management is not None:
+    if snapshot is not None:
+        client = snapshot.client
+    elif management is not None:
         client = require_management(
             management_client(connection) if management == "auto" else management, event_exchange=True
         )
+        snapshot = TopologySnapshot.read(client, vhosts=vhosts, suffixes=dead_letter_suffixes, keep_alive=connection)
     discovery: Discovery | None = None
     topology = None
     home = client.vhost if client is not None else "/"
-    if client is not None:
-        watched = (home, *(settings.watched_vhosts() if vhosts is None else vhosts))
-        topology = read_topology(client, watched)
-        if dead_letter_suffixes is None:
-            dead_letter_suffixes = settings.dead_letter_suffixes() or DEFAULT_DEAD_LETTER_SUFFIXES
-        suffixes = tuple(dead_letter_suffixes)
-        discovery = discover_queues(
-            contract, plan, topology, home_vhost=home, suffixes=suffixes, scope=dead_letter_scope
-        )
+    if snapshot is not None:
+        topology = snapshot.topology
+        home = snapshot.home_vhost
+        discovery = snapshot.discover(contract, plan, scope=dead_letter_scope)
     looks = observe_queues(connection, plan, management=client, discovery=discovery, topology=topology, home_vhost=home)
     if record:
         record_observations(registry, contract.message_type, looks, now=now, run_id=run_id)
@@ -119,6 +127,7 @@ def audit_version(
         discovery=discovery,
         topology=topology,
         home_vhost=home,
+        sweep=snapshot.sweep if snapshot is not None else None,
     )
     queues = version_queues(looks, discovery, home)
     if topology is None:
@@ -154,15 +163,92 @@ def audit_version(
     return AuditResult(contract.message_type, contract.version, now, checks, run_id)
 
 
+@dataclass
+class AuditRun:
+    """One run's audits over one topology snapshot, and what the run cost."""
+
+    results: list[AuditResult]
+    snapshot: TopologySnapshot
+    seconds: float
+    failures: dict[str, str] = field(default_factory=dict)  # messageType -> why its audit could not run
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "versions": len(self.results),
+            "failed": len(self.failures),
+            "queues": self.snapshot.queues,
+            "topologySeconds": round(self.snapshot.seconds, 2),
+            "paged": self.snapshot.paged,
+            "deadLetterQueuesPeeked": self.snapshot.sweep.peeked,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def audit_versions(
+    contracts: Sequence[Contract],
+    catalog: Catalog,
+    registry: Registry,
+    connection: Any,
+    last_seen: LastSeen,
+    *,
+    run_id: str | None,
+    management: ManagementClient | Literal["auto"] = "auto",
+    dead_letter_scope: str = "",
+    record: bool = True,
+    vhosts: Sequence[str] | None = None,
+    dead_letter_suffixes: Sequence[str] | None = None,
+    snapshot: TopologySnapshot | None = None,
+    on_result: Callable[[AuditResult], None] | None = None,
+    now: Callable[[], datetime] | None = None,
+) -> AuditRun:
+    """Audit ``contracts`` one after the other over one topology snapshot (read here unless given).
+
+    Each version's audit runs at its own ``now()`` (default the clock). ``on_result`` sees each result as
+    it is made (to record it while the run goes on). A version whose audit fails with a platform error is
+    listed in ``failures`` and the run goes on; a broker that drops the connection stops the run (retry it)."""
+    began = time.perf_counter()
+    if snapshot is None:
+        client = require_management(
+            management_client(connection) if management == "auto" else management, event_exchange=True
+        )
+        snapshot = TopologySnapshot.read(client, vhosts=vhosts, suffixes=dead_letter_suffixes, keep_alive=connection)
+    clock = now or (lambda: datetime.now(UTC))
+    results: list[AuditResult] = []
+    failures: dict[str, str] = {}
+    for contract in contracts:
+        try:
+            result = audit_version(
+                contract,
+                catalog,
+                registry,
+                connection,
+                last_seen,
+                now=clock(),
+                run_id=run_id,
+                dead_letter_scope=dead_letter_scope,
+                record=record,
+                snapshot=snapshot,
+            )
+        except (BrokerUnavailable, StoreError):
+            raise
+        except ContractPlatformError as exc:
+            failures[contract.message_type] = str(exc)
+            continue
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return AuditRun(results, snapshot, time.perf_counter() - began, failures)
+
+
 def version_queues(looks: Sequence[QueueLook], discovery: Discovery | None, home: str) -> list[VersionQueue]:
     """Every queue of the version: consumer, retry, DLQ and parking-lot queues, every queue its exchange routes
-    to, and every dead-letter queue discovery found (each once, by virtual host and name)."""
+    to, and every dead-letter queue discovery attributes to it (each once, by virtual host and name)."""
     found: dict[tuple[str, str], VersionQueue] = {}
     for look in looks:
         vhost = look.vhost or home
         queue = look.state.name
         found.setdefault((vhost, queue), VersionQueue(vhost, queue, look.name))
-    for entry in discovery.dead_letter_queues if discovery is not None else ():
+    for entry in discovery.attributed if discovery is not None else ():
         found.setdefault(
             (entry.vhost, entry.queue),
             VersionQueue(entry.vhost, entry.queue, queue_label(entry.vhost, entry.queue, home)),

@@ -17,13 +17,20 @@ AMQP ``type`` property, else a type header (the one precedence of every reader);
 within the platform's bounds (``limits.depth_limit``, ``MAX_BODY_BYTES``, UTF-8); a body past them is
 counted as unreadable with the reason, and typed by its properties and headers alone.
 Messages of this type block; other versions of the family are counted.
+
+One read per queue per run: a run that audits many versions shares a ``DeadLetterSweep``
+(``retirement.snapshot``): each DLQ is peeked once, its messages tallied by type, and every version
+judged from the tally. A version's result lists its own DLQs (``Discovery.attributed``: always read),
+and any other DLQ that holds messages of its type or family or could not be read completely; the other
+DLQs are counted (``sweptElsewhere``). Each DLQ's depth is asked first by a passive declare on one
+channel kept open for the run; only a queue that holds messages is peeked.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -31,8 +38,8 @@ from typing import Any
 import pika
 
 from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
-from contract_platform.amqp.inspection import ManagementClient
-from contract_platform.amqp.management import BrokerTopology
+from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, ManagementClient
+from contract_platform.amqp.management import BrokerTopology, QueueInfo
 from contract_platform.amqp.peek import PeekOutcome, peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.archive_record import TYPE_HEADERS, message_type_of
@@ -47,6 +54,8 @@ __all__ = [
     "DEFAULT_MAX_MESSAGES",
     "TYPE_HEADERS",
     "DeadLetterScan",
+    "DeadLetterSweep",
+    "Probe",
     "QueueScan",
     "check_dead_letters",
     "message_id_of",
@@ -148,6 +157,58 @@ class DeadLetterScan:
     queues: tuple[QueueScan, ...]
     scope: str = ""
     broker_version: str | None = None
+    swept_elsewhere: int = 0  # other DLQs read in the run, holding nothing of the version's type or family
+
+
+@dataclass
+class _Swept:
+    """One DLQ as the run's one read of it found it: the peek's outcome and its messages tallied by type."""
+
+    outcome: PeekOutcome
+    types: dict[str, int] = field(default_factory=dict)
+    ids: dict[str, list[str]] = field(default_factory=dict)  # the first few messageIds per type
+    untyped: int = 0
+    unreadable: dict[str, int] = field(default_factory=dict)
+
+    def visit(self, _method: Any, properties: Any, body: bytes) -> None:
+        envelope, unreadable = read_envelope(body)
+        if unreadable is not None:
+            self.unreadable[unreadable] = self.unreadable.get(unreadable, 0) + 1
+        found, _where = message_type_of(properties, body, envelope)
+        if found is None:
+            self.untyped += 1
+            return
+        self.types[found] = self.types.get(found, 0) + 1
+        shown = self.ids.setdefault(found, [])
+        if len(shown) < _SHOWN_IDS:
+            shown.append(message_id_of(properties, None, envelope) or "(no messageId)")
+
+    def scan_for(self, contract: Contract) -> QueueScan:
+        scan = QueueScan(self.outcome.queue)
+        for item in fields(PeekOutcome):
+            setattr(scan, item.name, getattr(self.outcome, item.name))
+        scan.matching = self.types.get(contract.message_type, 0)
+        scan.matching_ids = list(self.ids.get(contract.message_type, ()))
+        scan.family = {
+            t: n for t, n in self.types.items() if t != contract.message_type and t.rsplit(".", 1)[0] == contract.family
+        }
+        scan.untyped = self.untyped
+        scan.unreadable = dict(self.unreadable)
+        return scan
+
+
+class DeadLetterSweep:
+    """The DLQs read in one run, by (vhost, queue): shared by every version the run audits."""
+
+    def __init__(self) -> None:
+        self.queues: dict[tuple[str, str], _Swept] = {}
+        self.notable: dict[tuple[str, str], Any] = {}  # DLQs holding typed messages or not fully read: their entry
+        self.swept_scopes: set[str] = set()  # scopes whose every DLQ has been read in this run
+
+    @property
+    def peeked(self) -> int:
+        """DLQs that held messages and were read."""
+        return sum(1 for swept in self.queues.values() if swept.outcome.inspected or swept.outcome.skipped)
 
 
 def _dead_letter_queues(
@@ -173,6 +234,7 @@ def scan_dead_letters(
     discovery: Discovery | None = None,
     topology: BrokerTopology | None = None,
     home_vhost: str = "/",
+    sweep: DeadLetterSweep | None = None,
 ) -> DeadLetterScan:
     """Read every dead-letter queue in ``scope`` (a name prefix; empty: all) for messages of ``contract``.
 
@@ -181,7 +243,9 @@ def scan_dead_letters(
     """
     version = broker_version(connection)
     if discovery is not None:
-        return _scan_discovered(connection, contract, discovery, topology, home_vhost, version, max_messages, scope)
+        return _scan_discovered(
+            connection, contract, discovery, topology, home_vhost, version, max_messages, scope, sweep
+        )
     coverage, names, known = _dead_letter_queues(plan, management, scope)
     scans = []
     with broker_errors(describe_broker(connection)):
@@ -200,30 +264,112 @@ def _scan_discovered(
     version: Any,
     max_messages: int,
     scope: str,
+    sweep: DeadLetterSweep | None = None,
 ) -> DeadLetterScan:
+    sweep = sweep if sweep is not None else DeadLetterSweep()
+    own = {(entry.vhost, entry.queue) for entry in discovery.attributed}
     scans = []
+    elsewhere = 0
+    entries: Iterable[Any] = discovery.dead_letter_queues
+    if scope in sweep.swept_scopes:  # every DLQ was read earlier in the run: only the version's and the notable
+        entries = [*discovery.attributed, *(e for k, e in sweep.notable.items() if k not in own)]
+        elsewhere = len(discovery.dead_letter_queues) - len(entries)
     with _connections(connection, home_vhost) as connect, broker_errors(describe_broker(connection)):
-        for entry in discovery.dead_letter_queues:
-            hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
-            queue = hosted.queues.get(entry.queue) if hosted is not None else None
-            info: dict[str, Any] = {}
-            if queue is not None:
-                policy = dict(queue.policy)
-                info = {
-                    "type": queue.type,
-                    "arguments": dict(queue.arguments),
-                    "effective_policy_definition": policy,
-                    "messages_ready": queue.ready,
-                    "messages_unacknowledged": queue.unacked,
-                }
-                if queue.owner is not None:
-                    info["owner"] = queue.owner
-            scan = _scan_queue(connect(entry.vhost), contract, entry.queue, info, version, max_messages)
-            scan.vhost = entry.vhost
-            scan.found = tuple(str(f) for f in entry.found)
-            scan.why = entry.reasons
-            scans.append(scan)
-    return DeadLetterScan("broker", tuple(scans), scope, ".".join(map(str, version)) if version else None)
+        probe = Probe(connect)
+        try:
+            for entry in entries:
+                key = (entry.vhost, entry.queue)
+                hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
+                queue = hosted.queues.get(entry.queue) if hosted is not None else None
+                swept = sweep.queues.get(key)
+                if swept is None:
+                    swept = _Swept(PeekOutcome(entry.queue))
+                    ready = (
+                        None if queue is not None and queue.owner is not None else probe.ready(entry.vhost, entry.queue)
+                    )
+                    if ready == 0:
+                        pass  # empty now: nothing to read (a passive declare on the run's one probing channel)
+                    elif ready == GONE:
+                        swept.outcome.vanished = True
+                    else:
+                        swept.outcome = peek(
+                            connect(entry.vhost),
+                            entry.queue,
+                            limit=max_messages,
+                            info=_info_of(queue),
+                            version=version,
+                            visit=swept.visit,
+                        )
+                    sweep.queues[key] = swept
+                    if swept.types or swept.untyped or swept.unreadable or not swept.outcome.complete:
+                        sweep.notable[key] = entry
+                scan = swept.scan_for(contract)
+                if key not in own and not scan.matching and not scan.family and scan.complete:
+                    elsewhere += 1
+                    continue
+                scan.vhost = entry.vhost
+                scan.found = tuple(str(f) for f in entry.found)
+                scan.why = entry.reasons
+                scans.append(scan)
+        finally:
+            probe.close()
+    sweep.swept_scopes.add(scope)
+    shown_version = ".".join(map(str, version)) if version else None
+    return DeadLetterScan("broker", tuple(scans), scope, shown_version, elsewhere)
+
+
+GONE = -1  # the queue is not on the broker (any more)
+
+
+class Probe:
+    """Ready counts by passive declare on one channel per virtual host, kept open between queues (a broker
+    that has thousands of DLQs costs one round trip each, not a channel each); a refused declare (404 gone,
+    405 exclusive) closes the channel, and the next probe opens another."""
+
+    def __init__(self, connect: Callable[[str], Any]) -> None:
+        self.connect = connect
+        self.channels: dict[str, Any] = {}
+
+    def ready(self, vhost: str, queue: str) -> int | None:
+        """The ready count; ``GONE`` when the queue is not there; None when only a peek can tell (exclusive)."""
+        counts = self.counts(vhost, queue)
+        return counts if isinstance(counts, int | None) else counts[0]
+
+    def counts(self, vhost: str, queue: str) -> tuple[int, int] | int | None:
+        """(ready, consumers); ``GONE`` when the queue is not there; None when it is exclusive to another."""
+        channel = self.channels.get(vhost)
+        if channel is None or not channel.is_open:
+            channel = self.channels[vhost] = self.connect(vhost).channel()
+        try:
+            ok = channel.queue_declare(queue, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code == NOT_FOUND:
+                return GONE
+            if exc.reply_code == RESOURCE_LOCKED:
+                return None
+            raise
+        return int(ok.method.message_count), int(ok.method.consumer_count)
+
+    def close(self) -> None:
+        for channel in self.channels.values():
+            if channel.is_open:
+                channel.close()
+
+
+def _info_of(queue: QueueInfo | None) -> dict[str, Any]:
+    """What the topology listing knew of a queue, as ``peek`` takes it."""
+    if queue is None:
+        return {}
+    info: dict[str, Any] = {
+        "type": queue.type,
+        "arguments": dict(queue.arguments),
+        "effective_policy_definition": dict(queue.policy),
+        "messages_ready": queue.ready,
+        "messages_unacknowledged": queue.unacked,
+    }
+    if queue.owner is not None:
+        info["owner"] = queue.owner
+    return info
 
 
 @contextmanager
@@ -283,7 +429,8 @@ def check_dead_letters(contract: Contract, scan: DeadLetterScan) -> CheckResult:
         "coverage": scan.coverage,
         "scope": scan.scope or None,
         "brokerVersion": scan.broker_version,
-        "scanned": len(scan.queues),
+        "scanned": len(scan.queues) + scan.swept_elsewhere,
+        "sweptElsewhere": scan.swept_elsewhere,
         "empty": sum(1 for q in scan.queues if not q.depth and not q.vanished),
         "matching": sum(q.matching for q in scan.queues),
         "inspected": sum(q.inspected for q in scan.queues),

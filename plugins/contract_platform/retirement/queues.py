@@ -15,15 +15,17 @@ A queue that does not exist holds nothing and has no consumer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from contract_platform.amqp.connection import broker_errors, describe_broker
 from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
 from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, QueueInfo
 from contract_platform.amqp.topology import Role, TopologyPlan
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.records import ObservationSource
+from contract_platform.retirement.dead_letters import GONE, Probe
 from contract_platform.retirement.discovery import Considered, Discovery
 from contract_platform.retirement.model import CheckName, CheckResult
 
@@ -87,15 +89,39 @@ def observe_queues(
             for queue in plan.queues_of(*AUDITED_ROLES)
         ]
     looks = []
-    for entry in discovery.receivers:
-        hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
-        info = hosted.queues.get(entry.queue) if hosted is not None else None
-        if entry.vhost == home_vhost and (info is None or info.owner is None):
-            state = inspect_queue(connection, entry.queue, management=management)
-        else:
-            state = _state_of(entry.queue, info, len(entry.readers))
-        looks.append(_look(entry, state, home_vhost))
+    probe = Probe(lambda _vhost: connection)  # one channel for the version's passive declares
+    try:
+        for entry in discovery.receivers:
+            hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
+            info = hosted.queues.get(entry.queue) if hosted is not None else None
+            if entry.vhost == home_vhost and info is not None and info.owner is None:
+                state = _probed(connection, probe, entry.queue, info)
+            elif entry.vhost == home_vhost and info is None:
+                state = inspect_queue(connection, entry.queue, management=management)
+            else:
+                state = _state_of(entry.queue, info, len(entry.readers))
+            looks.append(_look(entry, state, home_vhost))
+    finally:
+        with broker_errors(describe_broker(connection)):
+            probe.close()
     return looks
+
+
+def _probed(connection: Any, probe: Probe, name: str, info: QueueInfo) -> QueueState:
+    """A listed queue of the connection's virtual host: exact ready and consumer counts by passive declare."""
+    with broker_errors(describe_broker(connection)):
+        counts = probe.counts(home_of(connection), name)
+    if counts is None:  # exclusive to another connection since the listing: judged as inspect_queue does
+        return inspect_queue(connection, name, management=None)
+    if counts == GONE or isinstance(counts, int):
+        return QueueState(name, exists=False)
+    return _listed(QueueState(name, exists=True, ready=counts[0], consumers=counts[1]), info)
+
+
+def home_of(connection: Any) -> str:
+    params = getattr(getattr(connection, "_impl", None), "params", None)
+    vhost = getattr(params, "virtual_host", None)
+    return vhost if isinstance(vhost, str) else "/"
 
 
 def queue_label(vhost: str, queue: str, home_vhost: str) -> str:
@@ -113,6 +139,14 @@ def _look(entry: Considered, state: QueueState, home_vhost: str) -> QueueLook:
         entry.vhost,
         entry.readers,
     )
+
+
+def _listed(state: QueueState, info: QueueInfo) -> QueueState:
+    """A passive declare's exact ready and consumer counts, with what the topology listing (read once per run)
+    adds: unacknowledged, type and arguments (no management call per queue)."""
+    if not state.exists:
+        return state
+    return replace(state, unacked=info.unacked, type=info.type, arguments=dict(info.arguments))
 
 
 def _state_of(name: str, info: QueueInfo | None, readers: int = 0) -> QueueState:

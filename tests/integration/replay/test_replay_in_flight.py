@@ -112,9 +112,14 @@ def test_messages_of_the_version_in_its_queues_come_back_as_records_and_stay_whe
     publish(channel, dlx_name(exchange), dlq_name(work), envelope(3, OTHER), OTHER, "m-3")  # another type
     publish(channel, dlx_name(exchange), parking_lot_name(work), b"\xff\xfe not text", ORDER_V1, "m-4")  # poisoned
     publish(channel, dlx_name(exchange), dlq_name(work), b"[" * 100_000, None, "m-6")  # untyped, too deep to parse
-    channel.queue_declare("legacy-consumer.errors", durable=True)  # not the platform's: found by its name
-    publish(channel, "", "legacy-consumer.errors", envelope(5), ORDER_V1, "m-5")
-    before = {q: broker.depth(broker.url_of(vhost), q)[0] for q in (work, dlq_name(work), "legacy-consumer.errors")}
+    channel.queue_declare(
+        "legacy-consumer.order.order-created.v1.errors", durable=True
+    )  # not the platform's: its name holds the messageType
+    publish(channel, "", "legacy-consumer.order.order-created.v1.errors", envelope(5), ORDER_V1, "m-5")
+    before = {
+        q: broker.depth(broker.url_of(vhost), q)[0]
+        for q in (work, dlq_name(work), "legacy-consumer.order.order-created.v1.errors")
+    }
 
     found = in_flight_records(connection, contract, management=management)
 
@@ -126,13 +131,13 @@ def test_messages_of_the_version_in_its_queues_come_back_as_records_and_stay_whe
         contract.consumers[1].queue: ["m-1"],  # both consumers' queues hold the published message
         dlq_name(work): ["m-2"],
         parking_lot_name(work): ["m-4"],
-        "legacy-consumer.errors": ["m-5"],
+        "legacy-consumer.order.order-created.v1.errors": ["m-5"],
     }
     records = {(q, r["properties"]["messageId"]): r for q, r in found.records}
     # the record names where the message was published, not the dead-letter exchange it came through
     assert {(r["exchange"], r["routingKey"]) for r in records.values()} == {
         (exchange, key),
-        ("", "legacy-consumer.errors"),
+        ("", "legacy-consumer.order.order-created.v1.errors"),
     }
     assert json.loads(records[(dlq_name(work), "m-2")]["body"])["metadata"]["messageId"] == "m-2"
     poisoned = records[(parking_lot_name(work), "m-4")]
@@ -141,7 +146,7 @@ def test_messages_of_the_version_in_its_queues_come_back_as_records_and_stay_whe
     looked = {q.queue: q for q in found.queues}
     dlq = looked[dlq_name(work)]
     assert (dlq.depth, dlq.inspected, dlq.matching) == (3, 3, 1)
-    assert looked["legacy-consumer.errors"].role == "discovered"
+    assert looked["legacy-consumer.order.order-created.v1.errors"].role == "discovered"
     assert all(q.vhost == vhost and q.skipped is None for q in found.queues)
     assert {q: broker.depth(broker.url_of(vhost), q)[0] for q in before} == before
     assert contents(connection, dlq_name(work)) == ["m-2", "m-3", "m-6"]  # same messages, same order
@@ -176,8 +181,8 @@ def test_without_the_management_api_the_versions_own_queues_are_still_read(
     version = provisioned()
     contract, work, channel = version.contract, version.work, version.channel
     publish(channel, dlx_name(contract.transport.exchange), dlq_name(work), envelope(1), ORDER_V1, "m-1")
-    channel.queue_declare("legacy-consumer.errors", durable=True)
-    publish(channel, "", "legacy-consumer.errors", envelope(2), ORDER_V1, "m-2")
+    channel.queue_declare("legacy-consumer.order.order-created.v1.errors", durable=True)
+    publish(channel, "", "legacy-consumer.order.order-created.v1.errors", envelope(2), ORDER_V1, "m-2")
     closed = ManagementClient("http://127.0.0.1:1", "guest", "guest", vhost=management.vhost, timeout=2)
 
     found = in_flight_records(connection, contract, management=closed)
@@ -185,7 +190,7 @@ def test_without_the_management_api_the_versions_own_queues_are_still_read(
     assert [(q, r["properties"]["messageId"]) for q, r in found.records] == [(dlq_name(work), "m-1")]
     assert not found.discovered and not found.complete
     assert found.note and "not looked for" in found.note and "does not answer" in found.note
-    assert "legacy-consumer.errors" not in {q.queue for q in found.queues}
+    assert "legacy-consumer.order.order-created.v1.errors" not in {q.queue for q in found.queues}
 
 
 def test_a_queue_deeper_than_the_bound_is_reported_incomplete(
