@@ -11,7 +11,7 @@ from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.figures import ReplayFigures
 from contract_platform.evidence.records import EvidenceRecord
 
-__all__ = ["contract_status", "overview", "replay_by_version"]
+__all__ = ["contract_status", "evidence_summary", "overview", "replay_by_version", "status_entry"]
 
 _RECENT_REPLAYS = 50  # replay evidence looked at for the latest of each version
 
@@ -56,6 +56,22 @@ def overview(catalog: Catalog, registry: Registry) -> list[dict[str, Any]]:
     return rows
 
 
+def status_entry(record: EvidenceRecord, *, summary: bool = True) -> dict[str, Any]:
+    """One kind's latest evidence as ``status`` shows it (``summary=False``: its one-line figures left empty)."""
+    return {
+        "verdict": str(record.verdict),
+        "collectedAt": _iso(record.collected_at),
+        "figures": record.figures,
+        "reference": record.reference,
+        "summary": _summary(record.figures) if summary else "",
+    }
+
+
+def evidence_summary(figures: Mapping[str, Any]) -> str:
+    """The one-line figures ``status`` shows for a piece of evidence."""
+    return _summary(figures)
+
+
 def contract_status(catalog: Catalog, registry: Registry, message_type: str) -> dict[str, Any]:
     contract = catalog.get(message_type)
     if contract is None:
@@ -65,13 +81,7 @@ def contract_status(catalog: Catalog, registry: Registry, message_type: str) -> 
     for kind in EvidenceKind:
         record = registry.latest_evidence(message_type, str(kind))
         if record is not None:
-            evidence[str(kind)] = {
-                "verdict": str(record.verdict),
-                "collectedAt": _iso(record.collected_at),
-                "figures": record.figures,
-                "reference": record.reference,
-                "summary": _summary(record.figures),
-            }
+            evidence[str(kind)] = status_entry(record)
     return {
         "messageType": message_type,
         "declared": str(contract.status),

@@ -5,27 +5,38 @@
 ``status`` (the same code as ``contractctl status``); retirement readiness is the lifecycle's own
 guards for ``deprecated -> retired``. Time series come straight from the registry store, and the
 reader timeline from the latest retirement audit's ``readers`` check (``readers_view``).
+
+At estate scale (2,000 versions) the catalogue is read in a handful of queries for all versions
+(``BatchReads``), filtered (``filter_rows``, with ``findings``: what ``FINDINGS_HELP`` says), sorted, and
+cut into pages (``page_of``); benchmarks/README.md#estate-scale-the-contracts-page has the figures.
+``quality_view`` makes the latest envelope quality evidence readable expectation by expectation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, Protocol, cast
 
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
 from contract_platform.evidence import EvidenceKind, Registry
+from contract_platform.evidence.records import EvidenceRecord, RefusalRecord, TransitionRecord
 from contract_platform.lifecycle import GuardContext, check_step
-from contract_platform.status import contract_status, overview
+from contract_platform.status import contract_status, evidence_summary, overview, status_entry
 
 __all__ = [
     "EVIDENCE_DAGS",
+    "FINDINGS_HELP",
+    "BatchReads",
+    "Page",
     "CatalogueRow",
     "ContractView",
     "EvidenceItem",
+    "ExpectationView",
+    "QualityView",
     "FixtureView",
     "MigrationView",
     "ObstacleView",
@@ -34,6 +45,7 @@ __all__ = [
     "ReadersView",
     "ReplayView",
     "RetirementView",
+    "RunReads",
     "RunActivity",
     "RunTouch",
     "Series",
@@ -45,12 +57,16 @@ __all__ = [
     "dag_of",
     "evidence_item",
     "filter_rows",
+    "findings",
     "invalid_rate",
     "latest_item",
+    "page_of",
+    "quality_view",
     "readers_view",
     "run_activity",
     "sort_rows",
     "status_values",
+    "with_summaries",
 ]
 
 # Which platform DAG records which kind of evidence (docs/design.md#dags). Evidence rows carry a run_id
@@ -272,6 +288,60 @@ class ReadersView:
 
 
 @dataclass(frozen=True)
+class ExpectationView:
+    """One expectation of the latest envelope quality run, as its evidence recorded it."""
+
+    id: str
+    met: bool
+    unexpected: int | None
+    mostly: float | None
+    samples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QualityView:
+    """The latest envelope quality run of a version: every expectation met or missed, and what was not judged."""
+
+    verdict: str
+    collected_at: str | None
+    contract_version: str | None
+    rows: int | None
+    expectations: tuple[ExpectationView, ...]
+    skipped: tuple[tuple[str, str], ...]
+    reference: str | None  # the results page (opens offline) or the Data Docs index the run wrote
+
+
+def quality_view(item: EvidenceItem | None) -> QualityView | None:
+    """The readable view of an ``envelope_quality`` evidence item (its figures: docs/design.md#envelope-quality)."""
+    if item is None:
+        return None
+    figures = item.figures
+    failed = {str(name) for name in figures.get("failed_expectations") or ()}
+    unexpected, mostly = _mapping(figures.get("unexpected")), _mapping(figures.get("mostly"))
+    samples = _mapping(figures.get("samples"))
+    ids = list(dict.fromkeys([*mostly, *unexpected, *sorted(failed)]))
+    expectations = tuple(
+        ExpectationView(
+            id=str(name),
+            met=str(name) not in failed,
+            unexpected=_count_of(unexpected.get(name)),
+            mostly=float(m) if isinstance((m := mostly.get(name)), int | float) else None,
+            samples=tuple(str(s) for s in samples.get(name) or ()),
+        )
+        for name in ids
+    )
+    return QualityView(
+        verdict=item.verdict,
+        collected_at=item.collected_at,
+        contract_version=item.contract_version,
+        rows=_count_of(figures.get("rows")),
+        expectations=tuple(sorted(expectations, key=lambda e: (e.met, e.id))),  # missed first
+        skipped=tuple(sorted((str(k), str(v)) for k, v in _mapping(figures.get("skipped")).items())),
+        reference=item.reference,
+    )
+
+
+@dataclass(frozen=True)
 class ContractView:
     contract: Contract
     row: CatalogueRow
@@ -286,6 +356,7 @@ class ContractView:
     holds: tuple[str, ...] = field(default=())
     replays: tuple[ReplayView, ...] = field(default=())  # the latest replay of each version, newest first
     readers: ReadersView | None = None  # the latest retirement audit's readers check, if it had one
+    quality: QualityView | None = None  # the latest envelope quality run, expectation by expectation
 
 
 @dataclass(frozen=True)
@@ -465,10 +536,72 @@ def _latest_readers(registry: Registry, message_type: str) -> ReadersView | None
 # -- the catalogue ---------------------------------------------------------------------------------
 
 
+class BatchReads(Registry, Protocol):
+    """What ``catalogue`` reads in one query each, whatever the number of versions (the SQL store has them)."""
+
+    def latest_transitions(self) -> dict[str, TransitionRecord]: ...
+
+    def latest_refusals(self) -> dict[str, RefusalRecord]: ...
+
+    def latest_evidence_of(
+        self, kinds: Iterable[EvidenceKind | str], message_types: Iterable[str] | None = None
+    ) -> dict[tuple[str, EvidenceKind], EvidenceRecord]: ...
+
+
+class RunReads(Registry, Protocol):
+    """What the run pages read in one query each, whatever the number of types (the SQL store has them)."""
+
+    def transitions_by(self, actor: str, run_ids: Iterable[str] | None = None) -> list[TransitionRecord]: ...
+
+    def refusals_by(self, actor: str, run_ids: Iterable[str] | None = None) -> list[RefusalRecord]: ...
+
+    def evidence_of_runs(
+        self, kinds: Iterable[EvidenceKind | str], run_ids: Iterable[str] | None = None
+    ) -> list[EvidenceRecord]: ...
+
+    def run_times(self, actor: str, kinds: Iterable[EvidenceKind | str]) -> dict[str, datetime]: ...
+
+
+# The evidence a catalogue row shows; the first three are its findings when they did not pass.
+FINDING_KINDS = (EvidenceKind.ARCHIVE_VALIDATION, EvidenceKind.ENVELOPE_QUALITY, EvidenceKind.MIGRATION_PARITY)
+ROW_KINDS = (*FINDING_KINDS, EvidenceKind.RETIREMENT_AUDIT)
+
+FINDINGS_HELP = (
+    "Versions with open findings or blockers: the latest archive validation, envelope quality or migration "
+    "parity did not pass (failed or inconclusive); the effective status is not the declared one (a step was "
+    "refused or is still pending); or a superseded or deprecated version has retirement blockers."
+)
+
+
+class _Prefetched:
+    """A registry whose ``latest_evidence`` answers from what was read in one batch; anything else goes to the store."""
+
+    def __init__(self, registry: Registry, latest: Mapping[tuple[str, EvidenceKind], EvidenceRecord]) -> None:
+        self._registry, self._latest = registry, latest
+
+    def latest_evidence(
+        self, message_type: str, kind: EvidenceKind | str, *, contract_version: str | None = None
+    ) -> EvidenceRecord | None:
+        key = EvidenceKind(kind)
+        if contract_version is not None or key not in ROW_KINDS:
+            return self._registry.latest_evidence(message_type, kind, contract_version=contract_version)
+        return self._latest.get((message_type, key))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._registry, name)
+
+
 def retirement(
-    contract: Contract, registry: Registry, effective: str | None, now: datetime | None = None
+    contract: Contract,
+    registry: Registry,
+    effective: str | None,
+    now: datetime | None = None,
+    *,
+    latest: EvidenceRecord | None | Literal[False] = False,
 ) -> RetirementView:
-    latest = registry.latest_evidence(contract.message_type, EvidenceKind.RETIREMENT_AUDIT)
+    """``latest``: the latest retirement audit when the caller read it already (None: there is none)."""
+    if latest is False:
+        latest = registry.latest_evidence(contract.message_type, EvidenceKind.RETIREMENT_AUDIT)
     verdict = str(latest.verdict) if latest is not None else None
     if effective not in (Status.SUPERSEDED, Status.DEPRECATED):
         return RetirementView(applicable=False, ready=effective == Status.RETIRED, verdict=verdict, blockers=())
@@ -477,8 +610,48 @@ def retirement(
     return RetirementView(applicable=True, ready=not blockers, verdict=verdict, blockers=blockers)
 
 
-def catalogue(catalog: Catalog, registry: Registry, now: datetime | None = None) -> list[CatalogueRow]:
-    """One row per contract version, in messageType order."""
+def catalogue(
+    catalog: Catalog, registry: Registry, now: datetime | None = None, *, summaries: bool = True
+) -> list[CatalogueRow]:
+    """One row per contract version, in messageType order.
+
+    The SQL store answers in a handful of queries for the whole catalogue (``BatchReads``); a registry
+    without them is asked per version, as ``contractctl status`` asks. ``summaries=False`` leaves the
+    evidence's one-line summaries empty (filtering and sorting do not need them): ``with_summaries``
+    fills them in for the rows shown.
+    """
+    if not all(hasattr(registry, name) for name in ("latest_transitions", "latest_refusals", "latest_evidence_of")):
+        return _catalogue_per_version(catalog, registry, now)
+    batch = cast(BatchReads, registry)
+    states = {state.message_type: state for state in batch.all_effective()}
+    last = batch.latest_transitions()
+    refused = batch.latest_refusals()
+    latest = batch.latest_evidence_of(ROW_KINDS)
+    prefetched = cast(Registry, _Prefetched(batch, latest))
+    rows = []
+    for contract in catalog:
+        message_type = contract.message_type
+        state = states.get(message_type)
+        effective = str(state.status) if state else None
+        transition = last.get(message_type) if state else None
+        refusal = refused.get(message_type) if state else None
+        summary = {
+            "declared": str(contract.status),
+            "effective": effective,
+            "inSync": effective == str(contract.status),
+            "lastTransitionAt": transition.at.isoformat(timespec="seconds") if transition else None,
+            "lastRefusal": "; ".join(refusal.reasons) if refusal else None,
+        }
+        evidence = {
+            str(kind): status_entry(record, summary=summaries)
+            for kind in ROW_KINDS
+            if (record := latest.get((message_type, kind))) is not None
+        }
+        rows.append(_row(catalog, prefetched, contract, summary, now, evidence))
+    return rows
+
+
+def _catalogue_per_version(catalog: Catalog, registry: Registry, now: datetime | None) -> list[CatalogueRow]:
     rows = []
     for summary in overview(catalog, registry):
         contract = catalog.get(summary["messageType"])
@@ -488,10 +661,17 @@ def catalogue(catalog: Catalog, registry: Registry, now: datetime | None = None)
 
 
 def _row(
-    catalog: Catalog, registry: Registry, contract: Contract, summary: Mapping[str, Any], now: datetime | None
+    catalog: Catalog,
+    registry: Registry,
+    contract: Contract,
+    summary: Mapping[str, Any],
+    now: datetime | None,
+    latest: Mapping[str, Any] | None = None,
 ) -> CatalogueRow:
-    latest = contract_status(catalog, registry, contract.message_type)["evidence"]
+    if latest is None:
+        latest = contract_status(catalog, registry, contract.message_type)["evidence"]
     validation = latest_item(EvidenceKind.ARCHIVE_VALIDATION, latest.get(EvidenceKind.ARCHIVE_VALIDATION))
+    audit = latest.get(EvidenceKind.RETIREMENT_AUDIT)
     return CatalogueRow(
         message_type=contract.message_type,
         domain=contract.domain,
@@ -510,9 +690,73 @@ def _row(
         validation=validation,
         quality=latest_item(EvidenceKind.ENVELOPE_QUALITY, latest.get(EvidenceKind.ENVELOPE_QUALITY)),
         parity=latest_item(EvidenceKind.MIGRATION_PARITY, latest.get(EvidenceKind.MIGRATION_PARITY)),
-        retirement=retirement(contract, registry, summary["effective"], now),
+        retirement=_retirement_of(contract, registry, summary["effective"], now, audit),
         description=contract.description,
     )
+
+
+def _retirement_of(
+    contract: Contract, registry: Registry, effective: str | None, now: datetime | None, audit: Any
+) -> RetirementView:
+    if audit is None:
+        return retirement(contract, registry, effective, now, latest=None)
+    return retirement(contract, registry, effective, now)
+
+
+def with_summaries(rows: Iterable[CatalogueRow]) -> list[CatalogueRow]:
+    """``rows`` with the one-line summary of each piece of evidence they show (see ``catalogue``)."""
+
+    def summed(item: EvidenceItem | None) -> EvidenceItem | None:
+        return replace(item, summary=evidence_summary(item.figures)) if item is not None else None
+
+    return [
+        replace(row, validation=summed(row.validation), quality=summed(row.quality), parity=summed(row.parity))
+        for row in rows
+    ]
+
+
+def findings(row: CatalogueRow) -> list[str]:
+    """What makes ``row`` a version with open findings or blockers (``FINDINGS_HELP``); empty: none."""
+    found = []
+    for item in (row.validation, row.quality, row.parity):
+        if item is not None and item.verdict != "pass":
+            found.append(f"{item.kind} {item.verdict}")
+    if not row.in_sync:
+        found.append("refused: " + row.last_refusal if row.last_refusal else "effective status is not the declared one")
+    if row.retirement.applicable and row.retirement.blockers:
+        found.extend(row.retirement.blockers)
+    return found
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of rows: ``number`` from 1, ``per_page`` rows at most, out of ``matching`` rows."""
+
+    rows: tuple[CatalogueRow, ...]
+    number: int
+    per_page: int
+    matching: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.matching // self.per_page))
+
+    @property
+    def first(self) -> int:
+        """Position (from 1) of the first row shown; 0 when none is."""
+        return (self.number - 1) * self.per_page + 1 if self.rows else 0
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.rows) - 1 if self.rows else 0
+
+
+def page_of(rows: Sequence[CatalogueRow], number: int, per_page: int) -> Page:
+    """Page ``number`` (from 1) of ``rows``, with their evidence summaries; past the last page: the last page."""
+    pages = max(1, -(-len(rows) // per_page))
+    number = min(max(1, number), pages)
+    start = (number - 1) * per_page
+    return Page(tuple(with_summaries(rows[start : start + per_page])), number, per_page, len(rows))
 
 
 def filter_rows(
@@ -522,9 +766,11 @@ def filter_rows(
     status: str | None = None,
     owner: str | None = None,
     query: str | None = None,
+    open_findings: bool = False,
 ) -> list[CatalogueRow]:
     """Rows of ``domain``, whose declared or effective status is ``status``, owned by team ``owner``,
-    and containing ``query`` (case-insensitive) in the messageType, description, owner or service."""
+    containing ``query`` (case-insensitive) in the messageType, description, owner or service, and
+    (``open_findings``) with open findings or blockers (``findings``)."""
     needle = (query or "").strip().lower()
     kept = []
     for row in rows:
@@ -536,6 +782,8 @@ def filter_rows(
             continue
         haystack = " ".join((row.message_type, row.description, row.owner_team, row.owner_service)).lower()
         if needle and needle not in haystack:
+            continue
+        if open_findings and not findings(row):
             continue
         kept.append(row)
     return kept
@@ -584,7 +832,15 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         holds=tuple(f"{h.kind} until {h.until.isoformat()}: {h.reason}" for h in contract.holds_in_force(today)),
         replays=tuple(ReplayView.of(shown) for shown in status["replay"]),
         readers=_latest_readers(registry, message_type),
+        quality=quality_view(_latest_quality(recent, registry, message_type)),
     )
+
+
+def _latest_quality(recent: Sequence[Any], registry: Registry, message_type: str) -> EvidenceItem | None:
+    record = next((r for r in recent if r.kind == EvidenceKind.ENVELOPE_QUALITY), None)
+    if record is None:
+        record = registry.latest_evidence(message_type, EvidenceKind.ENVELOPE_QUALITY)
+    return evidence_item(record) if record is not None else None
 
 
 def _single(catalog: Catalog, contract: Contract) -> Catalog:
@@ -634,23 +890,50 @@ class _Touch:
     text: str
 
 
-def _touches(catalog: Catalog, registry: Registry, dag_id: str, run_id: str | None) -> list[_Touch]:
-    """Every transition, refusal and evidence ``dag_id`` recorded (in run ``run_id`` only, if given)."""
+def _claimed_kinds(dag_id: str) -> list[EvidenceKind]:
+    return [kind for kind in EvidenceKind if EVIDENCE_DAGS.get(kind, dag_id) == dag_id]
+
+
+def _run_reads(registry: Registry) -> RunReads | None:
+    names = ("transitions_by", "refusals_by", "evidence_of_runs", "run_times")
+    return cast(RunReads, registry) if all(hasattr(registry, name) for name in names) else None
+
+
+def _touches(
+    catalog: Catalog, registry: Registry, dag_id: str, run_id: str | None, *, run_ids: Sequence[str] | None = None
+) -> list[_Touch]:
+    """Every transition, refusal and evidence ``dag_id`` recorded (in run ``run_id`` only, if given).
+
+    The SQL store answers in three queries (``RunReads``), for the runs ``run_ids`` only when given; a
+    registry without them is asked per type.
+    """
     known = {c.message_type for c in catalog} | {s.message_type for s in registry.all_effective()}
     actor = f"dag:{dag_id}"
+    kinds = _claimed_kinds(dag_id)
+    runs = _run_reads(registry)
+    if runs is not None:
+        only = [run_id] if run_id is not None else run_ids
+        transitions = [t for t in runs.transitions_by(actor, only) if t.message_type in known]
+        refusals = [r for r in runs.refusals_by(actor, only) if r.message_type in known]
+        evidence = [e for e in runs.evidence_of_runs(kinds, only) if e.message_type in known]
+    else:
+        transitions, refusals, evidence = [], [], []
+        for message_type in sorted(known):
+            transitions += [t for t in registry.history(message_type) if t.actor == actor and t.run_id]
+            refusals += [r for r in registry.refusals(message_type, limit=_MANY) if r.actor == actor and r.run_id]
+            evidence += [e for e in registry.evidence(message_type, limit=_MANY) if e.run_id and e.kind in kinds]
     found = []
-    for message_type in sorted(known):
-        for t in registry.history(message_type):
-            if t.actor == actor and t.run_id and run_id in (None, t.run_id):
-                text = f"{t.from_status or 'none'} -> {t.to_status}: {t.reason}"
-                found.append(_Touch(t.run_id, t.at, message_type, "transition", text))
-        for r in registry.refusals(message_type, limit=_MANY):
-            if r.actor == actor and r.run_id and run_id in (None, r.run_id):
-                text = f"{r.from_status or 'none'} -> {r.to_status} refused: {'; '.join(r.reasons)}"
-                found.append(_Touch(r.run_id, r.at, message_type, "refusal", text))
-        for e in registry.evidence(message_type, limit=_MANY):
-            if e.run_id and run_id in (None, e.run_id) and EVIDENCE_DAGS.get(e.kind, dag_id) == dag_id:
-                found.append(_Touch(e.run_id, e.collected_at, message_type, "evidence", f"{e.kind} {e.verdict}"))
+    for t in transitions:
+        if t.run_id and run_id in (None, t.run_id):
+            text = f"{t.from_status or 'none'} -> {t.to_status}: {t.reason}"
+            found.append(_Touch(t.run_id, t.at, t.message_type, "transition", text))
+    for r in refusals:
+        if r.run_id and run_id in (None, r.run_id):
+            text = f"{r.from_status or 'none'} -> {r.to_status} refused: {'; '.join(r.reasons)}"
+            found.append(_Touch(r.run_id, r.at, r.message_type, "refusal", text))
+    for e in evidence:
+        if e.run_id and run_id in (None, e.run_id):
+            found.append(_Touch(e.run_id, e.collected_at, e.message_type, "evidence", f"{e.kind} {e.verdict}"))
     return found
 
 
@@ -677,9 +960,19 @@ def run_activity(catalog: Catalog, registry: Registry, dag_id: str, run_id: str)
 
 
 def dag_activity(catalog: Catalog, registry: Registry, dag_id: str, limit: int = 20) -> list[RunActivity]:
-    """The latest ``limit`` runs of ``dag_id`` that acted on contracts, newest first."""
+    """The latest ``limit`` runs of ``dag_id`` that acted on contracts, newest first.
+
+    With the SQL store only the latest runs are read (``RunReads.run_times`` first), never the whole history.
+    """
+    reads = _run_reads(registry)
+    candidates = None
+    if reads is not None:
+        times = reads.run_times(f"dag:{dag_id}", _claimed_kinds(dag_id))
+        candidates = sorted(times, key=lambda run: times[run], reverse=True)[
+            : limit + 20
+        ]  # some may touch no known type
     runs: dict[str, list[_Touch]] = {}
-    for touch in _touches(catalog, registry, dag_id, None):
+    for touch in _touches(catalog, registry, dag_id, None, run_ids=candidates):
         runs.setdefault(touch.run_id, []).append(touch)
     latest = sorted(runs.items(), key=lambda item: max(t.at for t in item[1]), reverse=True)[:limit]
     return [_activity(dag_id, run_id, touches) for run_id, touches in latest]

@@ -2,7 +2,10 @@
 
 The api-server runs in a subprocess on a free port over this session's Airflow DB, with the
 platform's DAGs serialized, SimpleAuthManager with a known admin, and a seeded registry store
-whose transitions point at a real ``contract_change`` run triggered through the REST API.
+whose transitions point at a real ``contract_change`` run triggered through the REST API. Its
+catalogue is the real one plus ``ESTATE`` generated contracts with 30 days of history
+(``ui_seed.seed_estate``), so the Contracts page has several pages. The envelope quality results
+page is opened from disk by a Chromium that can reach nothing but this machine.
 Screenshots go to ``test-artifacts/ui/``. Needs Debian's ``chromium`` and ``chromium-driver``.
 """
 
@@ -24,13 +27,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from tests.support.ui_seed import MISMATCHED, seed_registry
+from tests.support.ui_seed import MISMATCHED, EstateContract, seed_estate, seed_registry, write_estate_catalog
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "ui"
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 RUN_ID = "manual__ui_e2e"
+ESTATE = 120  # generated contracts beside the real catalogue: three pages of 50
 USER, PASSWORD = "admin", secrets.token_urlsafe(12)
 
 pytestmark = [
@@ -53,6 +57,7 @@ def _free_port() -> int:
 class Server:
     url: str
     token: str
+    estate: tuple[EstateContract, ...] = ()
 
     def get(self, path: str) -> httpx.Response:
         return httpx.get(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
@@ -80,6 +85,7 @@ def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     passwords = work / "passwords.json"
     passwords.write_text(json.dumps({USER: PASSWORD}))
     registry_url = f"sqlite:///{work / 'registry.db'}"
+    estate = write_estate_catalog(work / "contracts", ESTATE, source=REPO / "contracts")
     env = {key: value for key, value in os.environ.items() if key != "AIRFLOW__CORE__UNIT_TEST_MODE"}
     env.pop("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", None)
     env |= {
@@ -91,7 +97,7 @@ def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(64),
         "CONTRACT_REGISTRY_URL": registry_url,
-        "CONTRACT_CATALOG": str(REPO / "contracts"),
+        "CONTRACT_CATALOG": str(work / "contracts"),
     }
     airflow = str(Path(sys.executable).parent / "airflow")
     reserialize = subprocess.run(
@@ -121,7 +127,8 @@ def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         )
         assert trigger.status_code == 200, trigger.text
         seed_registry(registry_url, RUN_ID)
-        yield Server(url, token)
+        seed_estate(registry_url, estate)
+        yield Server(url, token, tuple(estate))
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -200,10 +207,13 @@ def test_catalogue_contract_page_and_run_link_in_a_browser(server: Server, brows
     _log_in(browser, server)
     browser.get(f"{server.url}/contracts/")
     _wait_for(browser, "table.catalogue")
-    rows = browser.find_elements(By.CSS_SELECTOR, "tr.contract-row")
-    assert sorted(row.get_attribute("data-message-type") for row in rows) == sorted(c.message_type for c in catalog)
+    rows = [row.get_attribute("data-message-type") for row in browser.find_elements(By.CSS_SELECTOR, "tr.contract-row")]
+    assert len(rows) == 50 and {c.message_type for c in catalog} <= set(rows)  # the real ones sort first
     mismatched = browser.find_elements(By.CSS_SELECTOR, "tr.status-mismatch")
-    assert [row.get_attribute("data-message-type") for row in mismatched] == [MISMATCHED]
+    refused = {c.message_type for c in server.estate if c.mismatched}
+    assert [row.get_attribute("data-message-type") for row in mismatched] == [
+        mt for mt in rows if mt == MISMATCHED or mt in refused
+    ]
     _screenshot(browser, "catalogue")
 
     Select(browser.find_element(By.NAME, "domain")).select_by_value("billing")  # the inline script submits
@@ -255,3 +265,191 @@ def test_contracts_in_the_airflow_navigation_and_run_tab(server: Server, browser
     assert MISMATCHED in listed
     browser.switch_to.default_content()
     _screenshot(browser, "airflow-run-tab")
+
+
+def _shown(driver) -> list[str]:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+
+    return [row.get_attribute("data-message-type") for row in driver.find_elements(By.CSS_SELECTOR, "tr.contract-row")]
+
+
+def _range(driver) -> str:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, "#pager-top .range").text
+
+
+def test_paging_through_the_estate_with_the_findings_filter_and_search(server: Server, browser, catalog) -> None:
+    from selenium.webdriver.common.by import By
+
+    total = ESTATE + len(catalog)
+    _log_in(browser, server)
+    browser.get(f"{server.url}/contracts/")
+    _wait_for(browser, "#pager-top")
+    assert _range(browser) == f"1–50 of {total}"
+    first = _shown(browser)
+
+    browser.find_element(By.CSS_SELECTOR, "#pager-top a.next").click()
+    wait_until(lambda: _range(browser) == f"51–100 of {total}", 30, 0.2, what="the second page's range")
+    second = _shown(browser)
+    assert len(second) == 50 and not set(first) & set(second) and sorted(first + second) == first + second
+    assert "page=2" in browser.current_url
+    _screenshot(browser, "catalogue-page-2")
+
+    browser.find_element(By.NAME, "findings").click()  # the inline script submits; paging starts again
+    wait_until(lambda: "findings=true" in browser.current_url, 30, 0.2, what="the findings filter in the address")
+    _wait_for(browser, "input[name=findings][checked]")
+    flagged = {c.message_type for c in server.estate if c.quality_fails or c.mismatched}
+    with_findings = _shown(browser)
+    assert with_findings and "page=" not in browser.current_url
+    assert all(mt in flagged or mt.split(".")[0] in {"billing", "order", "quote"} for mt in with_findings)
+    assert {mt for mt in with_findings if mt.split(".")[0] in {"stock", "travel", "warehouse", "yard"}} == {
+        mt for mt in flagged if mt in with_findings
+    }
+    matching = len(flagged) + 2  # the real catalogue's refused step and its deprecated v1's retirement blockers
+    assert _range(browser) == f"1–{min(50, matching)} of {matching}"
+    assert all(
+        row.get_attribute("title") for row in browser.find_elements(By.CSS_SELECTOR, "tr.contract-row")
+    )  # each row says what its findings are
+
+    search = browser.find_element(By.NAME, "q")
+    search.clear()
+    search.send_keys("travel")
+    browser.find_element(By.CSS_SELECTOR, "#filters button[type=submit]").click()
+    wait_until(lambda: "q=travel" in browser.current_url, 30, 0.2, what="the search in the address")
+    travel = sorted(mt for mt in flagged if mt.startswith("travel."))
+    assert _shown(browser) == travel and _range(browser) == f"1–{len(travel)} of {len(travel)}"
+    assert browser.find_elements(By.CSS_SELECTOR, "#pager-top span.next")  # one page: no next link
+    assert "findings=true" in browser.current_url  # the filter stayed on
+    _screenshot(browser, "catalogue-findings-search")
+
+    browser.get(f"{server.url}/contracts/?q=recorded&per_page=20&page=3")
+    _wait_for(browser, "#pager-top")
+    estate = sorted(c.message_type for c in server.estate)
+    assert _shown(browser) == estate[40:60] and _range(browser) == f"41–60 of {ESTATE}"
+    browser.find_element(By.CSS_SELECTOR, "#pager-bottom a.prev").click()
+    wait_until(lambda: _range(browser) == f"21–40 of {ESTATE}", 30, 0.2, what="the previous page")
+    assert (
+        _shown(browser) == estate[20:40]
+        and "q=recorded" in browser.current_url
+        and "per_page=20" in browser.current_url
+    )
+
+
+def _offline_browser(user_data: str):  # type: ignore[no-untyped-def]
+    """Chromium that resolves no name and goes through a proxy that is not there: only loopback is reachable."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={user_data}",
+        "--window-size=1500,1100",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
+        "--proxy-server=127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+    ):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+
+
+def _data_docs_site(root: Path) -> None:
+    """A real Great Expectations Data Docs site (pandas, one suite): what the CDN-loading index looks like."""
+    import great_expectations as gx
+    import pandas as pd
+    from great_expectations.checkpoint import UpdateDataDocsAction
+
+    context = gx.get_context(mode="file", context_root_dir=str(root))
+    batch = (
+        context.data_sources.add_pandas("envelopes")
+        .add_dataframe_asset("all")
+        .add_batch_definition_whole_dataframe("w")
+    )
+    suite = context.suites.add(
+        gx.ExpectationSuite(
+            name="envelope_quality.order.order-created.v1",
+            expectations=[gx.expectations.ExpectColumnValuesToNotBeNull(column="messageId")],
+        )
+    )
+    validation = context.validation_definitions.add(gx.ValidationDefinition(name=suite.name, data=batch, suite=suite))
+    checkpoint = context.checkpoints.add(
+        gx.Checkpoint(name=suite.name, validation_definitions=[validation], actions=[UpdateDataDocsAction(name="docs")])
+    )
+    checkpoint.run(batch_parameters={"dataframe": pd.DataFrame({"messageId": ["m-1", "m-2"]})})
+
+
+def test_the_quality_results_open_from_disk_without_a_network(tmp_path: Path) -> None:
+    """What the main job's summary points to (``quality:``) opens offline and shows every expectation's outcome;
+    the Data Docs index, offline, shows little but a link to it."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    from contract_platform.quality.report import ExpectationResult, QualityReport, TypeQuality
+    from contract_platform.quality.results_page import write_results_page
+    from contract_platform.quality.runner import DATA_DOCS_INDEX, results_page_path
+
+    gx_root = tmp_path / "gx"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    _data_docs_site(gx_root)
+    index = gx_root / DATA_DOCS_INDEX
+    assert "cdn.jsdelivr.net" in index.read_text(encoding="utf-8")  # GX's own site: scripts from CDNs
+    quality = TypeQuality(
+        "order.order-created.v1",
+        "1.2.0",
+        500,
+        (
+            ExpectationResult("message-id-unique", "expect_column_values_to_be_unique", 1.0, True, 500, 0, 1.0),
+            ExpectationResult(
+                "published-after-occurred",
+                "expect_column_pair_values_a_to_be_greater_than_b",
+                0.999,
+                False,
+                500,
+                12,
+                0.976,
+                samples=("m-17", "m-42"),
+            ),
+        ),
+        suite="envelope_quality.order.order-created.v1",
+    )
+    report = QualityReport(types=(quality,), data_docs=str(index), gx_root=str(gx_root))
+    page = write_results_page(report, index.parent)
+    assert page == results_page_path(gx_root)  # the path the main job prints as "quality:"
+
+    with tempfile.TemporaryDirectory(prefix="chromium-offline-") as user_data:
+        driver = _offline_browser(user_data)
+        try:
+            with pytest.raises(WebDriverException, match="ERR_"):  # the network really is out of reach
+                driver.get("https://cdn.jsdelivr.net/npm/vega@5")
+
+            driver.get(page.as_uri())
+            _wait_for(driver, "#overall")
+            outcomes = {
+                row.get_attribute("data-expectation"): row.find_element(By.CSS_SELECTOR, ".verdict").text
+                for row in driver.find_elements(By.CSS_SELECTOR, "tr.expectation")
+            }
+            assert outcomes == {"message-id-unique": "met", "published-after-occurred": "missed"}
+            assert driver.find_element(By.ID, "overall").text == "fail"
+            assert "m-17, m-42" in driver.find_element(By.CSS_SELECTOR, "tr.missed").text
+            styled = driver.execute_script(
+                "return getComputedStyle(document.querySelector('tr.missed td')).backgroundColor"
+            )
+            assert styled not in ("rgba(0, 0, 0, 0)", "transparent")  # its inline styles applied
+            _screenshot(driver, "quality-results-offline", full_page=True)
+
+            driver.get(index.as_uri())  # GX's index: its CDN scripts fail, the link to the results does not
+            link = _wait_for(driver, f"a[href='{page.name}']")
+            _screenshot(driver, "data-docs-offline")
+            link.click()
+            wait_until(lambda: driver.current_url.endswith(page.name), 30, 0.2, what="the results page, from the index")
+            _wait_for(driver, "tr.expectation.missed")
+        finally:
+            driver.quit()

@@ -241,6 +241,36 @@ def test_data_docs_are_built_in_the_context(report: QualityReport, run: dict[str
     assert "envelope_quality.order.order-created.v1" in index.read_text(encoding="utf-8")
 
 
+def test_the_results_page_beside_the_data_docs_holds_every_expectation_of_the_run(
+    report: QualityReport, run: dict[str, Any]
+):
+    """``envelope_quality.html`` (what the main job's summary points to) carries the same outcomes as the report,
+    needs nothing from a network, and the Data Docs index links to it; the evidence references it."""
+    import re
+
+    page = run["out"] / "gx" / "uncommitted" / "data_docs" / "local_site" / "envelope_quality.html"
+    assert report.results_page == str(page)
+    text = page.read_text(encoding="utf-8")
+    sections = {
+        chunk.split('"', 1)[0]: dict(
+            re.findall(r'data-expectation="([^"]+)">.*?class="verdict \w+">([^<]+)<', chunk, re.S)
+        )
+        for chunk in text.split('<section class="message-type" id="')[1:]
+    }
+    assert set(sections) == {quality.message_type for quality in report.types}
+    for quality in report.types:
+        expected = {
+            r.id: "met" if r.success else ("could not be evaluated" if r.error else "missed") for r in quality.results
+        }
+        assert sections[quality.message_type] == expected
+    assert "missed" in sections["order.order-created.v1"].values()  # the archive has defects
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text) and "<script" not in text
+    assert 'href="envelope_quality.html"' in (page.parent / "index.html").read_text(encoding="utf-8")
+    with Registry.open(run["registry_url"]) as registry:
+        recorded = registry.evidence("order.order-created.v1", EvidenceKind.ENVELOPE_QUALITY)
+    assert [r.reference for r in recorded if r.run_id == "quality-test"] == [str(page)]
+
+
 def _seed_other_guards(registry: Registry, catalog: Catalog, name: str) -> None:
     """``name`` effective experimental, with passing evidence for the other experimental -> active guards."""
     contract = catalog.contracts[name]

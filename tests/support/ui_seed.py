@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.evidence.records import CoverageGap, CoverageSegment, QueueCounters, ReaderSession
@@ -203,3 +204,220 @@ def record_readers_audit(
     check = check_readers(contract, [VersionQueue("/", q, q) for q in queues], evidence, now=now)
     result = AuditResult(contract.message_type, contract.version, now, (check,), run_id="scheduled__readers")
     record_audit(result, registry)
+
+
+# -- an estate: many generated contracts with a history, for paging and scale ----------------------------
+
+ESTATE_DOMAINS = ("stock", "travel", "warehouse", "yard")  # all sort after the real catalogue's domains
+ESTATE_TEAMS = ("inventory-platform", "journeys", "fulfilment", "logistics-core")
+
+
+@dataclass(frozen=True)
+class EstateContract:
+    message_type: str
+    domain: str
+    status: Status  # declared, and effective unless ``mismatched``
+    mismatched: bool  # declared active, stopped at experimental by a refused step
+    quality_fails: bool  # its latest envelope quality failed
+
+
+def estate_plan(count: int) -> list[EstateContract]:
+    """``count`` contracts: mostly active; every 10th deprecated (v1 superseded by the active v2 of its name),
+    every 17th declared active but refused at experimental, every 7th with a failed latest quality run."""
+    plan = []
+    for index in range(count):
+        domain = ESTATE_DOMAINS[index % len(ESTATE_DOMAINS)]
+        name = f"item-{index:05d}-recorded"
+        deprecated = index % 10 == 3
+        mismatched = not deprecated and index % 17 == 5
+        plan.append(
+            EstateContract(
+                f"{domain}.{name}.v1",
+                domain,
+                Status.DEPRECATED if deprecated else Status.ACTIVE,
+                mismatched,
+                quality_fails=index % 7 == 2,
+            )
+        )
+    return plan
+
+
+_PAYLOAD = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["itemId", "quantity"],
+    "properties": {
+        "itemId": {"type": "string", "minLength": 1, "description": "The item's business identifier."},
+        "quantity": {"type": "integer", "minimum": 0, "description": "Units recorded."},
+    },
+    "additionalProperties": False,
+}
+
+
+def write_estate_catalog(target: Path, count: int, source: Path | None = None) -> list[EstateContract]:
+    """A catalogue at ``target``: a copy of ``source`` (default: none) plus ``count`` generated contracts."""
+    import json
+    import shutil
+
+    if source is not None:
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    else:
+        envelope = Path(__file__).resolve().parents[2] / "contracts" / "envelope"
+        shutil.copytree(envelope, target / "envelope", dirs_exist_ok=True)
+    plan = estate_plan(count)
+    for index, item in enumerate(plan):
+        domain, name, _ = item.message_type.split(".")
+        folder = target / domain / name / "v1"
+        (folder / "fixtures" / "valid").mkdir(parents=True, exist_ok=True)
+        (folder / "fixtures" / "invalid").mkdir(parents=True, exist_ok=True)
+        team = ESTATE_TEAMS[index % len(ESTATE_TEAMS)]
+        lines = [
+            f"messageType: {item.message_type}",
+            "kind: event",
+            "version: 1.0.0",
+            f"status: {item.status.value}",
+            f"description: Item {index} of the {domain} estate was recorded (generated for scale tests).",
+            f"owner: {{team: {team}, service: {domain}-service, contact: {team}@example.com}}",
+            f"transport: {{exchange: {domain}.events, routingKey: {domain}.{name.removesuffix('-recorded')}.recorded.v1}}",
+            "compatibility: BACKWARD",
+            "idempotencyKey: /metadata/messageId",
+            "pii: {containsPii: false, fields: []}",
+            "retention: {queue: 14d, dlq: 14d, archive: 90d}",
+            "consumers:",
+            f"  - {{service: ledger-service, queue: ledger-service.{item.message_type}}}",
+        ]
+        if item.status is Status.DEPRECATED:
+            lines += [f"supersededBy: {domain}.{name}.v2", 'sunset: "2027-03-01"']
+        (folder / "contract.yaml").write_text("\n".join(lines) + "\n")
+        (folder / "payload.schema.json").write_text(json.dumps(_PAYLOAD, indent=2))
+        envelope = {
+            "metadata": {
+                "messageId": f"m-{index}",
+                "messageType": item.message_type,
+                "schemaVersion": 1,
+                "messageVersion": "1.0.0",
+                "producer": f"{domain}-service",
+                "occurredAt": "2026-07-01T10:15:30Z",
+                "publishedAt": "2026-07-01T10:15:31Z",
+                "correlationId": f"c-{index}",
+                "partitionKey": f"item-{index}",
+            },
+            "payload": {"itemId": f"it-{index}", "quantity": 3},
+        }
+        (folder / "fixtures" / "valid" / "three-units.json").write_text(json.dumps(envelope))
+        bad = {**envelope, "payload": {"itemId": "", "quantity": -1}}
+        (folder / "fixtures" / "invalid" / "negative-quantity.json").write_text(json.dumps(bad))
+    return plan
+
+
+def seed_estate(url: str, plan: list[EstateContract], *, days: int = 30, now: datetime | None = None) -> int:
+    """The registry history of ``plan`` as the DAGs would leave it after ``days`` days, in a few bulk inserts:
+    registered and walked by contract_change runs (the mismatched refused at experimental), its change
+    evidence, a daily archive validation and envelope quality, and for deprecated versions parity and a
+    daily retirement audit over the last week. Returns the evidence rows written."""
+    from sqlalchemy import create_engine, insert
+
+    from contract_platform.store import tables
+
+    now = now or datetime.now(UTC).replace(microsecond=0)
+    Registry.open(url).close()  # the schema, at its latest version
+    versions, transitions, refusals, evidence = [], [], [], []
+    actor = f"dag:{CHANGE_DAG}"
+    start = now - timedelta(days=days + 1)
+    for item in plan:
+        mt = item.message_type
+        reached = Status.EXPERIMENTAL if item.mismatched else item.status
+        walk = [s for s in Status if s.rank <= reached.rank]
+        for revision, status in enumerate(walk, start=1):
+            transitions.append(
+                {
+                    "message_type": mt,
+                    "revision": revision,
+                    "from_status": walk[revision - 2].value if revision > 1 else None,
+                    "to_status": status.value,
+                    "at": start + timedelta(hours=revision),
+                    "actor": actor,
+                    "run_id": f"estate__{revision}",
+                    "reason": f"guards passed for {status.value}" if revision > 1 else "registered at 1.0.0",
+                    "evidence_id": None,
+                }
+            )
+        versions.append(
+            {
+                "message_type": mt,
+                "effective_status": reached.value,
+                "contract_version": "1.0.0",
+                "revision": len(walk),
+                "updated_at": start + timedelta(hours=len(walk)),
+            }
+        )
+        if item.mismatched:
+            refusals.append(
+                {
+                    "message_type": mt,
+                    "from_status": Status.EXPERIMENTAL.value,
+                    "to_status": Status.ACTIVE.value,
+                    "at": now - timedelta(hours=3),
+                    "actor": actor,
+                    "run_id": "estate__refused",
+                    "reasons": ["no envelope quality evidence for version 1.0.0 yet: run the envelope_quality DAG"],
+                }
+            )
+
+        def add(kind: str, verdict: str, figures: dict[str, object], at: datetime, mt: str = mt) -> None:
+            evidence.append(
+                {
+                    "message_type": mt,
+                    "contract_version": "1.0.0",
+                    "kind": kind,
+                    "collected_at": at,
+                    "verdict": verdict,
+                    "figures": figures,
+                    "reference": None,
+                    "run_id": f"scheduled__{at.date().isoformat()}",
+                }
+            )
+
+        for kind in ("lint", "fixtures", "compatibility", "topology"):
+            add(kind, "pass", {"problems": 0}, start + timedelta(minutes=30))
+        for day in range(days, 0, -1):
+            at = now - timedelta(days=day, hours=-1)
+            total = 10_000 + day
+            add(
+                "archive_validation",
+                "pass",
+                {"total": total, "invalid": day % 3, "invalid_rate": (day % 3) / total, "invalid_rate_target": 0.001},
+                at,
+            )
+            failing = item.quality_fails and day == 1
+            add(
+                "envelope_quality",
+                "fail" if failing else "pass",
+                {
+                    "evaluated": 2,
+                    "failed": 1 if failing else 0,
+                    "failed_expectations": ["published-after-occurred"] if failing else [],
+                    "unexpected": {"message-id-unique": 0, "published-after-occurred": 17 if failing else 0},
+                    "samples": {"published-after-occurred": [f"m-late-{n}" for n in range(3)]} if failing else {},
+                    "mostly": {"message-id-unique": 1.0, "published-after-occurred": 0.999},
+                    "skipped": {"tenant-id-present": "the contract does not require tenancy"},
+                    "rows": total,
+                },
+                at + timedelta(hours=1),
+            )
+            if item.status is Status.DEPRECATED and day <= 7:
+                add("retirement_audit", "pass", {"failed_checks": [], "consumers": 0}, at + timedelta(hours=2))
+        if item.status is Status.DEPRECATED:
+            add("migration_parity", "pass", {"mode": "bridge", "parity": 1.0}, now - timedelta(days=8))
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(tables.contract_versions), versions)
+            conn.execute(insert(tables.transitions), transitions)
+            if refusals:
+                conn.execute(insert(tables.refusals), refusals)
+            for i in range(0, len(evidence), 20_000):
+                conn.execute(insert(tables.evidence), evidence[i : i + 20_000])
+    finally:
+        engine.dispose()
+    return len(evidence)

@@ -33,7 +33,7 @@ def record_quality(
 ) -> list[EvidenceRecord]:
     """Add one evidence record per type of ``report`` that the catalogue holds; returns them.
 
-    The reference is the Data Docs index, where the full results are.
+    The reference is the results page that opens offline, else the Data Docs index: where the full results are.
     """
     added = []
     for quality in report.types:
@@ -47,7 +47,7 @@ def record_quality(
                 contract.version,
                 evidence_figures(quality),
                 verdict=quality.verdict,
-                reference=report.data_docs,
+                reference=report.results_page or report.data_docs,
                 run_id=run_id,
             )
         )

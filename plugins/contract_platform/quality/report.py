@@ -136,6 +136,7 @@ class QualityReport:
     until: str | None = None  # exclusive; None: no end
     redeliveries: int = 0  # deliveries left out because they were redelivered
     elapsed_seconds: float = 0.0
+    results_page: str | None = None  # the same results as one HTML page that opens offline (quality.results_page)
 
     @property
     def success(self) -> bool:
@@ -159,6 +160,7 @@ class QualityReport:
             "until": self.until,
             "success": self.success,
             "data_docs": self.data_docs,
+            "results_page": self.results_page,
             "gx_root": self.gx_root,
             "redeliveries_excluded": self.redeliveries,
             "unassigned": dict(self.unassigned),
@@ -171,6 +173,7 @@ class QualityReport:
         return cls(
             types=tuple(TypeQuality.from_dict(t) for t in data["types"]),
             data_docs=data.get("data_docs"),
+            results_page=data.get("results_page"),
             gx_root=data.get("gx_root", ""),
             unassigned=dict(data.get("unassigned") or {}),
             archive=data.get("archive"),

@@ -7,7 +7,8 @@ suite from ``suite_for``, a validation definition and a checkpoint of the same n
 ``add_or_update_*``, so re-running over the same context replaces, never duplicates.
 
 The context lives in ``<data>/gx`` (``settings.data_dir()``) unless ``context_root`` says otherwise;
-the Data Docs in ``<gx>/uncommitted/data_docs/local_site/index.html``. Neither Great Expectations
+the Data Docs in ``<gx>/uncommitted/data_docs/local_site/index.html``, and beside them
+``envelope_quality.html``, the same results readable offline (``quality.results_page``). Neither Great Expectations
 nor PySpark is imported until ``run_suite`` runs.
 """
 
@@ -17,6 +18,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +27,26 @@ from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.errors import QualityError, UsageError
 from contract_platform.quality import columns as col
 from contract_platform.quality.report import NO_TYPE, ExpectationResult, QualityReport, TypeQuality
+from contract_platform.quality.results_page import RESULTS_PAGE_NAME, write_results_page
 from contract_platform.quality.samples import sample_message_ids
 from contract_platform.quality.suite import ExpectationSpec, suite_for
 
-__all__ = ["DATA_DOCS_INDEX", "PREFIX", "RESULT_FORMAT", "data_docs_index", "default_context_root", "run_suite"]
+__all__ = [
+    "DATA_DOCS_INDEX",
+    "PREFIX",
+    "RESULTS_PAGE",
+    "RESULT_FORMAT",
+    "data_docs_index",
+    "default_context_root",
+    "results_page_path",
+    "run_suite",
+]
 
 PREFIX = "envelope_quality"  # GX names: <PREFIX>.<messageType> for datasource, suite, validation, checkpoint
 ASSET = "envelopes"
 BATCH = "whole"
 DATA_DOCS_INDEX = Path("uncommitted", "data_docs", "local_site", "index.html")
+RESULTS_PAGE = DATA_DOCS_INDEX.with_name(RESULTS_PAGE_NAME)  # the results without scripts: opens offline
 RESULT_FORMAT = {"result_format": "SUMMARY"}  # samples come from quality.samples (GX's index lists cost 2x)
 ROWS_PER_PARTITION = 1_000_000  # a type's envelopes are coalesced to this: GX runs many small Spark jobs
 
@@ -45,6 +58,11 @@ def default_context_root() -> Path:
 def data_docs_index(context_root: str | Path | None = None) -> Path:
     """Where the Data Docs index of a context is (whether or not it has been built yet)."""
     return Path(context_root or default_context_root()) / DATA_DOCS_INDEX
+
+
+def results_page_path(context_root: str | Path | None = None) -> Path:
+    """Where the offline envelope quality results page of a context is (``quality.results_page``)."""
+    return Path(context_root or default_context_root()) / RESULTS_PAGE
 
 
 def run_suite(
@@ -78,13 +96,20 @@ def run_suite(
         for contract in judged
     ]
     index = root / DATA_DOCS_INDEX
-    return QualityReport(
+    report = QualityReport(
         types=tuple(types),
         data_docs=str(index) if data_docs and index.exists() else None,
         gx_root=str(root),
         unassigned=unassigned,
         elapsed_seconds=time.perf_counter() - started,
     )
+    if not data_docs:
+        return report
+    try:  # beside the Data Docs, from the same results: what opens without a network (quality.results_page)
+        page = write_results_page(report, index.parent)
+    except OSError as exc:
+        raise UsageError(f"{index.parent}: cannot write the envelope quality results page there ({exc})") from exc
+    return replace(report, results_page=str(page))
 
 
 def _count_types(envelopes_df: Any, catalog: Catalog) -> tuple[dict[str, int], dict[str, int]]:

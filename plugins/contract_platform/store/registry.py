@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, Select, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from contract_platform.catalog.model import Status
@@ -308,6 +308,99 @@ class Registry:
         with self._connect(f"reading evidence of {message_type}") as conn:
             return [rows.evidence_record(row._mapping) for row in conn.execute(query)]
 
+    # -- batched reads for pages that show many versions at once (the Contracts page) --------------
+
+    def latest_transitions(self) -> dict[str, TransitionRecord]:
+        """The latest transition of every message type, in one query."""
+        latest = _latest_per(transitions, (transitions.c.message_type,), (transitions.c.revision, transitions.c.id))
+        with self._connect("reading the latest transitions") as conn:
+            return {row.message_type: rows.transition_record(row._mapping) for row in conn.execute(latest)}
+
+    def latest_refusals(self) -> dict[str, RefusalRecord]:
+        """The latest refusal of every message type that has one, in one query."""
+        latest = _latest_per(refusals, (refusals.c.message_type,), (refusals.c.at, refusals.c.id))
+        with self._connect("reading the latest refusals") as conn:
+            return {row.message_type: rows.refusal_record(row._mapping) for row in conn.execute(latest)}
+
+    def latest_evidence_of(
+        self, kinds: Iterable[EvidenceKind | str], message_types: Iterable[str] | None = None
+    ) -> dict[tuple[str, EvidenceKind], EvidenceRecord]:
+        """The latest evidence of each of ``kinds`` for every message type (or only ``message_types``), keyed
+        ``(message_type, kind)``: what ``latest_evidence`` answers one at a time, in one query per 500 types."""
+        wanted = sorted({values.member(EvidenceKind, kind, "evidence kind").value for kind in kinds})
+        if not wanted:
+            return {}
+        chosen = None if message_types is None else sorted(set(message_types))
+        found: dict[tuple[str, EvidenceKind], EvidenceRecord] = {}
+        chunks = [None] if chosen is None else [chosen[i : i + 500] for i in range(0, len(chosen), 500)]
+        with self._connect("reading the latest evidence of many message types") as conn:
+            for chunk in chunks:
+                where = [evidence.c.kind.in_(wanted)]
+                if chunk is not None:
+                    where.append(evidence.c.message_type.in_(chunk))
+                latest = _latest_per(
+                    evidence,
+                    (evidence.c.message_type, evidence.c.kind),
+                    (evidence.c.collected_at, evidence.c.id),
+                    where,
+                )
+                for row in conn.execute(latest):
+                    record = rows.evidence_record(row._mapping)
+                    found[(record.message_type, record.kind)] = record
+        return found
+
+    def transitions_by(self, actor: str, run_ids: Iterable[str] | None = None) -> list[TransitionRecord]:
+        """Every transition ``actor`` applied in a run (in ``run_ids`` only, if given), of every type."""
+        query = select(transitions).where(transitions.c.actor == actor, transitions.c.run_id.is_not(None))
+        if run_ids is not None:
+            query = query.where(transitions.c.run_id.in_(sorted(set(run_ids))))
+        with self._connect(f"reading the transitions of {actor}") as conn:
+            return [rows.transition_record(row._mapping) for row in conn.execute(query.order_by(transitions.c.id))]
+
+    def refusals_by(self, actor: str, run_ids: Iterable[str] | None = None) -> list[RefusalRecord]:
+        """Every refusal recorded by ``actor`` in a run (in ``run_ids`` only, if given), of every type."""
+        query = select(refusals).where(refusals.c.actor == actor, refusals.c.run_id.is_not(None))
+        if run_ids is not None:
+            query = query.where(refusals.c.run_id.in_(sorted(set(run_ids))))
+        with self._connect(f"reading the refusals of {actor}") as conn:
+            return [rows.refusal_record(row._mapping) for row in conn.execute(query.order_by(refusals.c.id))]
+
+    def evidence_of_runs(
+        self, kinds: Iterable[EvidenceKind | str], run_ids: Iterable[str] | None = None
+    ) -> list[EvidenceRecord]:
+        """Every piece of evidence of ``kinds`` that names a run (in ``run_ids`` only, if given), of every type."""
+        wanted = sorted({values.member(EvidenceKind, kind, "evidence kind").value for kind in kinds})
+        if not wanted:
+            return []
+        query = select(evidence).where(evidence.c.kind.in_(wanted), evidence.c.run_id.is_not(None))
+        if run_ids is not None:
+            query = query.where(evidence.c.run_id.in_(sorted(set(run_ids))))
+        with self._connect("reading the evidence of runs") as conn:
+            return [rows.evidence_record(row._mapping) for row in conn.execute(query.order_by(evidence.c.id))]
+
+    def run_times(self, actor: str, kinds: Iterable[EvidenceKind | str]) -> dict[str, datetime]:
+        """Each run id ``actor`` applied or refused a step in, or that recorded evidence of ``kinds``, with the
+        time of the latest thing it did: in three grouped queries, no row's content read."""
+        wanted = sorted({values.member(EvidenceKind, kind, "evidence kind").value for kind in kinds})
+        found: dict[str, datetime] = {}
+        queries = [
+            select(table.c.run_id, func.max(table.c.at))
+            .where(table.c.actor == actor, table.c.run_id.is_not(None))
+            .group_by(table.c.run_id)
+            for table in (transitions, refusals)
+        ]
+        if wanted:
+            queries.append(
+                select(evidence.c.run_id, func.max(evidence.c.collected_at))
+                .where(evidence.c.kind.in_(wanted), evidence.c.run_id.is_not(None))
+                .group_by(evidence.c.run_id)
+            )
+        with self._connect(f"reading the runs of {actor}") as conn:
+            for query in queries:
+                for run_id, at in conn.execute(query):  # max() keeps the column's type: aware UTC
+                    found[run_id] = max(found.get(run_id, at), at)
+        return found
+
     # -- schema snapshots ----------------------------------------------------------------------
 
     def snapshot_schema(self, message_type: str, contract_version: str, schema: Mapping[str, Any]) -> bool:
@@ -563,6 +656,24 @@ def _gap_before(conn: Connection, segment_id: str, covered_from: datetime) -> Co
     if exists is None:
         conn.execute(insert(coverage_gaps).values(start=start, end=covered_from, reason=reason))
     return gap
+
+
+def _latest_per(table: Any, group: Sequence[Any], newest: Sequence[Any], where: Sequence[Any] = ()) -> Select[Any]:
+    """The newest row (by ``newest``, descending) of each ``group`` of ``table``, in one query.
+
+    Each group's newest id is looked up through the group's index (a correlated ``LIMIT 1``), so the
+    rows read are one per group, never the whole history (a window function over the table reads all).
+    """
+    pairs = select(*group).where(*where).distinct().subquery("latest_groups")
+    other = table.alias("newer")
+    newest_id = (
+        select(other.c.id)
+        .where(*(other.c[column.name] == pairs.c[column.name] for column in group))
+        .order_by(*(other.c[column.name].desc() for column in newest))
+        .limit(1)
+        .scalar_subquery()
+    )
+    return select(table).select_from(pairs).join(table, table.c.id == newest_id)
 
 
 def _read_state(conn: Connection, message_type: str) -> VersionState | None:

@@ -13,7 +13,9 @@ from contract_platform_airflow.ui import models
 from contract_platform_airflow.ui.auth import can_read_dag_runs, require_reader
 from contract_platform_airflow.ui.deps import CatalogDep, RegistryDep, Urls, UrlsDep, known_contract
 
-__all__ = ["CatalogueQuery", "contract_detail", "router"]
+__all__ = ["PER_PAGE", "CatalogueQuery", "contract_detail", "router"]
+
+PER_PAGE, MAX_PER_PAGE = 50, 500  # rows per page of the catalogue: the default, the most one request may ask
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": models.ErrorOut, "description": "No valid Airflow token (Bearer header or _token cookie)."},
@@ -54,13 +56,39 @@ class CatalogueQuery:
         ] = None,
         owner: Annotated[str | None, Query(max_length=100, description="owning team")] = None,
         q: Annotated[str | None, Query(max_length=200, description="text in messageType, description, owner")] = None,
+        findings: Annotated[bool, Query(description=views.FINDINGS_HELP)] = False,
         sort: Annotated[views.SortKey, Query()] = views.SortKey.MESSAGE_TYPE,
         order: Annotated[Order, Query()] = Order.ASC,
+        page: Annotated[int, Query(ge=1, le=100_000, description="from 1; past the last page: the last page")] = 1,
+        per_page: Annotated[int, Query(ge=1, le=MAX_PER_PAGE, description="rows per page")] = PER_PAGE,
     ) -> None:
         # An HTML form sends empty fields: empty means "any", like leaving the parameter out.
         self.domain, self.owner, self.q = domain or None, owner or None, q or None
         self.status: StatusFilter | None = status or None
+        self.findings = findings
         self.sort, self.order = sort, order
+        self.page, self.per_page = page, per_page
+
+    def params(self, **changed: object) -> dict[str, str]:
+        """The query string of this view, defaults left out; ``changed`` replaces some (None drops one)."""
+        values: dict[str, object] = {
+            "q": self.q,
+            "domain": self.domain,
+            "status": self.status.value if self.status else None,
+            "owner": self.owner,
+            "findings": "true" if self.findings else None,
+            "sort": self.sort.value,
+            "order": self.order.value,
+            "page": self.page,
+            "per_page": self.per_page,
+        }
+        values |= changed
+        defaults = {"sort": views.SortKey.MESSAGE_TYPE.value, "order": Order.ASC.value, "page": 1, "per_page": PER_PAGE}
+        return {k: str(v) for k, v in values.items() if v not in (None, "") and defaults.get(k) != v}
+
+    def paged(self, rows: list[views.CatalogueRow]) -> views.Page:
+        """The page asked for of the filtered, sorted ``rows``."""
+        return views.page_of(self.apply(rows), self.page, self.per_page)
 
     def apply(self, rows: list[views.CatalogueRow]) -> list[views.CatalogueRow]:
         kept = views.filter_rows(
@@ -69,18 +97,26 @@ class CatalogueQuery:
             status=str(self.status) if self.status else None,
             owner=self.owner,
             query=self.q,
+            open_findings=self.findings,
         )
         return views.sort_rows(kept, self.sort, descending=self.order is Order.DESC)
 
 
-@router.get("/contracts", response_model=models.CatalogueOut, summary="Every contract version, filtered and sorted")
+@router.get(
+    "/contracts", response_model=models.CatalogueOut, summary="Every contract version, filtered, sorted, one page"
+)
 def list_contracts(
     catalog: CatalogDep, registry: RegistryDep, urls: UrlsDep, query: Annotated[CatalogueQuery, Depends()]
 ) -> models.CatalogueOut:
-    rows = views.catalogue(catalog, registry)
-    shown = query.apply(rows)
+    rows = views.catalogue(catalog, registry, summaries=False)
+    page = query.paged(rows)
     return models.CatalogueOut(
-        total=len(rows), contracts=[models.ContractSummaryOut.of(row, urls.base) for row in shown]
+        total=len(rows),
+        matching=page.matching,
+        page=page.number,
+        per_page=page.per_page,
+        pages=page.pages,
+        contracts=[models.ContractSummaryOut.of(row, urls.base) for row in page.rows],
     )
 
 

@@ -88,6 +88,9 @@ class ContractSummaryOut(_Out):
     quality: EvidenceOut | None
     parity: EvidenceOut | None
     retirement: RetirementOut
+    findings: list[str] = Field(
+        default_factory=list, description="Open findings or blockers (the catalogue's findings filter); empty: none."
+    )
     links: LinksOut
 
     @classmethod
@@ -116,13 +119,18 @@ class ContractSummaryOut(_Out):
                 verdict=row.retirement.verdict,
                 blockers=list(row.retirement.blockers),
             ),
+            findings=views.findings(row),
             links=LinksOut(page=f"{base}/c/{row.message_type}", api=f"{base}/api/contracts/{row.message_type}"),
         )
 
 
 class CatalogueOut(_Out):
     total: int = Field(description="Contract versions in the catalogue, before filtering.")
-    contracts: list[ContractSummaryOut]
+    contracts: list[ContractSummaryOut] = Field(description="The page asked for (page, perPage) of the matching ones.")
+    matching: int = Field(0, description="Contract versions the filters and search keep, over all pages.")
+    page: int = Field(1, description="This page's number, from 1.")
+    per_page: int = Field(0, description="Rows per page.")
+    pages: int = Field(1, description="Pages of matching versions (at least 1).")
 
 
 class TransitionOut(_Out):

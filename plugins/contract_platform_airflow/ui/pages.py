@@ -17,7 +17,7 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.errors import printable
 from contract_platform.retirement.report import considered_queues
 from contract_platform_airflow.ui import charts
-from contract_platform_airflow.ui.api import CatalogueQuery, Order
+from contract_platform_airflow.ui.api import PER_PAGE, CatalogueQuery, Order
 from contract_platform_airflow.ui.auth import can_read_dag_runs, require_reader
 from contract_platform_airflow.ui.deps import CatalogDep, RegistryDep, Urls, UrlsDep, known_contract
 from contract_platform_airflow.ui.markdown import markdown_to_html
@@ -30,6 +30,7 @@ templates.env.filters["percent"] = lambda v: "—" if v is None else charts.perc
 templates.env.filters["when"] = lambda v: _when(v)
 templates.env.filters["pretty_json"] = lambda v: _pretty_json(v)
 templates.env.filters["considered_queues"] = considered_queues  # a retirement audit's queues, how found, what held
+templates.env.filters["count"] = lambda n: f"{int(n):,}"  # 2000 -> 2,000
 templates.env.filters["printable"] = printable  # on one line, control and bidi characters as escapes
 
 
@@ -79,31 +80,38 @@ def catalogue_page(
     user: User,
     query: Annotated[CatalogueQuery, Depends()],
 ) -> HTMLResponse:
-    rows = views.catalogue(catalog, registry)
-    shown = query.apply(rows)
+    rows = views.catalogue(catalog, registry, summaries=False)
+    page = query.paged(rows)
     return render(
         request,
         "catalogue.html",
         urls,
         user,
-        rows=shown,
+        rows=page.rows,
+        page=page,
         total=len(rows),
         query=query,
         sort_keys=list(views.SortKey),
         descending=query.order is Order.DESC,
         mismatches=sum(1 for row in rows if not row.in_sync),
         sort_url=lambda key: _sort_url(urls, query, key),
+        page_url=lambda number: _url(urls, query.params(page=number)),
+        findings_help=views.FINDINGS_HELP,
+        per_page_default=PER_PAGE,
+        findings_of=views.findings,
         **_options(catalog),
     )
 
 
+def _url(urls: Urls, params: dict[str, str]) -> str:
+    return f"{urls.base}/?{urlencode(params)}" if params else f"{urls.base}/"
+
+
 def _sort_url(urls: Urls, query: CatalogueQuery, key: str) -> str:
-    """The catalogue sorted by ``key``, keeping the filters; a second click reverses the order."""
+    """The catalogue sorted by ``key``, keeping the filters, from its first page; a second click reverses the order."""
     same = query.sort.value == key
     order = (Order.ASC if query.order is Order.DESC else Order.DESC) if same else Order.ASC
-    params = {"q": query.q, "domain": query.domain, "status": query.status, "owner": query.owner}
-    kept = {k: str(v) for k, v in params.items() if v}
-    return f"{urls.base}/?{urlencode({**kept, 'sort': key, 'order': order.value})}"
+    return _url(urls, {**query.params(sort=key, order=order.value, page=None), "sort": key, "order": order.value})
 
 
 @router.get("/c/{message_type}", summary="One contract's page")
