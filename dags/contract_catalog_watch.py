@@ -2,14 +2,21 @@
 ### Contract catalogue watch
 
 Every five minutes, fingerprints each contract version folder under `contracts/` and compares it
-with the fingerprint the registry store last saw. For **each changed contract version** it emits
-one event on the `contract_catalog` asset (extra: `messageType`, `fingerprint`), which triggers
-the `contract_change` DAG. Nothing changed, nothing emitted.
+with the fingerprint the registry store last saw. The changed versions go out in **batches**: one
+event on the `contract_catalog` asset per run up to 2,500 changed versions, at most eight events
+beyond (each naming more), so a first import of thousands of versions costs three task instances. An event's extra is `messageTypes` and `count` (and `messageType`, `fingerprint` when it
+names one version); the events trigger the `contract_change` DAG. Nothing changed, nothing emitted.
+
+1. **find_changed_contracts** — the changed versions, in batches.
+2. **emit_changes** — one asset event per batch (a mapped task: one instance per batch).
+3. **record_fingerprints** — once every event is emitted, the new fingerprints are stored: a run that
+   fails before that emits the same change again next time, never loses it.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pendulum
 from airflow.sdk import dag, get_current_context, task
@@ -32,22 +39,34 @@ DEFAULT_ARGS = {"owner": "platform-team", "retries": 2, "retry_delay": timedelta
 def contract_catalog_watch() -> None:
     @task
     @fail_on_bad_input
-    def find_changed_contracts() -> list[dict[str, str]]:
-        from contract_platform.change import changed_contracts
+    def find_changed_contracts() -> list[dict[str, Any]]:
+        from contract_platform.change import change_batches, changed_contracts
 
         with registry() as store:
-            return changed_contracts(catalog_root(), store)
+            return change_batches(changed_contracts(catalog_root(), store))
 
-    @task(outlets=[CONTRACT_CATALOG], map_index_template="{{ contract_label }}")
+    @task(outlets=[CONTRACT_CATALOG], map_index_template="{{ batch_label }}")
     @fail_on_bad_input
-    def emit_change(change: dict[str, str], outlet_events=None) -> str:  # type: ignore[no-untyped-def]
-        get_current_context()["contract_label"] = change["messageType"]  # type: ignore[typeddict-unknown-key]
-        outlet_events[CONTRACT_CATALOG].extra = change
-        with registry() as store:
-            store.set_fingerprint(change["messageType"], change["fingerprint"])
-        return change["messageType"]
+    def emit_changes(batch: dict[str, Any], outlet_events=None) -> int:  # type: ignore[no-untyped-def]
+        from contract_platform.change import event_extra
 
-    emit_change.expand(change=find_changed_contracts())
+        types = batch["messageTypes"]
+        label = types[0] if len(types) == 1 else f"{types[0]} .. {types[-1]} ({len(types)})"
+        get_current_context()["batch_label"] = label  # type: ignore[typeddict-unknown-key]
+        outlet_events[CONTRACT_CATALOG].extra = event_extra(batch)
+        return len(types)
+
+    @task
+    @fail_on_bad_input
+    def record_fingerprints(batches: list[dict[str, Any]]) -> int:
+        with registry() as store:
+            for batch in batches:
+                for message_type, fingerprint in batch["fingerprints"].items():
+                    store.set_fingerprint(message_type, fingerprint)
+        return sum(len(batch["fingerprints"]) for batch in batches)
+
+    batches = find_changed_contracts()
+    emit_changes.expand(batch=batches) >> record_fingerprints(batches)
 
 
 contract_catalog_watch()

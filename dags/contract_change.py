@@ -1,8 +1,15 @@
 """
 ### Contract change
 
-Runs when contracts change (an event on the `contract_catalog` asset, emitted by
-`contract_catalog_watch` for each changed contract version) and on demand from the trigger form.
+Runs when contracts change (events on the `contract_catalog` asset, emitted by
+`contract_catalog_watch` in batches of changed versions) and on demand from the trigger form. Events
+that arrive while a run is busy are consumed together by the next run (one run at a time).
+
+**Scope.** A run started by asset events checks what they name: the changed versions, the other majors
+of their families and the versions they supersede (`contract_platform.change.affected_contracts`), plus
+any version the registry has not seen yet (an event consumed late never leaves one unchecked).
+A run triggered by hand, or by an event that does not name its versions, covers the whole catalogue.
+The catalogue is always loaded whole, so a change that breaks another file still fails the run.
 
 1. **load_catalog** — the catalogue must load; otherwise the run fails, listing every problem
    with file and JSON pointer (no retry: fix the files and push again).
@@ -16,8 +23,8 @@ Runs when contracts change (an event on the `contract_catalog` asset, emitted by
    engine calls compatible, or accept a narrowing on evidence when the contract opts in
    (docs/replay.md). **plan_replay** names the report file; **report_replay** reads it.
 5. **provision_topology** — exchange, consumer queues, DLX/DLQ, parking lot, retry queues and
-   the archive queue for every version from *experimental* on. Conflicts are reported, never
-   deleted. A broker that is down is retried.
+   the archive queue for every version from *experimental* on, four versions at a time on
+   connections of their own. Conflicts are reported, never deleted. A broker that is down is retried.
 6. **reconcile_lifecycle** — moves each effective status toward the declared one, one guarded
    step at a time; refused steps are recorded with their reasons.
 7. **write_docs** — one Markdown page per contract.
@@ -51,6 +58,25 @@ from contract_platform_airflow.spark import spark_submit
 REPLAY = "{{ ti.xcom_pull(task_ids='plan_replay')"
 STATUSES = ["", "experimental", "active", "superseded", "deprecated", "retired"]
 DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(seconds=20)}
+# Versions whose topology is declared at once, each on a connection of its own (an estate's first import
+# declares ten queues per version; benchmarks/README.md "Estate scale: first import in Airflow").
+PROVISIONING_CONNECTIONS = 4
+
+
+def change_scope(catalog: Any, context: Any) -> set[str] | None:
+    """What this run checks: the versions its triggering asset events name and those they reach, or None
+    (everything) for a run triggered by hand or by an event that does not name its versions."""
+    from contract_platform.change import affected_contracts, scope_of_events, unseen_contracts
+
+    run_type = getattr(context.get("dag_run"), "run_type", None)
+    if getattr(run_type, "value", run_type) != "asset_triggered":
+        return None
+    events = [event for found in context.get("triggering_asset_events", {}).values() for event in found]
+    named = scope_of_events(event.extra for event in events)
+    if named is None:
+        return None
+    with registry() as store:
+        return affected_contracts(catalog, named) | unseen_contracts(catalog, store)
 
 
 @dag(
@@ -85,7 +111,12 @@ def contract_change() -> None:
         contract = (params or {}).get("contract") or ""
         if contract and contract not in catalog:  # fail before anything is provisioned
             fail_if([f"{contract!r} is not a messageType of the catalogue"], "the trigger's parameters are wrong")
-        return {"contracts": sorted(c.message_type for c in catalog), "root": str(catalog.root)}
+        scope = change_scope(catalog, get_current_context())
+        return {
+            "contracts": sorted(c.message_type for c in catalog),
+            "root": str(catalog.root),
+            "scope": sorted(scope) if scope is not None else None,
+        }
 
     @task(retries=0)
     @fail_on_bad_input
@@ -94,7 +125,9 @@ def contract_change() -> None:
         from contract_platform.change import load
 
         with registry() as store:
-            return lint(load(catalog_root()), store, run_id=run_id_of(get_current_context())).to_dict()
+            return lint(
+                load(catalog_root()), store, run_id=run_id_of(get_current_context()), only=loaded["scope"]
+            ).to_dict()
 
     @task(retries=0)
     @fail_on_bad_input
@@ -103,7 +136,9 @@ def contract_change() -> None:
         from contract_platform.change import load
 
         with registry() as store:
-            return check(load(catalog_root()), store, run_id=run_id_of(get_current_context())).to_dict()
+            return check(
+                load(catalog_root()), store, run_id=run_id_of(get_current_context()), only=loaded["scope"]
+            ).to_dict()
 
     @task(retries=0)
     @fail_on_bad_input
@@ -149,15 +184,24 @@ def contract_change() -> None:
     @fail_on_bad_input
     def provision_topology(loaded: dict[str, Any]) -> dict[str, Any]:
         from contract_platform.change import load, provision_topologies
+        from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 
         with registry() as store, broker() as connection:
             return provision_topologies(
-                load(catalog_root()), connection, store, run_id=run_id_of(get_current_context())
+                load(catalog_root()),
+                connection,
+                store,
+                run_id=run_id_of(get_current_context()),
+                only=loaded["scope"],
+                connect=RabbitMQHook().get_conn,
+                workers=PROVISIONING_CONNECTIONS,
             ).to_dict()
 
     @task
     @fail_on_bad_input
-    def reconcile_lifecycle(*_checks: dict[str, Any], params: ParamsDict | None = None) -> dict[str, Any]:
+    def reconcile_lifecycle(
+        loaded: dict[str, Any], *_checks: dict[str, Any], params: ParamsDict | None = None
+    ) -> dict[str, Any]:
         from contract_platform.change import load, reconcile_or_request
 
         context, given = get_current_context(), params or {}
@@ -170,6 +214,7 @@ def contract_change() -> None:
                 contract=given.get("contract") or None,
                 target_status=given.get("target_status") or None,
                 reason=given.get("reason") or None,
+                only=loaded["scope"],
             )
 
     @task(retries=0)
@@ -195,7 +240,7 @@ def contract_change() -> None:
     replayed = report_replay(replay_plan)
     replay_plan >> replay_traffic >> replayed
     topology = provision_topology(loaded)
-    reconciled = reconcile_lifecycle(linted, compat, replayed, topology)
+    reconciled = reconcile_lifecycle(loaded, linted, compat, replayed, topology)
     write_docs(reconciled) >> report_problems(linted, compat, replayed, topology)
 
 

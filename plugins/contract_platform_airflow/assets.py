@@ -2,5 +2,5 @@
 
 from airflow.sdk import Asset
 
-# One event per changed contract version (extra: messageType, fingerprint).
+# Changed contract versions, in batches (extra: messageTypes, count; messageType and fingerprint for one).
 CONTRACT_CATALOG = Asset(name="contract_catalog", uri="contracts://catalog", group="contracts")

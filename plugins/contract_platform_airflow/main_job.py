@@ -361,6 +361,16 @@ def serve_command(data: Path) -> str:
     return command if data.resolve() == checkout / "data" else f"CONTRACT_PLATFORM_HOME={data.resolve()} {command}"
 
 
+def where_to_serve(data: Path) -> str:
+    """The summary's Airflow lines: the serve command alone on its line (to copy), what it does on the next."""
+    return (
+        "  Airflow UI:\n"
+        f"    {serve_command(data)}\n"
+        "    serves this data in a real Airflow (scheduler, dag-processor, triggerer, api-server) and prints the\n"
+        "    admin login; then open http://localhost:8080/ -> Browse -> Contracts"
+    )
+
+
 OLD, NEW = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 
 
@@ -514,9 +524,11 @@ def _lifecycle(args: argparse.Namespace, env: dict[str, str], data: Path, logs: 
     failed = [r.dag_id for r in runs if str(r.state) != "success"]
     print(
         "\nWhere to look:\n"
-        f"  Airflow UI:  {serve_command(data)}   (scheduler, dag-processor, triggerer and api-server\n"
-        "               on this data; it prints the admin login) then http://localhost:8080/ -> Browse -> Contracts\n"
-        f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}\n"
+        f"{where_to_serve(data)}\n"
+        f"  quality:     {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'envelope_quality.html'}"
+        "   (envelope quality results; opens offline)\n"
+        f"  Data Docs:   {data / 'gx' / 'uncommitted' / 'data_docs' / 'local_site' / 'index.html'}"
+        "   (Great Expectations' site; its scripts need internet)\n"
         f"  reports:     {data / 'reports'}\n"
         f"  step logs:   {logs}   (Airflow task logs, Spark output and JSON reports, one file per step)\n"
         f"  recorder:    {data / 'logs' / 'activity-recorder' / (logs.name + '.log')}   (the broker activity recorder)\n"

@@ -5,7 +5,10 @@
 Beside the main job (``bash scripts/main-job``) and on the same data: the same ``AIRFLOW_HOME``,
 registry, archives and working catalogue under ``./data``; the repository's ``dags/`` and the
 platform's plugin; examples off; the platform's connections exported as ``AIRFLOW_CONN_*`` for every
-component (``contract_platform_airflow.settings``, the one definition); the venv on ``PATH`` (the
+component (``contract_platform_airflow.settings``, the one definition); Airflow's metadata in a
+PostgreSQL database of its own (``contract_platform_airflow`` on the local server, created when missing;
+``$CONTRACT_AIRFLOW_DB_URL`` names another; SQLite, with a warning, only when PostgreSQL does not
+answer), set as ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` for every component; the venv on ``PATH`` (the
 standalone command starts its components by name). It prints the URL and the admin login, starts the
 broker activity recorder (``contractctl record-activity``, which the retirement audit's ``readers``
 check rests on; it stops with Airflow), then runs ``airflow standalone`` (LocalExecutor) until Ctrl-C.
@@ -24,7 +27,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contract_platform_airflow.settings import airflow_environment, apply, ensure_pools, main_job_catalog
+from contract_platform_airflow.settings import (
+    SQL_ALCHEMY_CONN,
+    MetadataDatabase,
+    airflow_environment,
+    apply,
+    ensure_pools,
+    main_job_catalog,
+    metadata_database,
+)
 
 ROOT = Path.cwd()
 ADMIN = "admin"
@@ -54,6 +65,13 @@ def serve_environment(root: Path, port: int, host: str = "127.0.0.1") -> dict[st
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
     return env
+
+
+def use_metadata_database(env: dict[str, str]) -> MetadataDatabase:
+    """Choose Airflow's metadata DB (``settings.metadata_database``) and set it for every component."""
+    database = metadata_database(Path(env["AIRFLOW_HOME"]))
+    os.environ[SQL_ALCHEMY_CONN] = env[SQL_ALCHEMY_CONN] = database.url
+    return database
 
 
 def admin_password(airflow_home: Path) -> str:
@@ -95,6 +113,7 @@ def describe(env: dict[str, str], address: str, password: str) -> str:
         f"  UI:          {address}/  (Contracts page: {address}/plugin/contracts)\n"
         f"  login:       {ADMIN} / {password}\n"
         f"  AIRFLOW_HOME {env['AIRFLOW_HOME']}\n"
+        f"  metadata DB: {redact_url(env.get(SQL_ALCHEMY_CONN, '?'))}\n"
         f"  DAGs:        {env['AIRFLOW__CORE__DAGS_FOLDER']} (examples off)\n"
         f"  data:        {env['CONTRACT_PLATFORM_HOME']}\n"
         f"  catalogue:   {env['CONTRACT_CATALOG']}\n"
@@ -134,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env = serve_environment(ROOT, args.port, args.host)
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
-    print("preparing Airflow's metadata DB ...", flush=True)
+    database = use_metadata_database(env)
+    if database.warning:
+        print(f"WARNING: {database.warning}", file=sys.stderr, flush=True)
+    print(f"preparing Airflow's metadata DB{' (created)' if database.created else ''} ...", flush=True)
     migrate()
     password = admin_password(Path(env["AIRFLOW_HOME"]))
     print(describe(env, f"http://{local_address(args.host)}:{args.port}", password), flush=True)

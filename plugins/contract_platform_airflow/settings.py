@@ -17,6 +17,10 @@ What is defined here:
 - the platform's three connections, as ``AIRFLOW_CONN_*`` values every component inherits:
   ``spark_default`` (``local[*]`` on a laptop), ``rabbitmq_default`` and ``contract_registry_default``
   (both from the platform's own settings, so Airflow and ``contractctl`` reach the same broker and store).
+- the served Airflow's metadata DB (``metadata_database``): a PostgreSQL database of its own,
+  ``contract_platform_airflow`` on the local server (``$CONTRACT_AIRFLOW_DB_URL`` names another),
+  created when missing; SQLite only when PostgreSQL does not answer, with a warning that says why. Four
+  components writing one SQLite file answer HTTP 500 when a write waits out its lock.
 
 Nothing here imports Airflow: the values must be in the environment before Airflow reads its config.
 Values already set in the environment win over these defaults (``apply``).
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -33,15 +38,22 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
+    "AIRFLOW_DB_URL_VARIABLE",
     "CONNECTION_IDS",
+    "DEFAULT_AIRFLOW_DB_URL",
     "FIXED",
+    "SQL_ALCHEMY_CONN",
+    "MetadataDatabase",
+    "MetadataDatabaseUnavailable",
     "SPARK_POOL",
     "Sizing",
     "airflow_environment",
     "apply",
     "connection_env_name",
     "ensure_pools",
+    "ensure_postgres_database",
     "main_job_catalog",
+    "metadata_database",
     "rabbitmq_connection",
     "registry_connection",
     "sizing",
@@ -208,3 +220,114 @@ def ensure_pools(cpus: int | None = None) -> None:
         description="Spark jobs of the Contract Lifecycle Platform (one per two cores)",
         include_deferred=False,
     )
+
+
+# --- the served Airflow's metadata DB -----------------------------------------------------------------
+
+SQL_ALCHEMY_CONN = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
+AIRFLOW_DB_URL_VARIABLE = "CONTRACT_AIRFLOW_DB_URL"
+# The local PostgreSQL every machine of the project runs (trust authentication on 127.0.0.1).
+DEFAULT_AIRFLOW_DB_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/contract_platform_airflow"
+# Where a missing database is created from: the server's own databases, tried in order.
+MAINTENANCE_DATABASES = ("postgres", "test", "template1")
+SQLITE_RISK = (
+    "the scheduler, dag-processor, triggerer and api-server all write one SQLite file: a write that waits "
+    "out SQLite's lock answers HTTP 500 (seen on the first PATCH /api/v2/dags/... after start)"
+)
+
+
+class MetadataDatabaseUnavailable(RuntimeError):
+    """The PostgreSQL server named for Airflow's metadata does not answer, or the database cannot be made."""
+
+
+@dataclass(frozen=True)
+class MetadataDatabase:
+    """The SQLAlchemy URL every Airflow component uses for its metadata, and a warning to show, if any."""
+
+    url: str
+    warning: str | None = None
+    created: bool = False
+
+
+def _safe_name(name: str | None) -> str:
+    if not name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,62}", name):
+        raise MetadataDatabaseUnavailable(
+            f"{name!r} is not a database name this command creates (letters, digits, _ -)"
+        )
+    return name
+
+
+def ensure_postgres_database(url: str, *, timeout: int = 5) -> bool:
+    """Make sure the PostgreSQL database of ``url`` exists; True when it was created now.
+
+    It is created from one of the server's own databases (``MAINTENANCE_DATABASES``) with the same
+    login. Raises ``MetadataDatabaseUnavailable`` (without the password) when the server does not answer.
+    """
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ProgrammingError, SQLAlchemyError
+
+    from contract_platform.settings import redact_url
+
+    target = make_url(url)
+    name = _safe_name(target.database)
+    last: Exception | None = None
+    for database in (name, *MAINTENANCE_DATABASES):
+        engine = create_engine(
+            target.set(database=database), isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": timeout}
+        )
+        try:
+            with engine.connect() as conn:
+                if database == name:
+                    return False
+                if conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}).first():
+                    return False
+                try:
+                    conn.execute(text(f'CREATE DATABASE "{name}"'))
+                except ProgrammingError as exc:  # made at the same moment by another process
+                    if "already exists" not in str(exc):
+                        raise
+                    return False
+                return True
+        except SQLAlchemyError as exc:
+            last = exc
+        finally:
+            engine.dispose()
+    reason = str(getattr(last, "orig", None) or last).strip().splitlines()[0] if last else "no answer"
+    raise MetadataDatabaseUnavailable(f"{redact_url(url)}: {reason}")
+
+
+def metadata_database(
+    airflow_home: Path, environ: Mapping[str, str] | None = None, *, timeout: int = 5
+) -> MetadataDatabase:
+    """Where the served Airflow keeps its metadata.
+
+    ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` already set wins (a deployment chose). Else the PostgreSQL
+    database of ``$CONTRACT_AIRFLOW_DB_URL`` or ``DEFAULT_AIRFLOW_DB_URL``, created when missing. When
+    that server does not answer: SQLite in ``airflow_home``, with a warning saying why and how to fix it.
+    """
+    from contract_platform.settings import redact_url
+
+    env = os.environ if environ is None else environ
+    if env.get(SQL_ALCHEMY_CONN):
+        chosen = env[SQL_ALCHEMY_CONN]
+        return MetadataDatabase(chosen, f"Airflow's metadata in SQLite: {SQLITE_RISK}" if _is_sqlite(chosen) else None)
+    url = env.get(AIRFLOW_DB_URL_VARIABLE) or DEFAULT_AIRFLOW_DB_URL
+    if _is_sqlite(url):
+        return MetadataDatabase(url, f"Airflow's metadata in SQLite ({AIRFLOW_DB_URL_VARIABLE}): {SQLITE_RISK}")
+    try:
+        created = ensure_postgres_database(url, timeout=timeout)
+    except MetadataDatabaseUnavailable as exc:
+        fallback = f"sqlite:///{Path(airflow_home).resolve() / 'airflow.db'}"
+        return MetadataDatabase(
+            fallback,
+            f"PostgreSQL for Airflow's metadata did not answer ({exc}); falling back to SQLite at "
+            f"{fallback[len('sqlite:///') :]}, where {SQLITE_RISK}. Fix: start PostgreSQL "
+            f"(pg_isready -h 127.0.0.1) or set {AIRFLOW_DB_URL_VARIABLE} to a PostgreSQL URL "
+            f"(now {redact_url(url)}), then serve again.",
+        )
+    return MetadataDatabase(url, created=created)
+
+
+def _is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")

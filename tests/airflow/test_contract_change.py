@@ -96,7 +96,7 @@ def test_a_manual_step_through_the_trigger_form_is_guarded(dagbag, platform_env,
         registry.close()
 
 
-def test_watch_emits_one_asset_event_per_changed_contract_then_none(dagbag, platform_env):
+def test_watch_emits_the_changed_contracts_in_batches_then_none(dagbag, platform_env):
     from airflow.models.asset import AssetEvent
     from airflow.utils.session import create_session
 
@@ -107,17 +107,19 @@ def test_watch_emits_one_asset_event_per_changed_contract_then_none(dagbag, plat
     watch = dagbag.get_dag("contract_catalog_watch")
     first = watch.test()
     assert first.state == "success"
-    assert sorted(e["messageType"] for e in events_of(first)) == sorted(
+    [event] = events_of(first)  # a handful of versions: one event names them all
+    assert event["messageTypes"] == sorted(
         p.parent.relative_to(platform_env["catalog"]).as_posix().replace("/", ".")
         for p in platform_env["catalog"].glob("*/*/v*/contract.yaml")
     )
+    assert event["count"] == len(event["messageTypes"])
     second = watch.test()
     assert second.state == "success" and events_of(second) == []
     (platform_env["catalog"] / "billing/invoice-issued/v1/contract.yaml").write_text(
         (platform_env["catalog"] / "billing/invoice-issued/v1/contract.yaml").read_text() + "\n# touched\n"
     )
     third = watch.test()
-    assert [e["messageType"] for e in events_of(third)] == [INV1]
+    assert [(e["messageType"], e["messageTypes"], e["count"]) for e in events_of(third)] == [(INV1, [INV1], 1)]
 
 
 def test_replay_refuses_a_stricter_pattern_archived_traffic_violates_and_accepts_it_on_evidence(

@@ -62,7 +62,8 @@ def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost):
     assert "[19/19]" in first.stdout and "Before:" in first.stdout and "After:" in first.stdout
     assert_one_line_per_step(first.stdout)
     # The way to watch the platform in Airflow, pointed at this run's data (it is not the checkout's data/).
-    assert f"CONTRACT_PLATFORM_HOME={(workdir / 'data').resolve()} bash scripts/airflow-local" in first.stdout
+    serve = f"CONTRACT_PLATFORM_HOME={(workdir / 'data').resolve()} bash scripts/airflow-local"
+    assert serve in (line.strip() for line in first.stdout.splitlines()), "the serve command is not alone on a line"
 
     env = {**os.environ, "CONTRACT_PLATFORM_HOME": str(workdir / "data")}
     status = subprocess.run(

@@ -43,6 +43,17 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _raise_open_files(wanted: int) -> None:
+    """In the node's process before exec: ``ulimit -n wanted`` (as far as the hard limit allows, unless root)."""
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, max(wanted, hard)))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+
+
 class PrivateNode:
     def __init__(self, workdir: Path) -> None:
         self.scripts = _scripts()
@@ -74,8 +85,9 @@ class PrivateNode:
             "ERL_EPMD_ADDRESS": "127.0.0.1",
         }
 
-    def start(self, timeout: float = 90.0, plugins: tuple[str, ...] = ()) -> None:
-        """Start the node with ``plugins`` enabled (none by default)."""
+    def start(self, timeout: float = 90.0, plugins: tuple[str, ...] = (), nofile: int | None = None) -> None:
+        """Start the node with ``plugins`` enabled (none by default) and, when given, ``nofile`` open files
+        (``ulimit -n``): an estate of thousands of queues needs more than a default node's 1,024."""
         folder = self.workdir
         for sub in ("mnesia", "log"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -90,6 +102,7 @@ class PrivateNode:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=(lambda: _raise_open_files(nofile)) if nofile else None,
             )
         if not self.wait_until_up(timeout):
             tail = self.log.read_text(errors="replace")[-1500:] if self.log.exists() else "(no log)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from contract_platform_airflow.main_job import NEW, OLD, lifecycle_verdict
 
 
@@ -19,3 +21,16 @@ def test_incomplete_says_where_v1_stopped_and_why() -> None:
     complete, line = lifecycle_verdict([row(OLD, "deprecated", reason), row(NEW, "active")])
     assert not complete
     assert "NOT complete" in line and "deprecated" in line and reason in line and "\n" not in line
+
+
+def test_the_summary_gives_the_serve_command_alone_on_its_line(tmp_path: Path) -> None:
+    """A user copies the line as it is: nothing but the command on it, the explanation below."""
+    from contract_platform_airflow.main_job import where_to_serve
+
+    lines = where_to_serve(tmp_path / "data").splitlines()
+    command = next(i for i, line in enumerate(lines) if "scripts/airflow-local" in line)
+
+    assert (
+        lines[command].strip() == f"CONTRACT_PLATFORM_HOME={(tmp_path / 'data').resolve()} bash scripts/airflow-local"
+    )
+    assert "admin login" in " ".join(lines[command + 1 :])
