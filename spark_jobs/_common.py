@@ -265,7 +265,10 @@ def build_session(
     # Under spark-submit the JVM is already there and holds --master and every --conf; a SparkConf made
     # before connecting to it would be empty, and the job would quietly run in local mode.
     if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        SparkContext._ensure_initialized(conf=launch_conf(quick_start))
+        from spark_jobs.quiet import jvm_output
+
+        with jvm_output():  # a quiet contractctl verb: the JVM's output goes to its log (spark_jobs/quiet.py)
+            SparkContext._ensure_initialized(conf=launch_conf(quick_start))
     else:
         SparkContext._ensure_initialized()
     spark_conf = SparkConf()

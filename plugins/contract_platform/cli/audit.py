@@ -69,9 +69,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--record", action="store_true", help="record observations and evidence, as the DAG does")
     add_format_argument(parser)
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the path of the Spark and JVM log (kept under <data>/logs/cli)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from spark_jobs.quiet import run_quietly
+
+    return run_quietly("audit", args.verbose, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     from contract_platform.amqp.connection import close_quietly, open_connection
     from contract_platform.amqp.management import management_client, require_management
     from contract_platform.retirement import LastSeen, audit_version, record_audit, write_audit_bundle
@@ -128,15 +137,11 @@ def _scan(root: Path) -> LastSeen:
 
     if "://" not in str(root) and not root.exists():
         return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
-    from spark_jobs._common import build_session
     from spark_jobs.archive_last_seen import scan_archive
+    from spark_jobs.quiet import local_session
 
-    spark, created = build_session("contractctl-audit", conf={"spark.ui.enabled": "false"})
-    try:
+    with local_session("contractctl-audit", conf={"spark.ui.enabled": "false"}) as spark:
         document = scan_archive(spark, str(root))
-    finally:
-        if created:
-            spark.stop()
     if document is None:
         return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
     return LastSeen.from_document(document, source=f"in-process scan of {root}", scanned_at=datetime.now(UTC))

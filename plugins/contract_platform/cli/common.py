@@ -14,8 +14,16 @@ if TYPE_CHECKING:  # the loader pulls in jsonschema and PyYAML: only verbs that 
 __all__ = ["add_catalog_argument", "add_dialect_argument", "add_format_argument", "load"]
 
 
-def add_format_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+def add_format_argument(parser: argparse.ArgumentParser, *, ci: bool = False) -> None:
+    """``--format text|json``; ``ci``: also ``github`` (workflow annotations) and ``junit`` (cli/ci_formats.py)."""
+    choices = ["text", "json", "github", "junit"] if ci else ["text", "json"]
+    parser.add_argument(
+        "--format",
+        choices=choices,
+        default="text",
+        help="output format (default text)"
+        + ("; github: annotations at file and line, junit: JUnit XML for CI test reports" if ci else ""),
+    )
 
 
 def add_catalog_argument(parser: argparse.ArgumentParser, *, positional: bool = True) -> None:

@@ -12,7 +12,7 @@ HELP = "run every lint rule over the catalogue"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_catalog_argument(parser)
-    add_format_argument(parser)
+    add_format_argument(parser, ci=True)
     add_dialect_argument(parser)
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
 
@@ -22,8 +22,15 @@ def run(args: argparse.Namespace) -> int:
 
     catalog = load(args.catalog, args.default_dialect)
     findings = lint_catalog(catalog)
-    bad = any(f.severity is Severity.ERROR or args.strict for f in findings)
-    if args.format == "json":
+    # as check's verdict (checks.CheckReport.ok): errors fail, warnings with --strict, info never
+    bad = any(f.severity is Severity.ERROR or (args.strict and f.severity is Severity.WARNING) for f in findings)
+    if args.format in ("github", "junit"):
+        from contract_platform.cli.ci_formats import lint_output
+
+        errors = sum(1 for f in findings if f.severity is Severity.ERROR)
+        summary = f"{len(catalog)} contracts, {errors} errors, {len(findings) - errors} warnings"
+        lint_output(args.format, catalog, findings, strict=args.strict, summary=summary)
+    elif args.format == "json":
         emit_json({"ok": not bad, "contracts": len(catalog), "findings": [f.to_dict() for f in findings]})
     else:
         for finding in findings:

@@ -1,5 +1,8 @@
 """``contractctl validate-archive PATH``: the Spark archive validation, run locally (the same job as spark-submit's).
 
+Spark's and the JVM's own output go to a log file under the data folder (spark_jobs/quiet.py), whose path
+is printed when the run fails or with ``--verbose``.
+
 ``--since``/``--until`` validate only the date partitions in ``[since, until)``, keeping the state
 that carries duplicates and ordering across intervals (docs/archive-validation.md).
 """
@@ -20,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", default=None, help="date partition to stop before (YYYY-MM-DD, exclusive)")
     parser.add_argument("--state", default=None, help="incremental state folder (default under the data folder)")
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the path of the Spark and JVM log (kept under <data>/logs/cli)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need the platform's own Python
+    from spark_jobs.quiet import run_quietly
     from spark_jobs.validate_archive import main as job
 
     argv = [args.path]
@@ -41,4 +48,4 @@ def run(args: argparse.Namespace) -> int:
     ):
         if value:
             argv += [flag, str(value)]
-    return job(argv)
+    return run_quietly("validate-archive", args.verbose, lambda: job(argv))
