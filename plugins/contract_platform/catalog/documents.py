@@ -14,13 +14,20 @@ import json
 import re
 from collections.abc import Callable
 from datetime import date, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from contract_platform.errors import Problem
-from contract_platform.limits import MAX_INTEGER_DIGITS, depth_limit, nesting_beyond, nesting_beyond_text
+from contract_platform.limits import (
+    MAX_INTEGER_DIGITS,
+    depth_limit,
+    may_nest_beyond,
+    nesting_beyond,
+    nesting_beyond_text,
+)
 
 __all__ = [
     "MAX_YAML_NODES",
@@ -48,10 +55,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate keys instead of silently keeping the last one."""
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG:
+            key = key_node.value  # what constructing a plain text key gives, without building it twice
+        else:
+            key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
@@ -61,6 +74,15 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+_CSafeLoader: Any = getattr(yaml, "CSafeLoader", None)  # libyaml's parser, when PyYAML was built with it
+_FastUniqueKeyLoader: Any = None
+if _CSafeLoader is not None:
+
+    class _FastUniqueKeyLoader(_CSafeLoader):  # type: ignore[no-redef]
+        """The same loader over libyaml's parser: a catalogue of thousands of contracts loads in seconds."""
+
+    _FastUniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _plain(value: Any) -> Any:
@@ -103,6 +125,7 @@ def _is_text(value: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=4096)  # versions, durations and dates repeat in every contract.yaml
 def _bad_timestamp(text: str) -> str | None:
     """What is wrong with a plain scalar YAML reads as a date or time (``2026-13-45``), or None."""
     node = yaml.ScalarNode(_TIMESTAMP_TAG, text)
@@ -149,7 +172,7 @@ def _yaml_pointer(stack: list[_Open]) -> str:
     return pointer_from_path(opened.token() for opened in stack)
 
 
-def _measure_yaml(file: str, text: str) -> None:
+def _measure_yaml(file: str, text: str, loader: Any = _UniqueKeyLoader) -> None:
     """Refuse, before anything is built, YAML nested too deep, expanding past ``MAX_YAML_NODES`` or holding an
     integer too long to read. The event stream is flat (PyYAML's parser keeps its own stack) and aliases
     are counted by the size of what they name, never expanded."""
@@ -177,7 +200,7 @@ def _measure_yaml(file: str, text: str) -> None:
         else:
             parent.wants_key = True
 
-    for event in yaml.parse(text, Loader=_UniqueKeyLoader):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
             if len(stack) >= limit:
                 raise refuse(f"nested deeper than {limit} levels; flatten it")
@@ -222,6 +245,12 @@ def read_yaml(path: Path) -> Any:
 
 def parse_yaml_document(text: str, file: str) -> Any:
     """The YAML document ``text`` read from ``file`` (a path, or ``<path> @ <git ref>``), with ``read_yaml``'s bounds."""
+    if _FastUniqueKeyLoader is not None:
+        try:
+            _measure_yaml(file, text, _FastUniqueKeyLoader)
+            return _plain(yaml.load(text, Loader=_FastUniqueKeyLoader))
+        except yaml.YAMLError:
+            pass  # read again below: PyYAML's own reader says what is wrong and where, in its words
     try:
         _measure_yaml(file, text)
         return _plain(yaml.load(text, Loader=_UniqueKeyLoader))  # a SafeLoader subclass
@@ -275,7 +304,7 @@ def parse_json_document(text: str, file: str) -> Any:
     except RecursionError as exc:
         where = nesting_beyond_text(text, limit) or ""
         raise DocumentProblem(Problem(file, where, f"nested deeper than {limit} levels; flatten it")) from exc
-    pointer = nesting_beyond(document, limit)
+    pointer = nesting_beyond(document, limit) if may_nest_beyond(text, limit) else None
     if pointer is not None:
         raise DocumentProblem(Problem(file, pointer, f"nested deeper than {limit} levels; flatten it"))
     if len(text) > MAX_INTEGER_DIGITS and (found := _long_integer(document)) is not None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contract_platform import settings
 from contract_platform.cli.common import add_catalog_argument, add_dialect_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
 
@@ -12,6 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from contract_platform.catalog.model import Catalog, Contract
+    from contract_platform.catalog.selection import Selection
     from contract_platform.checks import CheckReport
     from contract_platform.replay.run import ReplayResult
 
@@ -20,12 +23,17 @@ HELP = "lint, fixtures and compatibility of each version with its predecessors"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_catalog_argument(parser)
-    add_format_argument(parser)
+    add_format_argument(parser, ci=True)
     add_dialect_argument(parser)
     parser.add_argument(
         "--against",
         metavar="GITREF",
         help="compare each contract with the same major at this git ref (e.g. origin/main)",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="with --against: check every version, not only those the change reaches (catalog.selection)",
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too")
     parser.add_argument(
@@ -43,31 +51,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="earlier versions from this registry when --against is not given (default $CONTRACT_REGISTRY_URL)",
     )
     parser.add_argument("--no-in-flight", action="store_true", help="with --replay: do not read the broker's queues")
+    parser.add_argument("--verbose", action="store_true", help="with --replay: print the path of the Spark and JVM log")
 
 
 def run(args: argparse.Namespace) -> int:
     from contract_platform.checks import check_catalog
 
-    catalog = load(args.catalog, args.default_dialect)
+    catalog, selection = _selected(args)
     history_of: Callable[[Contract], list[tuple[str, object]]] | None = None
     if args.against:
-        from contract_platform.catalog.history import schema_at_git_ref
+        from contract_platform.catalog.history import schemas_at_git_ref
+
+        earlier = schemas_at_git_ref(
+            [c for c in catalog if selection is None or c.message_type in selection], args.against
+        )
 
         def at_git_ref(contract: Contract) -> list[tuple[str, object]]:
-            found = schema_at_git_ref(contract, args.against)
+            found = earlier.get(contract.message_type)  # an unselected version: nothing to compare or replay
             return [found] if found else []
 
         history_of = at_git_ref
     elif args.replay is not None:
         history_of = _registry_history(args.registry_url)
 
-    report = check_catalog(catalog, history_of)
+    report = check_catalog(catalog, history_of, only=None if selection is None else set(selection.selected))
+    if selection is not None and args.format == "text":
+        out(selection.describe())
     ok = report.ok(strict=args.strict)
-    replayed = _replay(args, catalog, history_of) if args.replay is not None and history_of is not None else None
+    only = None if selection is None else selection.selected  # replay too: the versions the change reaches
+    replayed = _replay(args, catalog, history_of, only) if args.replay is not None and history_of is not None else None
     if replayed is not None:
         ok = _ok_with_replay(report, replayed, strict=args.strict)
+    if getattr(args, "spark_log", None) is not None:  # --replay ran Spark: its log's path on failure or --verbose
+        args.spark_log.announce(failed=not ok)
+    if args.format in ("github", "junit"):  # cli/ci_formats.py: same verdict and exit code as text
+        from contract_platform.cli.ci_formats import check_output
+
+        checked = None if selection is None else set(selection.selected)
+        return check_output(args.format, catalog, report, replayed, ok=ok, strict=args.strict, checked=checked)
     if args.format == "json":
         document = report.to_dict(strict=args.strict)
+        if selection is not None:
+            document["selection"] = selection.to_dict()
         if replayed is not None:
             document["ok"] = ok
             document["replay"] = [r.to_dict() for r in replayed]
@@ -101,6 +126,28 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _selected(args: argparse.Namespace) -> tuple[Catalog, Selection | None]:
+    """The catalogue, and with ``--against`` (without ``--all``) the versions the change reaches
+    (``catalog.selection``): only their payload schemas are verified while loading."""
+    from contract_platform.catalog import load_catalog
+    from contract_platform.catalog.selection import changed_since, select, unverified_problems
+    from contract_platform.errors import CatalogError
+
+    root = args.catalog or settings.catalog_dir()
+    if not args.against or not Path(root).is_dir():  # no ref, or no catalogue: the loader says what is wrong
+        return load(args.catalog, args.default_dialect), None
+    if args.all:
+        catalog = load(args.catalog, args.default_dialect)
+        return catalog, select(catalog, None)
+    changes = changed_since(Path(root), args.against)
+    catalog = load_catalog(root, default_dialect=args.default_dialect, verify=changes.loads)
+    selection = select(catalog, changes)
+    problems = unverified_problems(catalog, selection)
+    if problems:
+        raise CatalogError(problems)
+    return catalog, selection
+
+
 def _registry_history(url: str | None) -> Callable[[Contract], list[tuple[str, object]]]:
     """Earlier versions of each contract's major as the registry saw them (its own version left out)."""
     from contract_platform import settings
@@ -114,19 +161,23 @@ def _registry_history(url: str | None) -> Callable[[Contract], list[tuple[str, o
     return history_of
 
 
-def _replay(args: argparse.Namespace, catalog: Catalog, history_of: Any) -> list[ReplayResult]:
+def _replay(
+    args: argparse.Namespace, catalog: Catalog, history_of: Any, only: list[str] | None = None
+) -> list[ReplayResult]:
     """The replay job run in this process, on one local SparkSession (docs/replay.md)."""
     from contract_platform import settings
-    from spark_jobs._common import build_session
+    from spark_jobs.quiet import local_session, quiet_spark
     from spark_jobs.replay import replay_archive
 
     archive = args.replay or str(settings.archive_dir())
-    spark, created = build_session("contractctl-replay", None)
-    try:
-        return replay_archive(spark, archive, str(catalog.root), catalog, history_of, in_flight=not args.no_in_flight)
-    finally:
-        if created:
-            spark.stop()
+    # Spark's own output goes to a log; its path is printed once the verdict is known (run's output part)
+    with (
+        quiet_spark("check", verbose=args.verbose, defer=True) as args.spark_log,
+        local_session("contractctl-replay") as spark,
+    ):
+        return replay_archive(
+            spark, archive, str(catalog.root), catalog, history_of, only=only, in_flight=not args.no_in_flight
+        )
 
 
 def _ok_with_replay(report: CheckReport, replayed: list[ReplayResult], *, strict: bool) -> bool:

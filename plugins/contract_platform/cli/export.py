@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     document = export_asyncapi(load(args.catalog))
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(render(document), encoding="utf-8")
+        args.out.write_bytes(render(document))
     except OSError as exc:
         raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
     summary = {
@@ -64,22 +65,46 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _renderer(path: Path) -> Callable[[Any], str]:
+def _renderer(path: Path) -> Callable[[Any], bytes]:
     kind = _SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise UsageError(f"--out {path}: unknown extension {path.suffix!r}; use one of {', '.join(_SUFFIXES)}")
     return _json if kind == "json" else _yaml
 
 
-def _json(document: Any) -> str:
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+def _json(document: Any) -> bytes:
+    """Indented JSON as UTF-8. orjson writes it in a fraction of ``json.dumps(indent=2)``'s time and memory
+    (an estate's document is tens of MB); a document orjson would write otherwise (NaN or infinities, which
+    it writes as null; integers past 64 bits; keys that are not strings) goes through ``json``."""
+    import orjson
+
+    if not _non_finite(document):
+        try:
+            return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+        except TypeError:
+            pass
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _yaml(document: Any) -> str:
+def _non_finite(document: Any) -> bool:
+    """Whether a float of ``document`` is NaN or infinite (an iterative walk: the document is bounded, not flat)."""
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return True
+    return False
+
+
+def _yaml(document: Any) -> bytes:
     import yaml
 
     class _NoAliases(yaml.SafeDumper):
         def ignore_aliases(self, data: Any) -> bool:
             return True  # a shared dict is written twice, never as &id001/*id001
 
-    return yaml.dump(document, Dumper=_NoAliases, sort_keys=False, allow_unicode=True, width=120)
+    return str(yaml.dump(document, Dumper=_NoAliases, sort_keys=False, allow_unicode=True, width=120)).encode("utf-8")

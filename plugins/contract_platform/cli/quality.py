@@ -25,9 +25,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gx-root", type=Path, default=None, help="Great Expectations folder (default <data>/gx)")
     parser.add_argument("--since", default=None, metavar="YYYY-MM-DD", help="only envelopes received from then on")
     add_format_argument(parser)
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the path of the Spark and JVM log (kept under <data>/logs/cli)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from spark_jobs.quiet import run_quietly
+
+    return run_quietly("quality", args.verbose, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     from contract_platform.catalog import load_catalog
 
     catalog_dir = args.catalog or settings.catalog_dir()
@@ -36,15 +45,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.archive.exists():
         raise UsageError(f"{args.archive}: archive path does not exist; give an archive root, folder or file")
 
-    from spark_jobs._common import build_session
     from spark_jobs.envelope_quality import APP_NAME, run_quality
+    from spark_jobs.quiet import local_session
 
-    spark, created = build_session(APP_NAME, conf={"spark.ui.enabled": "false"})
-    try:
+    with local_session(APP_NAME, conf={"spark.ui.enabled": "false"}) as spark:
         report = run_quality(spark, args.archive, catalog_dir, gx_root=args.gx_root, since=since)
-    finally:
-        if created:
-            spark.stop()
     if args.format == "json":
         emit_json(report.to_dict())
         return report.exit_code
@@ -65,4 +70,6 @@ def run(args: argparse.Namespace) -> int:
     if not report.types:
         out(f"no envelopes found under {args.archive}")
     out(f"Data Docs: {report.data_docs or '(not built)'}")
+    if report.results_page:
+        out(f"Results page (opens offline): {report.results_page}")
     return report.exit_code

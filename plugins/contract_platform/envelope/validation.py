@@ -1,11 +1,12 @@
 """Envelope and payload validation: the one validator used by the linter, the publisher and Spark.
 
-Schemas are compiled once per ``EnvelopeValidator`` (one per Spark partition batch or process)
-and format assertions are on, so ``date-time`` and friends are really checked.
+Schemas are compiled once per process and content (``compiled``: contracts with the same schema share
+one validator) and format assertions are on, so ``date-time`` and friends are really checked.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.catalog.schemas import validator_for
 from contract_platform.errors import clipped
 
-__all__ = ["EnvelopeValidator", "SchemaIssue", "describe_errors"]
+__all__ = ["EnvelopeValidator", "SchemaIssue", "compiled", "describe_errors"]
 
 
 @dataclass(frozen=True, order=True)
@@ -49,18 +50,38 @@ def describe_errors(errors: Iterable[ValidationError], prefix: str = "", limit: 
     return sorted(issues)[:limit]
 
 
+_COMPILED: dict[str, Validator] = {}  # the schema's JSON text -> its validator, shared by every contract
+_COMPILED_MAX = 4096
+
+
+def compiled(schema: Mapping[str, Any]) -> Validator:
+    """The validator of ``schema``, reused for every contract (and every ``EnvelopeValidator``) whose schema
+    has the same content: a validator holds no state between validations, and its draft is the one the
+    schema's own ``$schema`` names (the loader pins it), so the content is the whole key."""
+    try:
+        key = json.dumps(schema, sort_keys=True, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        return validator_for(schema)
+    validator = _COMPILED.get(key)
+    if validator is None:
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.clear()
+        validator = _COMPILED[key] = validator_for(schema)
+    return validator
+
+
 class EnvelopeValidator:
     """Validates whole envelopes: the envelope standard first, then the payload of its contract."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._envelope = validator_for(catalog.envelope_schema)
+        self._envelope = compiled(catalog.envelope_schema)
         self._payload: dict[str, Validator] = {}
 
     def payload_validator(self, contract: Contract) -> Validator:
         validator = self._payload.get(contract.message_type)
         if validator is None:
-            validator = validator_for(contract.payload_schema)
+            validator = compiled(contract.payload_schema)
             self._payload[contract.message_type] = validator
         return validator
 
