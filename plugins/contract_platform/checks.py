@@ -67,7 +67,10 @@ class CheckReport:
     compatibility: list[CompatibilityResult] = field(default_factory=list)
 
     def ok(self, *, strict: bool = False) -> bool:
-        lint_ok = not any(f.severity is Severity.ERROR or strict for f in self.findings)
+        # info findings (consumer-reads-everything) never fail a run; warnings do with --strict
+        lint_ok = not any(
+            f.severity is Severity.ERROR or (strict and f.severity is Severity.WARNING) for f in self.findings
+        )
         return lint_ok and all(result.ok for result in self.compatibility)
 
     def to_dict(self, *, strict: bool = False) -> dict[str, Any]:
@@ -113,11 +116,15 @@ def compatibility_of(
     )
 
 
-def check_catalog(catalog: Catalog, history_of: Callable[[Contract], History] | None = None) -> CheckReport:
-    """lint + fixtures for every contract, and compatibility where ``history_of`` knows earlier versions."""
-    report = CheckReport(contracts=len(catalog), findings=lint_catalog(catalog))
+def check_catalog(
+    catalog: Catalog, history_of: Callable[[Contract], History] | None = None, *, only: set[str] | None = None
+) -> CheckReport:
+    """lint + fixtures for every contract (or only the messageTypes in ``only``: catalog.selection), and
+    compatibility where ``history_of`` knows earlier versions."""
+    chosen = [c for c in catalog if only is None or c.message_type in only]
+    report = CheckReport(contracts=len(chosen), findings=lint_catalog(catalog, only=only))
     if history_of is not None:
-        for contract in catalog:
+        for contract in chosen:
             result = compatibility_of(contract, history_of(contract), default_dialect=catalog.default_dialect)
             if result is not None:
                 report.compatibility.append(result)

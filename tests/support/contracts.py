@@ -149,7 +149,7 @@ def invoice_envelope(number: int = 0, message_type: str = V1, **payload: Any) ->
 def with_prefix(contract: Contract, prefix: str) -> Contract:
     """``contract`` with its exchange and consumer queues under ``prefix`` (the messageType stays canonical)."""
     transport = replace(contract.transport, exchange=f"{prefix}{contract.transport.exchange}")
-    consumers = tuple(Consumer(c.service, f"{prefix}{c.queue}") for c in contract.consumers)
+    consumers = tuple(replace(c, queue=f"{prefix}{c.queue}") for c in contract.consumers)
     return replace(contract, transport=transport, consumers=consumers)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import date, timedelta
 from functools import cache
@@ -73,6 +74,12 @@ def load_contract_schema() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
+@cache
+def _contract_validator() -> Any:
+    """contract.yaml's validator, built once: it is asked about every contract of the catalogue."""
+    return Draft202012Validator(load_contract_schema(), registry=catalogue_registry())  # retrieves nothing
+
+
 def catalog_default_dialect(root: str | Path, problems: list[Problem] | None = None) -> str:
     """``defaultDialect`` of ``<root>/catalog.yaml`` (2020-12 without the file or the key): the draft a
     schema is read in when neither ``$schema`` nor its keywords say (catalog.schemas.read_dialect).
@@ -116,10 +123,16 @@ def catalog_default_dialect(root: str | Path, problems: list[Problem] | None = N
     return dialect
 
 
-def load_catalog(root: str | Path, *, default_dialect: str | None = None) -> Catalog:
+def load_catalog(
+    root: str | Path, *, default_dialect: str | None = None, verify: Callable[[str], bool] | None = None
+) -> Catalog:
     """Load and shape-check every contract under ``root``; raise ``CatalogError`` listing every problem.
 
-    ``default_dialect`` (a draft name) overrides the catalogue's ``defaultDialect`` (``catalog.yaml``)."""
+    ``default_dialect`` (a draft name) overrides the catalogue's ``defaultDialect`` (``catalog.yaml``).
+    ``verify`` (the messageType its folder names -> bool): whose payload schema is checked against its
+    draft's metaschema and contract.yaml against its format, the costly part of loading; by default every
+    one. A pull-request check (``catalog.selection``) verifies the versions it re-checks and takes the
+    others as they were at the base (a contract that does not build is still reported)."""
     root = Path(root)
     try:
         is_folder = root.is_dir()
@@ -137,7 +150,9 @@ def load_catalog(root: str | Path, *, default_dialect: str | None = None) -> Cat
     contracts: dict[str, Contract] = {}
     first_seen: dict[str, Path] = {}
     for contract_file in sorted(root.glob("*/*/v*/contract.yaml")):
-        declared, contract = _load_contract(root, contract_file.parent, problems, dialect)
+        folder = contract_file.parent
+        checked = verify is None or verify(".".join(folder.relative_to(root).parts))
+        declared, contract = _load_contract(root, folder, problems, dialect, verify_schema=checked)
         if declared is None:
             continue
         if declared in first_seen:
@@ -180,16 +195,35 @@ def _find_strays(root: Path, problems: list[Problem]) -> None:
 
 
 def _load_contract(
-    root: Path, folder: Path, problems: list[Problem], dialect: str = DEFAULT_DIALECT
+    root: Path, folder: Path, problems: list[Problem], dialect: str = DEFAULT_DIALECT, *, verify_schema: bool = True
 ) -> tuple[str | None, Contract | None]:
-    """(the messageType it declares, the contract if it loaded without problems)."""
+    """(the messageType it declares, the contract if it loaded without problems).
+
+    Without ``verify_schema`` (a version a pull-request check takes as it was: ``load_catalog(verify=...)``)
+    neither the payload schema's metaschema nor contract.yaml's shape is checked; a contract whose shape
+    does not build is loaded again the whole way, which says what is wrong and where."""
+    if not verify_schema:
+        found: list[Problem] = []
+        try:
+            declared, contract = _load_contract_as(root, folder, found, dialect, trusted=True)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass
+        else:
+            problems.extend(found)
+            return declared, contract
+    return _load_contract_as(root, folder, problems, dialect, trusted=False)
+
+
+def _load_contract_as(
+    root: Path, folder: Path, problems: list[Problem], dialect: str, *, trusted: bool
+) -> tuple[str | None, Contract | None]:
     contract_file = folder / "contract.yaml"
     try:
         raw = read_yaml(contract_file)
     except DocumentProblem as exc:
         problems.append(exc.problem)
         return None, None
-    shape = _shape_problems(str(contract_file), raw)
+    shape = [] if trusted and isinstance(raw, dict) else _shape_problems(str(contract_file), raw)
     if shape:
         problems.extend(shape)
         declared = raw.get("messageType") if isinstance(raw, dict) else None
@@ -197,7 +231,7 @@ def _load_contract(
     before = len(problems)
     _check_identity(root, folder, raw, problems)
     _check_callers(str(contract_file), raw, problems)
-    payload_schema, reading = _load_payload_schema(folder, problems, dialect)
+    payload_schema, reading = _load_payload_schema(folder, problems, dialect, verify=not trusted)
     fixtures = _load_fixtures(folder, problems)
     migration = _load_migration(folder, problems)
     contract = _build(str(contract_file), folder, raw, payload_schema, fixtures, migration, problems)
@@ -208,9 +242,8 @@ def _load_contract(
 def _shape_problems(file: str, raw: Any) -> list[Problem]:
     if not isinstance(raw, dict):
         return [Problem(file, "", "contract.yaml must be a mapping of keys (see contracts/README.md)")]
-    validator = Draft202012Validator(load_contract_schema(), registry=catalogue_registry())  # retrieves nothing
     found = []
-    for error in validator.iter_errors(raw):
+    for error in _contract_validator().iter_errors(raw):
         pointer = pointer_from_path(error.absolute_path)
         if error.validator == "additionalProperties":
             allowed = sorted(error.schema.get("properties", {}))
@@ -256,15 +289,18 @@ def _check_callers(file: str, raw: dict[str, Any], problems: list[Problem]) -> N
         )
 
 
-def _load_payload_schema(folder: Path, problems: list[Problem], dialect: str) -> tuple[dict[str, Any], str]:
-    """(the schema, with the ``$schema`` of the draft it is read in; that reading described for people)."""
+def _load_payload_schema(
+    folder: Path, problems: list[Problem], dialect: str, *, verify: bool = True
+) -> tuple[dict[str, Any], str]:
+    """(the schema, with the ``$schema`` of the draft it is read in; that reading described for people).
+    Without ``verify`` a JSON object is taken as the schema it was when last checked (no metaschema check)."""
     path = folder / "payload.schema.json"
     try:
         schema = read_json(path)
     except DocumentProblem as exc:
         problems.append(exc.problem)
         return {}, ""
-    found = schema_problems(str(path), schema, default=dialect)
+    found = schema_problems(str(path), schema, default=dialect) if verify or not isinstance(schema, dict) else []
     problems.extend(found)
     reading = read_dialect(schema, dialect)
     described = reading.describe() if reading is not None else ""
@@ -393,7 +429,7 @@ def _build(
         directory=folder,
         payload_schema=payload_schema,
         ordering=Ordering(**raw["ordering"]) if "ordering" in raw else None,
-        consumers=tuple(Consumer(**c) for c in raw.get("consumers", [])),
+        consumers=tuple(_consumer(folder, c) for c in raw.get("consumers", [])),
         callers=tuple(raw.get("callers", [])),
         superseded_by=raw.get("supersededBy"),
         sunset=_date(file, "/sunset", raw["sunset"], problems) if "sunset" in raw else None,
@@ -436,4 +472,52 @@ def _build(
         fixtures=fixtures,
         migration=migration,
         raw=raw,
+        compatibility_perspective=str(
+            raw["compatibility"].get("perspective", "writers") if isinstance(raw["compatibility"], dict) else "writers"
+        ),
+    )
+
+
+def inside_folder(folder: Path, relative: str) -> Path | None:
+    """``folder / relative`` when it names a place inside ``folder`` (no absolute path, no ``..``, no link
+    leading out), else None: the catalogue never reads outside a contract's folder."""
+    candidate = Path(relative)
+    if candidate.is_absolute() or ".." in candidate.parts or not relative.strip():
+        return None
+    path = folder / candidate
+    try:
+        if not path.resolve().is_relative_to(folder.resolve()):
+            return None
+    except (OSError, RuntimeError):  # a loop of links, a name too long
+        return None
+    return path
+
+
+def _consumer(folder: Path, raw: dict[str, Any]) -> Consumer:
+    """One ``consumers[]`` entry; its reader schema is read here (the loader reads every file) and judged by the
+    linter (``consumer-reader-schema``), so a missing or broken one is a finding, never a load failure."""
+    reads = tuple(raw["reads"]) if "reads" in raw else None
+    declared = raw.get("readerSchema")
+    document: Any = None
+    problem: str | None = None
+    if declared is not None:
+        path = inside_folder(folder, declared)
+        if path is None:
+            problem = f"{declared!r} is outside the contract folder; put the reader schema beside contract.yaml"
+        elif not path.is_file():
+            problem = f"{declared!r}: file is missing in {folder}"
+        else:
+            try:
+                document = read_json(path)
+            except DocumentProblem as exc:
+                problem = f"{declared!r} is not usable JSON: {exc.problem.message}"
+    return Consumer(
+        service=raw["service"],
+        queue=raw["queue"],
+        reads=reads,
+        reader_schema=declared,
+        team=raw.get("team"),
+        contact=raw.get("contact"),
+        reader_schema_document=document,
+        reader_schema_problem=problem,
     )

@@ -82,8 +82,22 @@ class Retention:
 
 @dataclass(frozen=True)
 class Consumer:
+    """``consumers[]``; what it reads (docs/consumer-impact.md): ``reads`` (JSON pointers into the envelope, ``*``
+    for array items) and/or ``reader_schema`` (a file of the contract folder, loaded into ``reader_schema_document``
+    when it can be; else ``reader_schema_problem`` says why). Neither: it reads everything."""
+
     service: str
     queue: str
+    reads: tuple[str, ...] | None = None
+    reader_schema: str | None = None
+    team: str | None = None  # who owns the consumer, when the entry says (else the service's entry in the catalogue)
+    contact: str | None = None
+    reader_schema_document: Any = field(default=None, compare=False, repr=False)
+    reader_schema_problem: str | None = field(default=None, compare=False)
+
+    @property
+    def declares_reads(self) -> bool:
+        return self.reads is not None or self.reader_schema is not None
 
 
 @dataclass(frozen=True)
@@ -198,6 +212,8 @@ class Contract:
     # the draft payload_schema is read in and why (catalog.schemas.Reading.describe); payload_schema carries
     # that draft's $schema, so every reader reads it alike
     dialect: str = ""
+    # compatibility.perspective: "writers" (the engine's verdict) or "readers" (docs/consumer-impact.md)
+    compatibility_perspective: str = "writers"
 
     @property
     def domain(self) -> str:
@@ -268,7 +284,18 @@ class Catalog:
 
     def family(self, family: str) -> list[Contract]:
         """Every major of one message, oldest first."""
-        return sorted((c for c in self.contracts.values() if c.family == family), key=lambda c: c.major)
+        return list(self._families().get(family, ()))
+
+    def _families(self) -> dict[str, list[Contract]]:
+        """family -> its majors, oldest first: built once per catalogue (lint asks for every contract's)."""
+        cached = self.__dict__.get("_family_index")
+        if cached is None or cached[0] != len(self.contracts):
+            index: dict[str, list[Contract]] = {}
+            for contract in sorted(self.contracts.values(), key=lambda c: c.major):
+                index.setdefault(contract.family, []).append(contract)
+            cached = (len(self.contracts), index)
+            self.__dict__["_family_index"] = cached  # not a field: a frozen dataclass may still cache
+        return cached[1]
 
     def predecessor(self, contract: Contract) -> Contract | None:
         """The previous major of the same message, if the catalogue still holds it."""

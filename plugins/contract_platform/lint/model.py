@@ -16,6 +16,7 @@ __all__ = ["SEVERITY", "Finding", "RuleId", "Severity"]
 class Severity(StrEnum):
     ERROR = "error"  # the contract must not ship like this: exit 1
     WARNING = "warning"  # worth fixing; exit 1 only with --strict
+    INFO = "info"  # worth knowing; never fails a run
 
 
 class RuleId(StrEnum):
@@ -41,6 +42,9 @@ class RuleId(StrEnum):
     COMMAND_CALLERS = "command-callers"
     PATTERN_EVALUABLE = "pattern-evaluable"
     SCHEMA_DIALECT_MIXED = "schema-dialect-mixed"
+    CONSUMER_READS = "consumer-reads"
+    CONSUMER_READER_SCHEMA = "consumer-reader-schema"
+    CONSUMER_READS_EVERYTHING = "consumer-reads-everything"
 
 
 SEVERITY: dict[RuleId, Severity] = {
@@ -66,6 +70,9 @@ SEVERITY: dict[RuleId, Severity] = {
     RuleId.COMMAND_CALLERS: Severity.WARNING,
     RuleId.PATTERN_EVALUABLE: Severity.ERROR,
     RuleId.SCHEMA_DIALECT_MIXED: Severity.WARNING,
+    RuleId.CONSUMER_READS: Severity.ERROR,  # docs/consumer-impact.md
+    RuleId.CONSUMER_READER_SCHEMA: Severity.ERROR,
+    RuleId.CONSUMER_READS_EVERYTHING: Severity.INFO,
 }
 
 

@@ -514,6 +514,56 @@ def check_consumer_queues(contract: Contract, catalog: Catalog, validator: Envel
             )
 
 
+def check_consumer_reads(contract: Contract, catalog: Catalog, validator: EnvelopeValidator) -> Iterator[Finding]:
+    """What each consumer reads (docs/consumer-impact.md): every ``reads`` pointer names a place of the envelope
+    or payload schema (``*`` over array items); a ``readerSchema`` is a file of the contract folder that compiles
+    offline; a consumer with neither reads everything."""
+    from contract_platform.catalog.schemas import schema_problems
+    from contract_platform.impact.pointers import PositionIndex, parse_read
+
+    indexes: dict[str, PositionIndex] = {}
+    for index, consumer in enumerate(contract.consumers):
+        where = f"/consumers/{index}"
+        for number, pointer in enumerate(consumer.reads or ()):
+            try:
+                tokens = parse_read(pointer)
+            except ValueError:
+                tokens = ()
+            side = "payload" if tokens[:1] == ("payload",) else "envelope"
+            if side not in indexes:
+                indexes[side] = PositionIndex(contract.payload_schema if side == "payload" else catalog.envelope_schema)
+            if not tokens or not indexes[side].resolves(tokens[1:] if side == "payload" else tokens):
+                yield _finding(
+                    contract,
+                    RuleId.CONSUMER_READS,
+                    f"{where}/reads/{number}",
+                    f"{consumer.service} reads {pointer!r}, which names no field of the envelope or payload schema "
+                    "(write /payload/... or /metadata/..., with * for array items, e.g. /payload/lines/*/sku)",
+                )
+        if consumer.reader_schema is not None:
+            if consumer.reader_schema_problem:
+                yield _finding(
+                    contract, RuleId.CONSUMER_READER_SCHEMA, f"{where}/readerSchema", consumer.reader_schema_problem
+                )
+            elif consumer.reader_schema_document is not None:
+                file = str(contract.directory / consumer.reader_schema)
+                for problem in schema_problems(file, consumer.reader_schema_document, default=catalog.default_dialect):
+                    yield Finding(problem.file, problem.pointer, RuleId.CONSUMER_READER_SCHEMA, problem.message)
+        if not consumer.declares_reads:
+            yield _finding(
+                contract,
+                RuleId.CONSUMER_READS_EVERYTHING,
+                where,
+                f"{consumer.service} declares neither reads nor readerSchema: it is taken to read everything, so every "
+                "breaking change breaks it"
+                + (
+                    " and the readers perspective cannot accept any"
+                    if contract.compatibility_perspective == "readers"
+                    else ""
+                ),
+            )
+
+
 RULES: tuple[Rule, ...] = (
     check_naming,
     check_routing_key,
@@ -536,4 +586,5 @@ RULES: tuple[Rule, ...] = (
     check_migration_present,
     check_consumer_queues,
     check_command_callers,
+    check_consumer_reads,
 )

@@ -67,7 +67,8 @@ def test_diff_of_the_breaking_major_change(capsys, catalog_dir):
     assert code == 1
     result = json.loads(out)
     assert result["compatible"] is False
-    assert set(result) == {"compatible", "changes", "dialects"}
+    assert set(result) == {"compatible", "changes", "dialects", "impact"}  # impact: the consumers of v1
+    assert result["impact"]["messageType"] == "billing.invoice-issued.v1"
     assert result["dialects"]["old"]["source"] == "declared"
     assert all(set(c) == {"rule", "path", "compatible", "message"} for c in result["changes"])
     assert any(not c["compatible"] and "amount" in c["path"] for c in result["changes"])
