@@ -66,12 +66,14 @@ class CheckReport:
     findings: list[Finding] = field(default_factory=list)
     compatibility: list[CompatibilityResult] = field(default_factory=list)
 
-    def ok(self, *, strict: bool = False) -> bool:
-        # info findings (consumer-reads-everything) never fail a run; warnings do with --strict
-        lint_ok = not any(
+    def lint_ok(self, *, strict: bool = False) -> bool:
+        """Info findings (consumer-reads-everything) never fail a run; warnings do with ``--strict``."""
+        return not any(
             f.severity is Severity.ERROR or (strict and f.severity is Severity.WARNING) for f in self.findings
         )
-        return lint_ok and all(result.ok for result in self.compatibility)
+
+    def ok(self, *, strict: bool = False) -> bool:
+        return self.lint_ok(strict=strict) and all(result.ok for result in self.compatibility)
 
     def to_dict(self, *, strict: bool = False) -> dict[str, Any]:
         return {

@@ -182,9 +182,7 @@ def _replay(
 
 def _ok_with_replay(report: CheckReport, replayed: list[ReplayResult], *, strict: bool) -> bool:
     """The check's verdict once replay has spoken: versions accepted on evidence pass, refused ones fail."""
-    from contract_platform.lint import Severity
-
     lifted = {r.message_type for r in replayed if r.decision.lifts_breaking}
-    lint_ok = not any(f.severity is Severity.ERROR or strict for f in report.findings)
+    lint_ok = report.lint_ok(strict=strict)
     compatible = all(result.ok or result.message_type in lifted for result in report.compatibility)
     return lint_ok and compatible and not any(r.decision.refuses for r in replayed)
