@@ -57,13 +57,14 @@ def test_the_dag_records_evidence_builds_data_docs_and_refuses_promotion_on_a_fa
     }
     assert dag_run.state == "failed"
     index = Path(platform_env["home"]) / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
-    assert index.exists()
+    results_page = index.with_name("envelope_quality.html")  # the results as they open offline
+    assert index.exists() and results_page.exists()
     with Registry.open(platform_env["registry_url"]) as registry:
         evidence = registry.latest_evidence(ORDER_CREATED, EvidenceKind.ENVELOPE_QUALITY)
         assert evidence is not None and str(evidence.verdict) == "fail"
         assert evidence.figures["failed_expectations"] == ["producer-is-owner-service"]
         assert (evidence.figures["rows"], evidence.figures["unexpected"]["producer-is-owner-service"]) == (10, 1)
-        assert (evidence.run_id, evidence.reference) == (dag_run.run_id, str(index))
+        assert (evidence.run_id, evidence.reference) == (dag_run.run_id, str(results_page))
         assert evidence.figures["skipped"].keys() == {"partition-key-cardinality"}  # 10 envelopes: too few to judge
         assert registry.effective(ORDER_CREATED).status is Status.EXPERIMENTAL
         [refusal] = registry.refusals(ORDER_CREATED)
