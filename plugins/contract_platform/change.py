@@ -18,6 +18,7 @@ from contract_platform import evidence
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.fingerprint import fingerprint_catalog
 from contract_platform.catalog.model import Catalog, Contract, Status
+from contract_platform.catalog.selection import Changes, select
 from contract_platform.checks import compatibility_of
 from contract_platform.errors import ContractPlatformError
 from contract_platform.evidence import Registry, Verdict
@@ -449,14 +450,9 @@ def unseen_contracts(catalog: Catalog, registry: Registry) -> set[str]:
 
 def affected_contracts(catalog: Catalog, changed: Iterable[str]) -> set[str]:
     """The versions a change reaches: the changed ones in the catalogue, the other majors of their family
-    (migrations and supersession are checked across majors) and any version whose ``supersededBy`` names one."""
-    named = set(changed)
-    families = {c.family for c in catalog if c.message_type in named}
-    return {
-        c.message_type
-        for c in catalog
-        if c.family in families or c.message_type in named or (c.superseded_by and c.superseded_by in named)
-    }
+    (migrations and supersession are checked across majors) and any version whose ``supersededBy`` names one.
+    The pull-request check's rule (``catalog.selection``), so the DAG and ``check --against`` reach the same."""
+    return set(select(catalog, Changes(ref="", versions=frozenset(changed))).selected)
 
 
 def load(catalog_root: Path) -> Catalog:
