@@ -6,7 +6,6 @@ for each. Replaying one never reads (nor lists as discovered) the other's dead-l
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -14,8 +13,7 @@ import pika
 import pytest
 from tests.support import broker
 
-from contract_platform.amqp import ManagementClient, open_connection, plan_topology
-from contract_platform.amqp.connection import close_quietly
+from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.topology import dlq_name, dlx_name, provision
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.replay.inflight import in_flight_records
@@ -24,21 +22,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 ORDER = "order.order-created.v1"
 INVOICE = "billing.invoice-issued.v1"
-
-
-@pytest.fixture
-def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost() as name:
-        yield name
-
-
-@pytest.fixture
-def connection(vhost: str) -> Iterator[Any]:
-    conn = open_connection(broker.url_of(vhost))
-    yield conn
-    close_quietly(conn)
 
 
 def classic(catalog: Catalog, message_type: str) -> Contract:

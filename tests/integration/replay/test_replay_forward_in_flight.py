@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,14 +32,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 ORDER = "order.order-created.v1"
 FIXTURE = "order/order-created/v1/fixtures/valid/eur-open-order-from-quote-417.json"
 QUOTE_PATTERN = "^Q-2026-[0-9]{6}$"  # only this year's quotes: FORWARD-compatible (pattern-added narrows)
-
-
-@pytest.fixture
-def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost() as name:
-        yield name
 
 
 def forward_narrowing(source: Path, target: Path) -> tuple[Path, dict[str, Any]]:

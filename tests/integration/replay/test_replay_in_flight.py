@@ -8,7 +8,7 @@ poisoned body is a record like any other, and what could not be read says so.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
@@ -30,21 +30,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 ORDER_V1 = "order.order-created.v1"
 OTHER = "billing.invoice-issued.v1"
-
-
-@pytest.fixture
-def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost() as name:
-        yield name
-
-
-@pytest.fixture
-def connection(vhost: str) -> Iterator[Any]:
-    conn = open_connection(broker.url_of(vhost))
-    yield conn
-    close_quietly(conn)
 
 
 @pytest.fixture

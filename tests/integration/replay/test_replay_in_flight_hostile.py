@@ -9,7 +9,6 @@ answers, it does not crash (docs/replay.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -36,14 +35,6 @@ FIXTURE = (
     Path(__file__).resolve().parents[3]
     / "contracts/order/order-created/v1/fixtures/valid/eur-open-order-from-quote-417.json"
 )
-
-
-@pytest.fixture
-def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost() as name:
-        yield name
 
 
 def order_contract(catalog: Catalog) -> Contract:
