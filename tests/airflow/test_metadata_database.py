@@ -3,7 +3,9 @@ fallback, with a warning that says why and how to fix it."""
 
 from __future__ import annotations
 
+import os
 import socket
+from unittest import mock
 
 import pytest
 from tests.support.served_airflow import own_database
@@ -43,11 +45,13 @@ def test_the_default_is_a_database_of_its_own_on_the_local_postgresql():
     )
 
 
-def test_a_missing_database_is_created_once_and_every_component_gets_it(postgres_url, tmp_path, monkeypatch):
-    with own_database(postgres_url, prefix="contract_platform_airflow_t") as url:
+def test_a_missing_database_is_created_once_and_every_component_gets_it(postgres_url, tmp_path):
+    # use_metadata_database sets the process environment for the components it starts: restore all of it,
+    # or later tests in this session inherit a connection to the database dropped below.
+    with own_database(postgres_url, prefix="contract_platform_airflow_t") as url, mock.patch.dict(os.environ):
         assert not database_exists(url)
-        monkeypatch.setenv(AIRFLOW_DB_URL_VARIABLE, url)
-        monkeypatch.delenv(SQL_ALCHEMY_CONN, raising=False)
+        os.environ[AIRFLOW_DB_URL_VARIABLE] = url
+        os.environ.pop(SQL_ALCHEMY_CONN, None)
         env = {"AIRFLOW_HOME": str(tmp_path)}
 
         first = serve.use_metadata_database(env)
