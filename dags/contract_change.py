@@ -16,7 +16,9 @@ The catalogue is always loaded whole, so a change that breaks another file still
 2. **lint_contracts** — every lint rule; `lint` and `fixtures` evidence per contract.
 3. **check_compatibility** — each version against the earlier versions of its major the
    registry has seen, under the contract's mode and policy; new majors are checked through
-   their `migration.yaml`.
+   their `migration.yaml`. The evidence names each consumer a change breaks, with its owner and
+   contact; a contract with `compatibility: {perspective: readers}` may pass a break that no declared
+   reader reads, judged from the broker's readers (docs/consumer-impact.md).
 4. **replay_traffic** — the Spark job (`spark_jobs/replay.py`, submitted on `spark_default`): archived
    messages of each changed version's window (and those still in its queues) checked against it with
    the archive validation's record engine; `replay` evidence per version. It can refuse a change the
@@ -134,10 +136,17 @@ def contract_change() -> None:
     def check_compatibility(loaded: dict[str, Any]) -> dict[str, Any]:
         from contract_platform.change import check_compatibility as check
         from contract_platform.change import load
+        from contract_platform.impact.observed import ReadersSource
+        from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 
-        with registry() as store:
+        # The readers perspective (docs/consumer-impact.md) reads the broker only for a contract that asks for it
+        with registry() as store, ReadersSource(store, RabbitMQHook().get_conn) as readers:
             return check(
-                load(catalog_root()), store, run_id=run_id_of(get_current_context()), only=loaded["scope"]
+                load(catalog_root()),
+                store,
+                run_id=run_id_of(get_current_context()),
+                only=loaded["scope"],
+                readers=readers,
             ).to_dict()
 
     @task(retries=0)

@@ -19,7 +19,7 @@ from contract_platform.catalog import load_catalog
 from contract_platform.catalog.fingerprint import fingerprint_catalog
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.selection import Changes, select
-from contract_platform.checks import compatibility_of
+from contract_platform.checks import ReadersOf, compatibility_of
 from contract_platform.errors import ContractPlatformError
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.figures import CompatibilityFigures, FixturesFigures, LintFigures, MigrationSpecFigures
@@ -116,10 +116,16 @@ def lint_contracts(
 
 
 def check_compatibility(
-    catalog: Catalog, registry: Registry, *, run_id: str | None = None, only: Iterable[str] | None = None
+    catalog: Catalog,
+    registry: Registry,
+    *,
+    run_id: str | None = None,
+    only: Iterable[str] | None = None,
+    readers: ReadersOf | None = None,
 ) -> ChangeSummary:
     """Each version (or only those in ``only``) against the earlier versions of its major the registry has
-    seen; then snapshot it.
+    seen, with the consumers each change breaks (docs/consumer-impact.md); then snapshot it. ``readers``:
+    what was seen of a version's readers, for contracts that ask for the readers perspective.
 
     A new major is not compared with the previous one (it is breaking by design): its
     ``migration.yaml`` is checked instead, as ``migration_spec`` evidence.
@@ -130,13 +136,17 @@ def check_compatibility(
         if wanted is not None and contract.message_type not in wanted:
             continue
         history = [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
-        result = compatibility_of(contract, history, default_dialect=catalog.default_dialect)
+        result = compatibility_of(
+            contract, history, default_dialect=catalog.default_dialect, catalog=catalog, readers=readers
+        )
+        broken: list[str] = []
         if result is None:
             figures = CompatibilityFigures(note="first version of this major the platform has seen")
             verdict = Verdict.PASS
         else:
             figures = result.evidence_figures()
             verdict = Verdict.PASS if result.ok else Verdict.FAIL
+            broken = [c.service for c in result.impact.broken] if result.impact is not None else []
             if not result.ok:
                 summary.problems.extend(
                     f"{contract.message_type}: {c['message']} ({c['path']})"
@@ -144,12 +154,23 @@ def check_compatibility(
                     if not c["compatible"]
                 )
                 summary.problems.extend(f"{contract.message_type}: {p}" for p in result.semver_problems)
+                summary.problems.extend(
+                    f"{contract.message_type}: breaks consumer {line}" for line in result.broken_consumers()
+                )
+                if result.perspective is not None:
+                    summary.problems.append(f"{contract.message_type}: {result.perspective.message}")
         evidence.record(registry, contract.message_type, contract.version, figures, verdict=verdict, run_id=run_id)
         if verdict is Verdict.PASS:
             registry.snapshot_schema(contract.message_type, contract.version, contract.payload_schema)
         if contract.migration is not None:
             _check_migration_spec(catalog, contract, registry, summary, run_id)
-        summary.results[contract.message_type] = {"verdict": str(verdict), "against": list(figures.against)}
+        summary.results[contract.message_type] = {
+            "verdict": str(verdict),
+            "against": list(figures.against),
+            "brokenConsumers": broken,
+        }
+        if result is not None and result.accepted_by_readers:
+            summary.results[contract.message_type]["decidedBy"] = "readers"
     return summary
 
 

@@ -166,3 +166,55 @@ def test_replay_refuses_a_stricter_pattern_archived_traffic_violates_and_accepts
         assert [v for v, _ in registry.schema_history(ORDER)][-1] == "1.3.0"
     finally:
         registry.close()
+
+
+def test_a_change_that_breaks_one_consumer_of_three_names_it_and_its_owner(dagbag, platform_env, rabbitmq_url):
+    """Consumer-aware impact in the compatibility step (docs/consumer-impact.md): of three consumers, only the
+    one whose reads cover the narrowed field is broken; the run is red and the evidence names it with its owner."""
+    import json
+
+    from contract_platform.catalog import load_catalog
+    from contract_platform.store import Registry
+
+    order = "order.order-created.v1"
+    folder = platform_env["catalog"] / "order/order-created/v1"
+    registry = Registry.open(platform_env["registry_url"])
+    try:  # as an earlier run leaves it: 1.2.0 is the schema the platform has seen
+        registry.snapshot_schema(order, "1.2.0", load_catalog(platform_env["catalog"]).get(order).payload_schema)
+    finally:
+        registry.close()
+    contract = folder / "contract.yaml"
+    text = contract.read_text().replace("version: 1.2.0", "version: 1.3.0", 1)
+    third = (
+        "  - service: analytics-service\n"
+        "    queue: analytics-service.order.order-created.v1\n"
+        "    team: data-platform\n"
+        "    contact: data-platform@example.com\n"
+        "    reads: [/payload/orderTotal, /payload/currency]\n"
+    )
+    contract.write_text(text.replace("tenancy:", third + "tenancy:", 1))
+    schema = json.loads((folder / "payload.schema.json").read_text())
+    schema["$defs"]["OrderLine"]["properties"]["productName"]["maxLength"] = 10  # only fulfillment reads it
+    (folder / "payload.schema.json").write_text(json.dumps(schema, indent=2))
+    for fixture in (folder / "fixtures" / "valid").glob("*.json"):  # keep the valid fixtures valid
+        document = json.loads(fixture.read_text())
+        for line in document["payload"]["lineItems"]:
+            line["productName"] = line["productName"][:10]
+        fixture.write_text(json.dumps(document, indent=2))
+
+    broken = run(dagbag)
+
+    states = task_states(broken)
+    assert broken.state == "failed" and states["check_compatibility"] == "success", states
+    assert states["report_problems"] == "failed"
+    registry = Registry.open(platform_env["registry_url"])
+    try:
+        evidence = registry.evidence(order, "compatibility", limit=1)[0]
+        assert evidence.run_id == broken.run_id and evidence.verdict == "fail"
+        impact = evidence.figures["impact"]
+        assert impact["broken"] == ["fulfillment-service"]
+        assert sorted(impact["untouched"]) == ["analytics-service", "billing-service"]
+        [fulfilment] = [c for c in impact["consumers"] if c["broken"]]
+        assert (fulfilment["team"], fulfilment["contact"]) == ("fulfillment-ops", "fulfillment-ops@example.com")
+    finally:
+        registry.close()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contract_platform import settings
 from contract_platform.cli.common import add_catalog_argument, add_dialect_argument, add_format_argument, load
-from contract_platform.cli.output import emit_json, out
+from contract_platform.cli.output import emit_json, err, out
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.catalog.selection import Selection
     from contract_platform.checks import CheckReport
+    from contract_platform.impact.observed import ReadersSource
     from contract_platform.replay.run import ReplayResult
 
 HELP = "lint, fixtures and compatibility of each version with its predecessors"
@@ -74,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.replay is not None:
         history_of = _registry_history(args.registry_url)
 
-    report = check_catalog(catalog, history_of, only=None if selection is None else set(selection.selected))
+    only_types = None if selection is None else set(selection.selected)
+    with contextlib.ExitStack() as opened:  # the readers perspective's registry and broker connection
+        readers = _readers_source(args, catalog, only_types, opened)
+        report = check_catalog(catalog, history_of, only=only_types, readers=readers)
     if selection is not None and args.format == "text":
         out(selection.describe())
     ok = report.ok(strict=args.strict)
@@ -108,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
                 out(f"     breaking [{change['rule']}] {change['path'] or '/'}: {change['message']}")
         for problem in result.semver_problems:
             out(f"     version: {problem}")
+        for line in _consumer_lines(result):
+            out(f"     {line}")
     for replay_result in replayed or []:
         figures = replay_result.figures()
         out(
@@ -124,6 +132,54 @@ def run(args: argparse.Namespace) -> int:
         f"{sum(1 for r in report.compatibility if not r.ok)} compatibility failures — {'OK' if ok else 'FAILED'}"
     )
     return 0 if ok else 1
+
+
+def _consumer_lines(result: Any) -> list[str]:
+    """Per consumer (docs/consumer-impact.md): how many the change breaks, each broken one with its owner and
+    contact, the ones it leaves untouched; then the readers perspective's decision when it was asked."""
+    from contract_platform.compat.rules import ANNOTATION_RULES
+
+    lines = []
+    impact = result.impact
+    if impact is not None and any(c.change.rule not in ANNOTATION_RULES for c in impact.changes):
+        broken = result.broken_consumers()
+        lines.append(f"consumers: {len(broken)} of {len(impact.consumers)} broken")
+        lines.extend(f"  breaks {line}" for line in broken)
+        reading = [c.service for c in impact.consumers if not c.broken and c.reading]
+        if reading:
+            lines.append(f"  reads what changed, allowed by {result.mode}: {', '.join(reading)}")
+        if impact.untouched:
+            lines.append(f"  untouched: {', '.join(c.service for c in impact.untouched)}")
+    if result.perspective is not None:
+        decision = result.perspective
+        said = decision.message if not decision.accepted else f"readers perspective accepted: {decision.message}"
+        lines.append(f"{said} [{decision.condition}]")
+    return lines
+
+
+def _readers_source(
+    args: argparse.Namespace, catalog: Catalog, only: set[str] | None, opened: contextlib.ExitStack
+) -> ReadersSource | None:
+    """What the readers perspective sees of each version's readers: the broker's topology and the reader
+    sessions of the registry store (``--registry-url``, ``$CONTRACT_REGISTRY_URL`` or the data folder's when it
+    exists); only built when a checked contract asks for the readers perspective. What is missing is named."""
+    if not any(c.compatibility_perspective == "readers" for c in catalog if only is None or c.message_type in only):
+        return None
+    from contract_platform.amqp.connection import open_connection
+    from contract_platform.errors import StoreError
+    from contract_platform.impact.observed import ReadersSource
+    from contract_platform.store import Registry
+
+    url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")
+    default = settings.data_dir() / "registry.db"
+    registry = None
+    if url or default.is_file():
+        try:
+            registry = Registry.open(url or settings.registry_url())
+            opened.callback(registry.close)
+        except StoreError as exc:
+            err(f"readers perspective: the registry store could not be read ({exc}); reader sessions unknown")
+    return opened.enter_context(ReadersSource(registry, open_connection))
 
 
 def _selected(args: argparse.Namespace) -> tuple[Catalog, Selection | None]:

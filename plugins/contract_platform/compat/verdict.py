@@ -90,9 +90,17 @@ def _parse(version: str) -> tuple[int, int, int] | None:
 
 
 def check_semver(
-    old_version: str, new_version: str, changes: Sequence[Change], *, mode: Mode = Mode.BACKWARD
+    old_version: str,
+    new_version: str,
+    changes: Sequence[Change],
+    *,
+    mode: Mode = Mode.BACKWARD,
+    breaking_allowed: bool = False,
 ) -> list[str]:
-    """Problems with going from ``old_version`` to ``new_version`` given ``changes``, as sentences."""
+    """Problems with going from ``old_version`` to ``new_version`` given ``changes``, as sentences.
+
+    ``breaking_allowed``: the readers perspective accepted the breaking changes within the major
+    (docs/consumer-impact.md); they then need a minor bump, like any change to what is accepted."""
     old, new = _parse(old_version), _parse(new_version)
     bad = [
         f"version {v!r} is not MAJOR.MINOR.PATCH (e.g. 1.2.0)"
@@ -106,6 +114,8 @@ def check_semver(
     if new[0] > old[0]:
         return []
     needed = required_bump(changes, mode=mode)
+    if needed == "major" and breaking_allowed:
+        needed = "minor"
     if needed == "major":
         breaking = [c for c in changes if _breaks(c, Mode(mode))]
         listed = "; ".join(f"{c.rule} at {c.path or '/'}" for c in breaking[:5])

@@ -212,6 +212,10 @@ class CompatibilityFigures(Figures):
     rejected: int | None = None
     top_pointers: tuple[Mapping[str, Any], ...] = ()
     reasons: tuple[str, ...] = ()
+    # Per consumer (docs/consumer-impact.md): which consumers the change breaks, with their owners; and the
+    # readers perspective's decision when the contract asked for it (decided_by "readers" when it accepted).
+    impact: Mapping[str, Any] | None = None
+    perspective: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ condition                    fails when                                         
 ============================ ======================================================= =======================
 ``consumer-without-reads``   a consumer declares neither ``reads`` nor a usable      the consumers
                              ``readerSchema`` ("reads everything")
-``readers-unknown``          no reader sessions were recorded for the window, or     the gaps
-                             the recorder had a gap in it: absence of a reader is
-                             then not known
+``readers-unknown``          no reader sessions were recorded for the window, the    the gaps and blind
+                             recorder had a gap in it, or the broker's topology      spots
+                             could not be read: absence of a reader is then not
+                             known
 ``undeclared-reader``        a session was on a queue no declared consumer owns      each reader: queue and
                              (a reader outside the declared consumers)               connection, peer, user
 ``declared-reader-broken``   an incompatible change breaks a declared consumer       consumers and changes
@@ -55,6 +56,7 @@ class ObservedReaders:
     gaps: Sequence[CoverageGap] = ()
     window_start: datetime | None = None
     window_end: datetime | None = None
+    blind: Sequence[str] = ()  # what could not be looked at (no topology, no store): readers there are unknown
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,15 @@ def readers_perspective(impact: ConsumerImpact, observed: ObservedReaders | None
                 "consumers cannot be ruled out (run contractctl record-activity)",
             )
         )
-    elif observed.gaps:
+    elif observed.blind:
+        failures.append(
+            Failure(
+                Condition.READERS_UNKNOWN,
+                f"readers could not be seen in: {'; '.join(observed.blind)}",
+                tuple(observed.blind),
+            )
+        )
+    if observed is not None and observed.gaps:
         spans = tuple(f"{g.start.isoformat()} to {g.end.isoformat()} ({g.reason})" for g in observed.gaps)
         failures.append(
             Failure(

@@ -35,7 +35,7 @@ from contract_platform.amqp.topology import plan_topology
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.errors import BrokerUnavailable, ContractPlatformError, StoreError
 from contract_platform.evidence import Registry, Verdict
-from contract_platform.evidence.records import QueueCounters
+from contract_platform.evidence.records import CoverageGap, CoverageSegment, QueueCounters
 from contract_platform.retirement.dead_letters import (
     DEFAULT_MAX_MESSAGES,
     DeadLetterScan,
@@ -298,6 +298,21 @@ def queue_counters(
     return rows
 
 
+def recorded_coverage(
+    registry: Registry, since: datetime, *, now: datetime, wait: timedelta = timedelta(0)
+) -> tuple[list[CoverageSegment], list[CoverageGap]]:
+    """The recorder's segments and gaps since ``since``; waits (at most ``wait``) for a running recorder to
+    confirm up to ``now``, whose coverage trails by about a heartbeat."""
+    deadline = time.monotonic() + wait.total_seconds()
+    while True:
+        segments, gaps = registry.coverage(since)
+        reached = confirmed_until(segments)
+        running = bool(segments) and segments[-1].ended_at is None
+        if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
+            return list(segments), list(gaps)
+        time.sleep(0.2)
+
+
 def judge_readers(
     contract: Contract,
     registry: Registry,
@@ -310,14 +325,7 @@ def judge_readers(
     """The ``readers`` check on the stored evidence; waits (at most ``wait``) for a running recorder to reach ``now``."""
     since = now - max(_HISTORY_AT_LEAST, 4 * contract.retirement.observation_span)
     keys = [queue.key for queue in queues]
-    deadline = time.monotonic() + wait.total_seconds()
-    while True:
-        segments, gaps = registry.coverage(since)
-        reached = confirmed_until(segments)
-        running = bool(segments) and segments[-1].ended_at is None
-        if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
-            break
-        time.sleep(0.2)
+    segments, gaps = recorded_coverage(registry, since, now=now, wait=wait)
     evidence = ReaderEvidence(
         since=since,
         segments=segments,

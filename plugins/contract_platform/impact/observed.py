@@ -1,0 +1,203 @@
+"""What the readers perspective sees of a version's readers: the queues that receive it on the broker, the
+reader sessions the activity recorder stored for them over the last observation window, and every place it
+could not see (docs/consumer-impact.md#the-readers-perspective).
+
+Two sources, both needed for "no reader outside the declared consumers":
+
+* the broker's topology (management API): every queue the version reaches, declared by the catalogue or not
+  (``retirement.discovery``), with the consumers attached to it right now;
+* the activity recorder's store (``contractctl record-activity``): every reader session on those queues over
+  ``retirement.observationSpan`` before now, and the recorder's gaps in that window.
+
+Whatever is missing is a named blind spot (``ObservedReaders.blind``) or a gap, never an empty list that
+would read as "no readers": the perspective then refuses with ``readers-unknown``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from contract_platform.catalog.model import Contract
+from contract_platform.errors import ContractPlatformError
+from contract_platform.evidence.records import CoverageGap, ReaderSession
+
+from .perspective import ObservedReaders
+
+if TYPE_CHECKING:
+    from contract_platform.evidence import Registry
+
+__all__ = ["BrokerReaders", "ReadersOf", "ReadersSource", "broker_readers", "observe_readers"]
+
+ReadersOf = Callable[[Contract], ObservedReaders]
+NO_RECORDER = "no broker activity was recorded in the observation window (run contractctl record-activity)"
+RECORDER_WAIT = timedelta(seconds=5)  # a running recorder confirms its coverage every heartbeat (1 s by default)
+
+
+@dataclass(frozen=True)
+class BrokerReaders:
+    """The queues that receive a version on the broker and who reads them now; ``problem``: why not known."""
+
+    queues: tuple[tuple[str, str], ...] = ()  # (vhost, queue)
+    live: tuple[ReaderSession, ...] = ()
+    problem: str | None = None
+
+
+def broker_readers(contract: Contract, connection: Any, *, snapshot: Any = None) -> BrokerReaders:
+    """Every queue that receives ``contract`` in the watched virtual hosts, and the consumers on them now.
+
+    ``snapshot``: the broker's topology read once for many versions (``retirement.snapshot``)."""
+    from contract_platform.amqp import plan_topology
+    from contract_platform.amqp.management import management_client, probe_management
+    from contract_platform.retirement.snapshot import TopologySnapshot
+
+    try:
+        if snapshot is None:
+            management = management_client(connection)
+            if management is None:
+                return BrokerReaders(problem="the broker's management API is not known for this connection")
+            problem = probe_management(management)
+            if problem is not None:
+                return BrokerReaders(problem=problem)
+            snapshot = TopologySnapshot.read(management, keep_alive=connection)
+        discovery = snapshot.discover(contract, plan_topology(contract))
+    except ContractPlatformError as exc:
+        return BrokerReaders(problem=f"the broker's topology could not be read: {exc}")
+    queues, live = [], []
+    for entry in discovery.receivers:
+        queues.append((entry.vhost, entry.queue))
+        for reader in entry.readers:
+            live.append(
+                ReaderSession(
+                    vhost=entry.vhost,
+                    queue=entry.queue,
+                    consumer_tag=reader.tag,
+                    channel=reader.connection or "",
+                    attached_at=None,
+                    detached_at=None,
+                    connection_name=reader.client_name or reader.connection,
+                    peer_host=reader.peer_host,
+                    user=reader.user,
+                    source="listing",
+                )
+            )
+    return BrokerReaders(tuple(queues), tuple(live))
+
+
+def observe_readers(
+    contract: Contract,
+    registry: Registry | None,
+    broker: BrokerReaders,
+    *,
+    now: datetime | None = None,
+    wait: timedelta = RECORDER_WAIT,
+) -> ObservedReaders:
+    """The reader sessions on the version's queues over its last observation window, the recorder's gaps in
+    it, and what could not be seen (no topology: only the declared consumers' queues were looked at).
+    ``wait``: how long a running recorder may take to confirm up to now (it trails by a heartbeat)."""
+    from contract_platform.retirement.audit import recorded_coverage
+    from contract_platform.retirement.readers import TAIL_TOLERANCE, confirmed_until
+
+    now = now or datetime.now(UTC)
+    since = now - contract.retirement.observation_span
+    blind: list[str] = []
+    queues = list(broker.queues)
+    if broker.problem is not None:
+        blind.append(f"queues bound to the version beyond the declared consumers' ({broker.problem})")
+    sessions: list[ReaderSession] = list(broker.live)
+    gaps: list[CoverageGap] = []
+    if registry is None:
+        blind.append("reader sessions over the observation window (no registry store to read them from)")
+    else:
+        segments, gaps = recorded_coverage(registry, since, now=now, wait=wait)
+        reached = confirmed_until(segments)
+        if reached is None:
+            gaps = [CoverageGap(since, now, NO_RECORDER), *gaps]
+        else:
+            first = min((s.covered_from for s in segments if s.covered_from is not None), default=since)
+            if first > since:
+                gaps.insert(0, CoverageGap(since, first, "before the recorder's first segment in the window"))
+            if reached < now - TAIL_TOLERANCE:
+                gaps.append(CoverageGap(reached, now, "the recorder has not confirmed up to now"))
+        keys = queues or [(_home(), c.queue) for c in contract.consumers]
+        sessions.extend(registry.reader_sessions(keys, since=since, until=now))
+    return ObservedReaders(
+        sessions=tuple(_distinct(sessions)),
+        gaps=tuple(gaps),
+        window_start=since,
+        window_end=now,
+        blind=tuple(blind),
+    )
+
+
+class ReadersSource:
+    """``observe_readers`` for each contract asked about, over one broker connection and one topology read,
+    opened at the first contract that needs them (most changes never ask). ``connect`` None or failing: the
+    topology is a named blind spot. Close it (or use it as a context manager) to close the connection."""
+
+    def __init__(self, registry: Registry | None, connect: Callable[[], Any] | None) -> None:
+        self.registry = registry
+        self.connect = connect
+        self._read = False
+        self._snapshot: Any = None
+        self._connection: Any = None
+        self._problem: str | None = None
+
+    def _topology(self) -> None:
+        if self._read:
+            return
+        self._read = True
+        if self.connect is None:
+            self._problem = "no broker was given"
+            return
+        from contract_platform.amqp.management import management_client, probe_management
+        from contract_platform.retirement.snapshot import TopologySnapshot
+
+        try:
+            self._connection = self.connect()
+            management = management_client(self._connection)
+            problem = "its management API is not known" if management is None else probe_management(management)
+            if problem is None and management is not None:
+                self._snapshot = TopologySnapshot.read(management, keep_alive=self._connection)
+            self._problem = problem
+        except ContractPlatformError as exc:
+            self._problem = f"the broker could not be read: {exc}"
+
+    def __call__(self, contract: Contract) -> ObservedReaders:
+        self._topology()
+        if self._snapshot is None:
+            broker = BrokerReaders(problem=self._problem or "the broker's topology could not be read")
+        else:
+            broker = broker_readers(contract, self._connection, snapshot=self._snapshot)
+        return observe_readers(contract, self.registry, broker)
+
+    def close(self) -> None:
+        from contract_platform.amqp.connection import close_quietly
+
+        close_quietly(self._connection)
+        self._connection = None
+
+    def __enter__(self) -> ReadersSource:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _home() -> str:
+    """The platform's virtual host (the one its AMQP URL names), where the declared consumers' queues live."""
+    from urllib.parse import unquote, urlsplit
+
+    from contract_platform import settings
+
+    return unquote(urlsplit(settings.rabbitmq_url()).path[1:]) or "/"
+
+
+def _distinct(sessions: Sequence[ReaderSession]) -> list[ReaderSession]:
+    """One entry per (queue, consumer tag, connection): a live reader is also in the recorder's sessions."""
+    seen: dict[tuple[str, str, str | None], ReaderSession] = {}
+    for session in sessions:
+        seen.setdefault((session.queue, session.consumer_tag, session.connection_name), session)
+    return list(seen.values())
