@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-
-from contract_platform.cli.main import main
+from tests.support.cli import catalogue_repo, git, run_cli
 
 ORDER = "order.order-created.v1"
 QUOTE = "quote.quote-approved.v1"
@@ -24,29 +22,10 @@ INV2 = "billing.invoice-issued.v2"
 ALL = {ORDER, QUOTE, INV1, INV2, "order.create-order.v1", "billing.generate-invoice.v1"}
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _git(repo: Path, *args: str) -> None:
-    identity = ["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
-    subprocess.run(["git", "-C", str(repo), *identity, *args], check=True, capture_output=True)
-
-
 @pytest.fixture()
 def repo(tmp_path: Path, catalog_dir: Path) -> Path:
     """A checkout whose ``main`` holds the catalogue under ``contracts/``; returns the catalogue folder."""
-    root = tmp_path / "repo"
-    shutil.copytree(catalog_dir, root / "contracts")
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "base")
-    return root / "contracts"
+    return catalogue_repo(tmp_path / "repo", catalog_dir)
 
 
 def _folder(catalog: Path, message_type: str) -> Path:
@@ -86,7 +65,7 @@ def test_an_unchanged_contract_is_not_re_checked_nor_blamed(capsys, repo):
     # main already holds a problem in quote-approved; the pull request changes order-created only
     manifest = _folder(repo, QUOTE) / "contract.yaml"
     manifest.write_text(re.sub(r"contact: [^,}\s]+", "contact: nobody", manifest.read_text(), count=1))
-    _git(repo.parent, "commit", "-qam", "a problem already on main")
+    git(repo.parent, "commit", "-qam", "a problem already on main")
     _patch_description(repo, ORDER)
 
     code, document = _check(capsys, repo)

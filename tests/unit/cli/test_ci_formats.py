@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from tests.support.cli import catalogue_repo, run_cli
 
 from contract_platform.cli.ci_formats import Annotation, escape_data, escape_property, github_command
-from contract_platform.cli.main import main
 from contract_platform.lint.model import RuleId
 
 INV1 = "billing.invoice-issued.v1"
 INV2 = "billing.invoice-issued.v2"
 SCHEMA_V1 = "billing/invoice-issued/v1/payload.schema.json"
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def line_of(path: Path, needle: str) -> int:
@@ -124,11 +113,7 @@ def test_junit_escapes_what_a_catalogue_may_hold(capsys, catalog_copy: Path) -> 
 
 def test_check_annotates_a_breaking_change_in_the_new_schema_at_the_changed_pointer(capsys, tmp_path, catalog_dir):
     repo = tmp_path / "repo"
-    shutil.copytree(catalog_dir, repo / "contracts")
-    git = ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run([*git[:3], "init", "-q", "-b", "main"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    catalogue_repo(repo, catalog_dir)
     schema = repo / "contracts/billing/invoice-issued/v2/payload.schema.json"
     document = json.loads(schema.read_text())
     document["properties"]["newField"] = {"type": "string", "description": "added"}

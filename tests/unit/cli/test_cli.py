@@ -8,20 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from contract_platform.cli.main import main
+from tests.support.cli import catalogue_repo, run_cli
 
 INV1 = "billing.invoice-issued.v1"
 INV2 = "billing.invoice-issued.v2"
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_lint_clean_catalogue(capsys, catalog_dir):
@@ -106,14 +96,8 @@ def test_check_is_clean_on_the_catalogue(capsys, catalog_dir):
 
 
 def test_check_against_a_git_ref_catches_a_breaking_change_in_a_pull_request(capsys, tmp_path, catalog_dir):
-    import shutil
-
     repo = tmp_path / "repo"
-    shutil.copytree(catalog_dir, repo / "contracts")
-    git = ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run([*git[:3], "init", "-q", "-b", "main"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    catalogue_repo(repo, catalog_dir)
     schema = repo / "contracts/billing/invoice-issued/v2/payload.schema.json"
     doc = json.loads(schema.read_text())
     doc["required"].append("dueDate") if "dueDate" not in doc["required"] else doc["required"].append("newRequired")

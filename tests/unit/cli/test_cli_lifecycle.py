@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.support.cli import run_cli
 
-from contract_platform.cli.main import main
 from contract_platform.store import Registry
 
 INV1 = "billing.invoice-issued.v1"
@@ -17,12 +17,6 @@ def registry_url(tmp_path, monkeypatch) -> str:
     url = f"sqlite:///{tmp_path / 'registry.db'}"
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
     return url
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def evidence(registry: Registry, kind: str, version: str = "1.3.0") -> None:

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from tests.support.cli import run_cli
 
 from contract_platform.cli.main import main
 from contract_platform.migration import ParityReport, record_parity
@@ -22,12 +23,6 @@ def registry_url(tmp_path, monkeypatch) -> str:
     url = f"sqlite:///{tmp_path / 'registry.db'}"
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
     return url
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def parity(missing: int) -> ParityReport:

@@ -15,19 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.cli import run_cli
 from tests.unit.compat.spec_pairs import SCHEMA_IN_EACH_DRAFT
 
-from contract_platform.cli.main import main
 from contract_platform.compat import Mode, Verdict
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 class Listener:

@@ -5,18 +5,9 @@ from __future__ import annotations
 import json
 
 import yaml
+from tests.support.cli import run_cli
 
-from contract_platform.cli.main import main
 from contract_platform.export import export_asyncapi
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_stdout_is_the_json_document(capsys, catalog, catalog_dir):
