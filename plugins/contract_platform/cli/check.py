@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.catalog.selection import Selection
     from contract_platform.checks import CheckReport
-    from contract_platform.impact.observed import ReadersSource
     from contract_platform.replay.run import ReplayResult
+    from contract_platform.retirement.observed import ReadersSource
 
 HELP = "lint, fixtures and compatibility of each version with its predecessors"
 
@@ -167,7 +167,7 @@ def _readers_source(
         return None
     from contract_platform.amqp.connection import open_connection
     from contract_platform.errors import StoreError
-    from contract_platform.impact.observed import ReadersSource
+    from contract_platform.retirement.observed import ReadersSource
     from contract_platform.store import Registry
 
     url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")

@@ -21,6 +21,7 @@ from contract_platform.errors import BrokerError, UsageError
 if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.evidence.records import EvidenceRecord
+    from contract_platform.migration.spec import MigrationSpec
 
 HELP = "a v<N-1> -> v<N> migration: parity, lag, consumers per version over time, the bridge's queue"
 PARITY_HISTORY = 10
@@ -42,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
     return {"status": _status}[args.action](args)
 
 
-def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract]:
-    """(older, newer) for either side of a migration."""
+def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract, MigrationSpec]:
+    """(older, newer, the newer's migration.yaml) for either side of a migration."""
     from contract_platform.migration import parity_route, parse_spec
 
     contract = catalog.get(message_type)
@@ -54,24 +55,26 @@ def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract]:
         source = catalog.get(spec.source)
         if source is None:
             raise UsageError(f"{contract.migration_file} migrates {spec.source}, which is not in the catalogue")
-        return source, contract
-    source, target, _ = parity_route(catalog, message_type)
-    return source, target
+        return source, contract, spec
+    return parity_route(catalog, message_type)
 
 
 def _status(args: argparse.Namespace) -> int:
     from contract_platform.amqp.topology import tap_queue_name
     from contract_platform.migration.parity import cutover_series
+    from contract_platform.retirement.observed import observed_moves
     from contract_platform.store import Registry
 
     if args.last < 1:
         raise UsageError(f"--last must be at least 1, not {args.last}")
-    source, target = _pair(load(args.catalog), args.type)
+    catalog = load(args.catalog)
+    source, target, spec = _pair(catalog, args.type)
     registry = Registry.open(args.registry)
     try:
         history = registry.evidence(source.message_type, "migration_parity", limit=PARITY_HISTORY)
         states = {c.message_type: registry.effective(c.message_type) for c in (source, target)}
         series = cutover_series(registry, [source, target], limit=args.last)
+        moves = observed_moves(catalog, source, target, spec, registry)
     finally:
         registry.close()
     document = {
@@ -85,6 +88,7 @@ def _status(args: argparse.Namespace) -> int:
         "parity": _evidence(history[0]) if history else None,
         "parityHistory": [_evidence(record, brief=True) for record in history],
         "consumers": series,
+        "consumerMoves": [m.to_dict() for m in moves],
         "tapQueue": _tap_queue(args.tap_queue or tap_queue_name(source.message_type)),
     }
     if args.format == "json":
@@ -167,6 +171,17 @@ def _print(document: dict[str, Any]) -> None:
                 for p in document["consumers"]
             ],
         )
+    out("")
+    out(f"Consumers of {source} (what each must change before moving, and whether it has moved):")
+    if not document["consumerMoves"]:
+        out("  (none declared)")
+    for move in document["consumerMoves"]:
+        owner = f"{move['team'] or 'owner unknown'}, {move['contact'] or 'no contact'}"
+        out(f"  {move['service']} ({owner}): {move['state']} - {move['why']}")
+        if move["canMoveUnchanged"]:
+            out("    can move unchanged: nothing it reads is renamed, transformed or dropped")
+        for fate in move["mustChange"]:
+            out(f"    must change: reads {fate['read']}: {fate['field']} {fate['detail']}")
     tap = document["tapQueue"]
     out("")
     if not tap["available"]:

@@ -158,7 +158,7 @@ def audit_version(
         check_dead_letters(contract, scan),
         check_retention(contract, last_seen, now=now),
         check_holds(contract, now=now),
-        check_successor_consumers(contract, catalog),
+        check_successor_consumers(contract, catalog, _moves(contract, catalog, registry, now)),
     )
     return AuditResult(contract.message_type, contract.version, now, checks, run_id)
 
@@ -296,6 +296,24 @@ def queue_counters(
             )
         )
     return rows
+
+
+def _moves(contract: Contract, catalog: Catalog, registry: Registry, now: datetime) -> list[Any] | None:
+    """Each consumer's move to the successor as the recorder saw it (None: no successor in the catalogue)."""
+    from contract_platform.errors import MigrationSpecError
+    from contract_platform.migration import parse_spec
+    from contract_platform.retirement.observed import observed_moves
+
+    successor = catalog.successor(contract)
+    if successor is None:
+        return None
+    spec = None
+    if successor.migration is not None:
+        try:
+            spec = parse_spec(successor.migration, str(successor.migration_file))
+        except MigrationSpecError:
+            spec = None  # the contract_change DAG reports the file; the moves are still judged
+    return observed_moves(catalog, contract, successor, spec, registry, now=now)
 
 
 def recorded_coverage(

@@ -1,12 +1,15 @@
-"""Checks read from the catalogue alone: ``holds`` in force, and ``successor_consumers`` that have moved."""
+"""Checks read from the catalogue: ``holds`` in force, and ``successor_consumers`` that have moved (with the
+consumers the broker does not show to have moved listed beside the verdict)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.evidence import Verdict
+from contract_platform.impact.moves import ConsumerMove, still_on_source
 from contract_platform.retirement.model import CheckName, CheckResult, iso, require_aware
 
 __all__ = ["check_holds", "check_successor_consumers"]
@@ -37,13 +40,24 @@ def check_holds(contract: Contract, *, now: datetime) -> CheckResult:
     )
 
 
-def check_successor_consumers(contract: Contract, catalog: Catalog) -> CheckResult:
-    """Every service declared as a consumer of this version also consumes the successor."""
+def check_successor_consumers(
+    contract: Contract, catalog: Catalog, moves: Sequence[ConsumerMove] | None = None
+) -> CheckResult:
+    """Every service declared as a consumer of this version also consumes the successor.
+
+    ``moves``: each consumer's state as the broker shows it (``impact.moves``: reader sessions on both
+    versions' queues). The verdict stays the catalogue's; the consumers not seen to have moved are listed
+    under ``stillOnSource`` with their owners, for the report (docs/consumer-impact.md)."""
     successor = catalog.successor(contract)
     figures: dict[str, Any] = {
         "successor": successor.message_type if successor else contract.superseded_by,
         "consumers": sorted({c.service for c in contract.consumers}),
     }
+    if moves is not None:
+        figures["stillOnSource"] = [
+            {"service": m.service, "team": m.team, "contact": m.contact, "state": m.state, "why": m.why}
+            for m in still_on_source(moves)
+        ]
     if successor is None:
         named = f"supersededBy names {contract.superseded_by}, which" if contract.superseded_by else "no later major"
         return CheckResult(

@@ -175,6 +175,25 @@ def _details(check: CheckResult) -> list[str]:
             *rows,
         ]
         return head + (table + _reasons(figures.get("queues", [])) if rows else [])
+    if check.name is CheckName.SUCCESSOR_CONSUMERS and figures.get("stillOnSource") is not None:
+        plain = [f"- {key}: {_cell(_plain(value))}" for key, value in figures.items() if key != "stillOnSource"]
+        waiting = figures["stillOnSource"]
+        if not waiting:
+            return [*plain, "", "Every consumer reads the successor and no longer this version (reader sessions)."]
+        rows = [
+            f"| {_code(m['service'])} | {_cell(m.get('team') or '?')} | {_cell(m.get('contact') or '?')} | "
+            f"{m['state']} | {_cell(m.get('why') or '')} |"
+            for m in waiting
+        ]
+        return [
+            *plain,
+            "",
+            "Consumers still on this version, as the broker shows them (reader sessions), with their owners:",
+            "",
+            "| Consumer | Team | Contact | State | Why |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
     return [f"- {key}: {_cell(_plain(value))}" for key, value in figures.items()]
 
 

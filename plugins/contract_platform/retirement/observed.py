@@ -1,4 +1,4 @@
-"""What the readers perspective sees of a version's readers: the queues that receive it on the broker, the
+"""What is seen of a version's readers, for the readers perspective and the per-consumer migration state: the queues that receive it on the broker, the
 reader sessions the activity recorder stored for them over the last observation window, and every place it
 could not see (docs/consumer-impact.md#the-readers-perspective).
 
@@ -23,13 +23,23 @@ from typing import TYPE_CHECKING, Any
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ContractPlatformError
 from contract_platform.evidence.records import CoverageGap, ReaderSession
-
-from .perspective import ObservedReaders
+from contract_platform.impact import ObservedReaders
 
 if TYPE_CHECKING:
+    from contract_platform.catalog.model import Catalog
     from contract_platform.evidence import Registry
+    from contract_platform.impact.moves import ConsumerMove
+    from contract_platform.migration.spec import MigrationSpec
 
-__all__ = ["BrokerReaders", "ReadersOf", "ReadersSource", "broker_readers", "observe_readers"]
+__all__ = [
+    "BrokerReaders",
+    "ReadersOf",
+    "ReadersSource",
+    "broker_readers",
+    "observe_readers",
+    "observed_moves",
+    "platform_vhost",
+]
 
 ReadersOf = Callable[[Contract], ObservedReaders]
 NO_RECORDER = "no broker activity was recorded in the observation window (run contractctl record-activity)"
@@ -121,7 +131,7 @@ def observe_readers(
                 gaps.insert(0, CoverageGap(since, first, "before the recorder's first segment in the window"))
             if reached < now - TAIL_TOLERANCE:
                 gaps.append(CoverageGap(reached, now, "the recorder has not confirmed up to now"))
-        keys = queues or [(_home(), c.queue) for c in contract.consumers]
+        keys = queues or [(platform_vhost(), c.queue) for c in contract.consumers]
         sessions.extend(registry.reader_sessions(keys, since=since, until=now))
     return ObservedReaders(
         sessions=tuple(_distinct(sessions)),
@@ -186,7 +196,7 @@ class ReadersSource:
         self.close()
 
 
-def _home() -> str:
+def platform_vhost() -> str:
     """The platform's virtual host (the one its AMQP URL names), where the declared consumers' queues live."""
     from urllib.parse import unquote, urlsplit
 
@@ -201,3 +211,35 @@ def _distinct(sessions: Sequence[ReaderSession]) -> list[ReaderSession]:
     for session in sessions:
         seen.setdefault((session.queue, session.consumer_tag, session.connection_name), session)
     return list(seen.values())
+
+
+def observed_moves(
+    catalog: Catalog,
+    source: Contract,
+    target: Contract,
+    spec: MigrationSpec | None,
+    registry: Registry | None,
+    *,
+    now: datetime | None = None,
+    live: Sequence[ReaderSession] = (),
+) -> list[ConsumerMove]:
+    """``consumer_moves`` with the reader sessions the recorder stored for both versions' consumer queues over
+    the old version's observation window, and ``live`` (consumers on those queues now, when the caller read
+    the broker). A recorder gap or no coverage makes the state unknown, saying so."""
+    from contract_platform.impact.moves import consumer_moves
+    from contract_platform.retirement.audit import recorded_coverage
+
+    if registry is None:
+        return consumer_moves(catalog, source, target, spec, sessions=None, unknown="no registry store")
+    now = now or datetime.now(UTC)
+    since = now - source.retirement.observation_span
+    segments, gaps = recorded_coverage(registry, since, now=now)
+    vhost = platform_vhost()
+    queues = [(vhost, c.queue) for c in (*source.consumers, *target.consumers)]
+    sessions = [*registry.reader_sessions(queues, since=since, until=now), *live]
+    unknown = None
+    if not any(s.covered_until for s in segments):
+        unknown = NO_RECORDER
+    elif gaps:
+        unknown = f"the recorder has {len(gaps)} gap(s) in the window ({gaps[-1].reason})"
+    return consumer_moves(catalog, source, target, spec, sessions=sessions, unknown=unknown)
