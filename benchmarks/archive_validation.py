@@ -162,6 +162,7 @@ def run_benchmark(
     compression: str = "gzip",
 ) -> dict[str, Any]:
     """Generate the archives, time bare / check / validate / naive, and return the figures."""
+    from contract_platform.validation.request import ValidationRequest
     from spark_jobs.validate_archive import run_validation
 
     work = Path(work_dir or tempfile.mkdtemp(prefix="archive-validation-bench-"))
@@ -174,7 +175,8 @@ def run_benchmark(
     load_before = os.getloadavg()
 
     smallest = str(archives[sizes[0]].root)
-    run_validation(spark, smallest, catalog_dir)  # warm-up: JVM, Python workers, compiled schemas
+    # warm-up: JVM, Python workers, compiled schemas
+    run_validation(spark, ValidationRequest(smallest, catalog=catalog_dir))
     _bare_count(spark, smallest)
     _jvm_pass(spark, smallest)
 
@@ -189,7 +191,7 @@ def run_benchmark(
 
         def validate(path: str = path, size: int = size, reports: list[Any] = reports) -> None:
             quarantine = work / f"quarantine-{size}"
-            reports.append(run_validation(spark, path, catalog_dir, quarantine_dir=quarantine))
+            reports.append(run_validation(spark, ValidationRequest(path, catalog=catalog_dir, quarantine=quarantine)))
 
         seconds = _seconds(validate, repeat)
         report = reports[-1]
@@ -259,12 +261,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--catalog", type=Path, default=ROOT / "contracts")
     args = parser.parse_args(argv)
 
-    from spark_jobs._common import build_session
+    from spark_jobs.quiet import local_session
 
     conf = {"spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false"}
-    spark, created = build_session("archive-validation-benchmark", args.master, conf)
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
+    with local_session("archive-validation-benchmark", args.master, conf) as spark:
+        spark.sparkContext.setLogLevel("ERROR")
         figures = run_benchmark(
             spark,
             messages=args.messages,
@@ -274,9 +275,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             naive_messages=args.naive_messages,
             compression=args.compression,
         )
-    finally:
-        if created:
-            spark.stop()
     print(json.dumps(figures))
     return 0
 

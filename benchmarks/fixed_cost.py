@@ -9,10 +9,10 @@ then runs, ``--runs`` times each, alternating:
   way a user or a DAG task runs it;
 * ``floor``: a minimal Spark job in a fresh process that only parses the same archive
   (``spark.read.text`` + ``from_json`` + ``count``, session start and stop included), started as
-  the job starts (``spark_jobs._common.JobRun`` with a quick start): what any Spark job pays.
+  the job starts (``spark_jobs.jobs.JobRun`` with a quick start): what any Spark job pays.
 
 The first run on a machine also writes the JVM's class-data archive (``CONTRACT_JVM_CLASS_CACHE``,
-``spark_jobs/_common.py``) and is slower; ``--warm-up`` runs once, unmeasured, first.
+``spark_jobs/session.py``) and is slower; ``--warm-up`` runs once, unmeasured, first.
 
 For each it records wall seconds and CPU seconds (user + sys of the process **and of the JVM and
 Python workers it starts**). ``/usr/bin/time`` misses the JVM: PySpark does not wait for it, so it
@@ -99,7 +99,9 @@ def floor_job(archive: str, kind: str = "parse") -> int:
     """
     from pyspark.sql import functions as F
 
-    from spark_jobs._common import QUICK_START_BYTES, JobRun, local_size_at_most, read_archive
+    from spark_jobs.archive_io import read_archive
+    from spark_jobs.jobs import JobRun
+    from spark_jobs.session import QUICK_START_BYTES, local_size_at_most
 
     quick = local_size_at_most(archive, QUICK_START_BYTES)  # as the job starts
     run = JobRun("fixed-cost-floor", argparse.Namespace(master=None), quick_start=quick)

@@ -36,7 +36,8 @@ from contract_platform.catalog.model import Contract, ValidationSettings
 from contract_platform.validation.lookback import Incomplete, LookbackPlan, lookback_days, plan_lookback
 from contract_platform.validation.reading import LINE_BITS, Split
 from spark_jobs._archive_rules import LAST_COLUMNS, SEEN_COLUMNS
-from spark_jobs._common import folder_date, hadoop_path, partition_date
+from spark_jobs.archive_io import folder_date, partition_date
+from spark_jobs.hadoop_fs import hadoop_path
 
 __all__ = [
     "DEFAULT_LOOKBACK",

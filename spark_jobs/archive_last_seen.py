@@ -28,7 +28,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contract_platform.archive_record import spark_schema, type_column
-from spark_jobs._common import JobRun, job_parser, parse_records, path_exists, read_archive, run_job
+from spark_jobs.archive_io import parse_records, read_archive
+from spark_jobs.hadoop_fs import path_exists
+from spark_jobs.jobs import JobRun, job_parser, run_job
 
 __all__ = ["last_seen", "main", "scan_archive", "to_document", "write_document"]
 

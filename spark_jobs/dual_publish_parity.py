@@ -61,7 +61,9 @@ from contract_platform.migration.parity import (
     record_parity,
 )
 from contract_platform.validation.bundle import CatalogBundle
-from spark_jobs._common import JobRun, job_parser, parse_records, path_exists, read_archive, run_job
+from spark_jobs.archive_io import parse_records, read_archive
+from spark_jobs.hadoop_fs import path_exists
+from spark_jobs.jobs import JobRun, job_parser, run_job
 
 __all__ = [
     "compare_pairs",

@@ -41,9 +41,12 @@ from contract_platform.archive_record import spark_schema
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import ArchiveError
+from contract_platform.job_options import date_arg
 from contract_platform.quality import QualityReport, record_quality, run_suite
 from contract_platform.quality import columns as col
-from spark_jobs._common import JobRun, date_arg, job_parser, parse_records, path_exists, read_archive, run_job
+from spark_jobs.archive_io import parse_records, read_archive
+from spark_jobs.hadoop_fs import path_exists
+from spark_jobs.jobs import JobRun, job_parser, run_job
 
 __all__ = [
     "assign_types",

@@ -13,8 +13,9 @@ Python warnings go to the same file. The log's path is printed on stderr when th
 exception or a non-zero exit code) or always with ``--verbose``; a verb that never launched a JVM (a
 session already active, bad input found first) has no log and prints nothing.
 
-``local_session`` is the start-Spark/stop-Spark block the verbs share: a session, stopped at the end
-when it was created here. Nothing here imports pyspark at module level.
+``local_session`` is the one start-Spark/stop-Spark block of the verbs' runners (``spark_jobs/runners.py``)
+and the benchmarks: a session, stopped at the end when it was created here (``spark_jobs/session.py``).
+Nothing here imports pyspark at module level.
 """
 
 from __future__ import annotations
@@ -174,12 +175,12 @@ def jvm_output() -> Iterator[None]:
 def local_session(
     app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None
 ) -> Iterator[SparkSession]:
-    """A session for a verb (an active one is reused), stopped at the end when it was created here."""
-    from spark_jobs import _common
+    """A session for a verb or a benchmark (an active one is reused), stopped at the end when it was created here."""
+    from spark_jobs import session
 
-    spark, created = _common.build_session(app_name, master, conf)
+    spark, created = session.build_session(app_name, master, conf)
     try:
         yield spark
     finally:
         if created:
-            spark.stop()
+            session.stop_session(spark)

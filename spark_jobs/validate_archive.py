@@ -4,8 +4,11 @@
         [--since DATE] [--until DATE] [--state DIR] [--master URL] [--oversize-bytes N]
         [--status TYPE=STATUS ...] [--registry-url URL] [--run-id ID] [--no-fail-on-findings]
 
+``contractctl validate-archive`` takes the same arguments (``contract_platform.validation.request``,
+defined once) and calls the same runner, ``run(ValidationRequest)``, through its entry point
+(``contract_platform.spark`` in pyproject.toml); ``main`` is that runner behind this job's parser.
 PATH is an archive root, an exchange folder, a date folder or one ``*.jsonl[.gz]`` file. Exit codes
-(``spark_jobs._common.run_job``): 0 every record valid (or only counted: duplicates, deprecated
+(``spark_jobs.jobs.run_job``): 0 every record valid (or only counted: duplicates, deprecated
 types), 1 invalid records found (0 with ``--no-fail-on-findings``), 2 bad input (a missing archive
 path, a catalogue that does not load, bad options), 3 the registry store failed. The JSON report goes
 to ``--report`` (and stdout); invalid records, each with all its reasons, go to ``--quarantine DIR``
@@ -50,6 +53,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -63,9 +67,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from contract_platform import settings
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
-from contract_platform.days import check_range
 from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
 from contract_platform.validation.arrow import (
     CHECKED_FIELDS,
@@ -80,6 +84,7 @@ from contract_platform.validation.evidence import record_evidence
 from contract_platform.validation.reading import DEFAULT_SPLIT_BYTES, LINE_BITS, Split, file_sizes, plan_splits
 from contract_platform.validation.records import DEFAULT_OVERSIZE_BYTES, effective_statuses
 from contract_platform.validation.report import InputFigures, Interval, ValidationReport
+from contract_platform.validation.request import ValidationRequest, add_arguments
 from spark_jobs._archive_rules import (
     aggregate,
     all_findings,
@@ -97,21 +102,10 @@ from spark_jobs._archive_state import (
     default_state_dir,
     split_days,
 )
-from spark_jobs._common import (
-    QUICK_START_BYTES,
-    JobRun,
-    date_arg,
-    date_partitions,
-    days,
-    folder_date,
-    job_parser,
-    local_size_at_most,
-    partition_date,
-    path_exists,
-    path_is_empty,
-    read_archive,
-    run_job,
-)
+from spark_jobs.archive_io import date_partitions, folder_date, partition_date, read_archive
+from spark_jobs.hadoop_fs import path_exists, path_is_empty
+from spark_jobs.jobs import JobRun, run_job, run_parsed
+from spark_jobs.session import QUICK_START_BYTES, local_size_at_most
 
 __all__ = [
     "aggregate",
@@ -124,6 +118,7 @@ __all__ = [
     "main",
     "plan_archive",
     "prior_state",
+    "run",
     "run_validation",
     "split_frame",
     "summarize",
@@ -216,21 +211,22 @@ def _bytes_setting(value: str | None, default: int) -> int:
 
 def check_records(
     splits: DataFrame,
-    catalog_dir: str | Path,
+    catalog: str | Path | CatalogBundle | Broadcast[CatalogBundle],
     *,
     oversize_bytes: int = DEFAULT_OVERSIZE_BYTES,
     statuses: Mapping[str, str] | None = None,
-    bundle: CatalogBundle | Broadcast[CatalogBundle] | None = None,
     keep_lines: bool = False,
 ) -> DataFrame:
     """The record-level rules on every line of ``splits`` (``CHECKED_SCHEMA``); ``keep_lines`` keeps every line.
 
-    ``bundle`` is the catalogue's files (read from ``catalog_dir`` when not given), or a broadcast of them.
+    ``catalog``: the catalogue's files as a ``CatalogBundle`` or a broadcast of one (the job's), or
+    the catalogue folder to read them from (a benchmark's, a test's).
     """
-    if isinstance(bundle, Broadcast):
-        shipped = bundle
+    if isinstance(catalog, Broadcast):
+        shipped = catalog
     else:
-        shipped = splits.sparkSession.sparkContext.broadcast(bundle or CatalogBundle.read(catalog_dir))
+        bundle = catalog if isinstance(catalog, CatalogBundle) else CatalogBundle.read(catalog)
+        shipped = splits.sparkSession.sparkContext.broadcast(bundle)
     body = partial(
         check_splits,
         catalog=shipped,
@@ -271,7 +267,6 @@ def check_in_driver(
 def _checked(
     spark: SparkSession,
     splits: Sequence[Split],
-    catalog_dir: str | Path,
     bundle: CatalogBundle,
     shipped: Broadcast[CatalogBundle],
     *,
@@ -283,7 +278,7 @@ def _checked(
     if local and sum(_work(split) for split in splits) <= _IN_DRIVER_WORK:
         return check_in_driver(spark, splits, bundle, oversize_bytes=oversize_bytes, statuses=statuses)
     frame = split_frame(spark, splits)
-    return check_records(frame, catalog_dir, bundle=shipped, oversize_bytes=oversize_bytes, statuses=statuses)
+    return check_records(frame, shipped, oversize_bytes=oversize_bytes, statuses=statuses)
 
 
 def prior_state(
@@ -437,44 +432,19 @@ def _job_error(exc: Exception) -> ContractPlatformError | None:
 
 
 def run_validation(
-    spark: SparkSession,
-    archive_path: str | Path,
-    catalog_dir: str | Path,
-    *,
-    report_path: str | Path | None = None,
-    quarantine_dir: str | Path | None = None,
-    oversize_bytes: int = DEFAULT_OVERSIZE_BYTES,
-    statuses: Mapping[str, str] | None = None,
-    since: date | None = None,
-    until: date | None = None,
-    state_dir: str | Path | None = None,
-    lookback: timedelta | None = None,
-    catalog: Catalog | None = None,
+    spark: SparkSession, request: ValidationRequest, *, catalog: Catalog | None = None
 ) -> ValidationReport:
-    """Validate every record under ``archive_path`` (or its date partitions in ``[since, until)``); write the report and quarantine when asked.
+    """Validate every record under ``request.path`` (or its date partitions in ``[since, until)``); write the report and quarantine when asked.
 
-    With ``state_dir``, the cross-record rules start from what earlier intervals kept there (when
+    With ``request.state``, the cross-record rules start from what earlier intervals kept there (when
     ``since`` is given) and this interval's state is written there afterwards (``_archive_state``);
-    ``lookback`` is how far back it looks for an earlier copy of a message of any type (default: each
-    type its own ``validation.dedupWindow``, 24 h for a type the catalogue does not hold); ``catalog``:
-    the catalogue already loaded from ``catalog_dir`` (loaded here when not given). Raises ``ArchiveError`` (missing path, or files that changed during the run), ``CatalogError``
-    (catalogue does not load) and ``UsageError`` (bad status, range or quarantine folder).
+    each type looks back over its own ``validation.dedupWindow`` for an earlier copy (24 h for a type
+    the catalogue does not hold). ``catalog``: the catalogue already loaded from ``request.catalog``
+    (loaded here when not given). Raises ``ArchiveError`` (missing path, or files that changed during
+    the run), ``CatalogError`` (catalogue does not load) and ``UsageError`` (bad status or quarantine folder).
     """
-    check_range(since, until)
     try:
-        return _run_validation(
-            spark,
-            str(archive_path),
-            catalog_dir,
-            report_path=report_path,
-            quarantine_dir=quarantine_dir,
-            oversize_bytes=oversize_bytes,
-            statuses=dict(statuses or {}),
-            interval=(since, until) if since is not None or until is not None else None,
-            state=ArchiveState(spark, str(state_dir)) if state_dir is not None else None,
-            lookback=lookback,
-            catalog=catalog,
-        )
+        return _run_validation(spark, request, catalog)
     except (PySparkException, Py4JJavaError) as exc:  # a Python worker's error, as Spark hands it back
         mapped = _job_error(exc)
         if mapped is None:
@@ -482,25 +452,17 @@ def run_validation(
         raise mapped from None
 
 
-def _run_validation(
-    spark: SparkSession,
-    archive: str,
-    catalog_dir: str | Path,
-    *,
-    report_path: str | Path | None,
-    quarantine_dir: str | Path | None,
-    oversize_bytes: int,
-    statuses: dict[str, str],
-    interval: tuple[date | None, date | None] | None,
-    state: ArchiveState | None,
-    lookback: timedelta | None,
-    catalog: Catalog | None,
-) -> ValidationReport:
+def _run_validation(spark: SparkSession, request: ValidationRequest, catalog: Catalog | None) -> ValidationReport:
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    archive = str(request.path)
+    since, until = request.since, request.until
+    statuses = dict(request.statuses)
+    oversize_bytes = request.oversize_bytes
+    quarantine_dir = str(request.quarantine) if request.quarantine is not None else None
     if catalog is None:
-        catalog = load_catalog(catalog_dir)  # CatalogError lists every problem
-    windows = dedup_windows(catalog) if lookback is None else None  # each type its own window, unless one is given
+        catalog = load_catalog(request.catalog or settings.catalog_dir())  # CatalogError lists every problem
+    windows = dedup_windows(catalog)  # each type its own window
     try:
         effective_statuses(catalog, statuses)
     except ValueError as exc:
@@ -512,14 +474,16 @@ def _run_validation(
             f"{archive}: archive path does not exist; give an archive root, exchange or date folder, or a file"
         )
     if quarantine_dir is not None:
-        _check_quarantine_dir(spark, str(quarantine_dir))
-    bundle = CatalogBundle.read(catalog_dir)
+        _check_quarantine_dir(spark, quarantine_dir)
+    # The workers need the files' bytes, which a loaded Catalog does not keep: the bundle reads them from
+    # the folder the catalogue was loaded from, so both describe the same catalogue.
+    bundle = CatalogBundle.read(catalog.root)
     shipped = spark.sparkContext.broadcast(bundle)  # once: the record rules and the second read share it
-    since, until = interval or (None, None)
+    state = ArchiveState(spark, str(request.state)) if request.state is not None else None
     files = list_archive(spark, archive, since, until)
 
     def check(splits: Sequence[Split]) -> DataFrame:
-        return _checked(spark, splits, catalog_dir, bundle, shipped, oversize_bytes=oversize_bytes, statuses=statuses)
+        return _checked(spark, splits, bundle, shipped, oversize_bytes=oversize_bytes, statuses=statuses)
 
     rebuilt: list[DataFrame] = []  # lookback days read from the archive, released with the rest
     flags: DataFrame | None = None
@@ -534,7 +498,6 @@ def _run_validation(
                 since,
                 check,
                 windows=windows,
-                default=DEFAULT_LOOKBACK if lookback is None else lookback,
                 cached=rebuilt,
             )
             if since is not None
@@ -561,15 +524,15 @@ def _run_validation(
         figures = aggregate(records)
         if quarantine_dir is not None:
             reread = partial(reread_batches, catalog=shipped, oversize_bytes=oversize_bytes, statuses=statuses or None)
-            write_quarantine(records, str(quarantine_dir), planned, reread)
+            write_quarantine(records, quarantine_dir, planned, reread)
         report = ValidationReport(
             archive=archive,
-            catalog=str(catalog_dir),
+            catalog=str(catalog.root),
             catalog_fingerprint=bundle.fingerprint,
             figures=figures,
             input=InputFigures(files=len(files), bytes=sum(size for _, size in files)),
             elapsed_seconds=time.perf_counter() - started,
-            quarantine=str(quarantine_dir) if quarantine_dir is not None else None,
+            quarantine=quarantine_dir,
             oversize_bytes=oversize_bytes,
             statuses=statuses,
             started_at=started_at,
@@ -582,7 +545,7 @@ def _run_validation(
                 rebuilt=prior.rebuilt,
                 incomplete=prior.incomplete,
             )
-            if interval is not None
+            if request.incremental
             else None,
         )
         if state is not None:
@@ -595,49 +558,31 @@ def _run_validation(
                     last_sequences(checked, small, prior.last),
                     by_split,
                     last_day,
-                    run_days=days(first_day, last_day + timedelta(days=1)) if first_day is not None else (),
+                    run_days=_days(first_day, last_day + timedelta(days=1)) if first_day is not None else (),
                     ordering_gaps=prior.incomplete.ordering,
                 )
     finally:
         for cached in (checked, flags, duplicates, *rebuilt):
             if cached is not None:
                 cached.unpersist()
-    if report_path is not None:
-        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(report_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if request.report is not None:
+        Path(request.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(request.report).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def _days(since: date, until: date) -> list[date]:
+    """Every day of ``[since, until)``."""
+    return [since + timedelta(days=n) for n in range((until - since).days)]
 
 
 # -- main ---------------------------------------------------------------------------------------
 
 
-def _status(text: str) -> tuple[str, str]:
-    message_type, sep, status = text.partition("=")
-    if not sep or not message_type or not status:
-        raise argparse.ArgumentTypeError(f"{text!r} is not TYPE=STATUS (e.g. billing.invoice-issued.v1=retired)")
-    return message_type, status
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = job_parser("validate_archive", (__doc__ or "").splitlines()[0])
-    parser.add_argument("path", help="archive root, exchange or date folder, or one .jsonl[.gz] file")
-    parser.add_argument("--report", default=None, help="write the JSON report here")
-    parser.add_argument("--quarantine", default=None, help="write invalid records (JSON Lines) into this folder")
-    parser.add_argument("--since", type=date_arg, default=None, help="first date partition (YYYY-MM-DD; empty: all)")
-    parser.add_argument("--until", type=date_arg, default=None, help="date partition to stop before (exclusive)")
-    parser.add_argument(
-        "--state",
-        default=None,
-        help="folder of the incremental state (default with --since/--until: <data>/state/archive-validation/...)",
-    )
-    parser.add_argument("--oversize-bytes", type=int, default=DEFAULT_OVERSIZE_BYTES, help="OVERSIZE above this")
-    parser.add_argument(
-        "--status",
-        type=_status,
-        action="append",
-        default=[],
-        help="TYPE=STATUS[@ISO time it took effect] effective status (repeatable)",
-    )
+    """This job's parser: ``contractctl validate-archive``'s arguments (one definition), under the job's name."""
+    parser = argparse.ArgumentParser(prog="validate_archive", description=(__doc__ or "").splitlines()[0])
+    add_arguments(parser)
     return parser
 
 
@@ -665,25 +610,13 @@ def registry_statuses(registry_url: str) -> dict[str, str]:
 
 
 def _validate(run: JobRun) -> int:
-    args = run.args
-    assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
-    statuses = dict(args.status) or (registry_statuses(run.registry_url) if run.registry_url else {})
-    incremental = args.since is not None or args.until is not None
-    state_dir = args.state or (default_state_dir(args.path) if incremental else None)
-    run.quick_start = local_size_at_most(args.path, QUICK_START_BYTES)  # before the session starts
-    report = run_validation(
-        run.spark,
-        args.path,
-        run.catalog_dir,
-        report_path=args.report,
-        quarantine_dir=args.quarantine,
-        oversize_bytes=args.oversize_bytes,
-        statuses=statuses,
-        since=args.since,
-        until=args.until,
-        state_dir=state_dir,
-        catalog=run.catalog,  # loaded once, before the JVM started
-    )
+    request: ValidationRequest = run.args
+    assert run.catalog is not None  # a request names its catalogue (or the default one)
+    statuses = request.statuses or (registry_statuses(run.registry_url) if run.registry_url else {})
+    state = request.state or (default_state_dir(str(request.path)) if request.incremental else None)
+    run.quick_start = local_size_at_most(str(request.path), QUICK_START_BYTES)  # before the session starts
+    # the catalogue was loaded once, before the JVM started
+    report = run_validation(run.spark, replace(request, statuses=statuses, state=state), catalog=run.catalog)
     run.close()  # the evidence needs no JVM: free it first
     if not report.incomplete.complete:
         interval = report.interval
@@ -696,15 +629,21 @@ def _validate(run: JobRun) -> int:
     if run.registry_url:
         from contract_platform.store import Registry  # SQLAlchemy: only where evidence is recorded
 
+        reference = str(request.report) if request.report is not None else None
         with Registry.open(run.registry_url) as registry:
-            record_evidence(report, run.catalog, registry, reference=args.report, run_id=args.run_id)
+            record_evidence(report, run.catalog, registry, reference=reference, run_id=request.run_id)
     print(json.dumps(report.to_dict()))
     return report.exit_code
 
 
+def run(request: ValidationRequest) -> int:
+    """The one runner, for ``main`` and ``contractctl validate-archive``: 0 all valid, 1 invalid records, 2 bad input, 3 store failed."""
+    return run_parsed(APP_NAME, request, _validate)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job; return 0 (all valid), 1 (invalid records found), 2 (bad input) or 3 (store failed)."""
-    return run_job(APP_NAME, _parser(), _validate, argv)
+    """The job under ``spark-submit``: its arguments parsed into a ``ValidationRequest``, then ``run``."""
+    return run_job(APP_NAME, _parser(), _validate, argv, request=ValidationRequest.from_args)
 
 
 if __name__ == "__main__":

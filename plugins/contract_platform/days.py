@@ -1,7 +1,7 @@
 """Day ranges as the evidence jobs take them: ``since <= day < until``, either bound left out.
 
 One reading of a ``YYYY-MM-DD`` bound and one range check, used by the Spark jobs' options
-(``spark_jobs._common``), ``contractctl`` and the evidence DAGs' run ranges
+(``contract_platform.job_options``), ``contractctl`` and the evidence DAGs' run ranges
 (``contract_platform_airflow.intervals``); and one way of naming a set of days in a sentence
 (``named_days``).
 """

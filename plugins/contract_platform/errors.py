@@ -25,7 +25,8 @@ jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise .
     │   ├── PublishRefused          unroutable or nacked: the message was not accepted
     │   ├── QueueMissing            a queue the platform expected does not exist
     │   └── ManagementUnavailable   the management HTTP API does not answer (the message says how to enable it)
-    └── ArchiveError                an archive path is missing or unreadable
+    ├── ArchiveError                an archive path is missing or unreadable
+    └── SparkJobsMissing            a verb needs the Spark jobs, which are not installed (says how to install them)
 
 ``exit_code`` tells the CLI what to return: 2 for bad input, 1 for findings, 3 for an
 environment fault (broker or store down).
@@ -57,6 +58,7 @@ __all__ = [
     "QueueMissing",
     "SchemaError",
     "SnapshotConflict",
+    "SparkJobsMissing",
     "StoreError",
     "TopologyConflict",
     "TransitionRefused",
@@ -294,6 +296,10 @@ class EventExchangeUnavailable(BrokerError):
 
 class ArchiveError(ContractPlatformError):
     """An archive path is missing or cannot be read."""
+
+
+class SparkJobsMissing(ContractPlatformError):
+    """A Spark-backed verb found no Spark jobs to run (entry points ``contract_platform.spark``): not installed."""
 
 
 class QualityError(ContractPlatformError):

@@ -44,7 +44,7 @@ __all__ = [
 LOCAL_EXAMPLE = """AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'"""
 HADOOP_CONF_VARS = ("HADOOP_CONF_DIR", "YARN_CONF_DIR")
 
-BAD_INPUT = ContractPlatformError.exit_code  # what every Spark job exits with on bad input (spark_jobs/_common.py)
+BAD_INPUT = ContractPlatformError.exit_code  # what every Spark job exits with on bad input (spark_jobs/jobs.py)
 JOBS_DIR = Path(spark_jobs.__file__).resolve().parent
 _PYSPARK = importlib.util.find_spec("pyspark")
 SPARK_SUBMIT = (

@@ -19,6 +19,7 @@ from contract_platform.evidence import Verdict
 from contract_platform.evidence.figures import ArchiveValidationFigures
 from contract_platform.store import Registry
 from contract_platform.validation import Reason, ValidationReport, record_evidence
+from contract_platform.validation.request import ValidationRequest
 from spark_jobs import validate_archive as job
 
 pytestmark = pytest.mark.spark
@@ -82,7 +83,9 @@ def two_days(tmp_path: Path, catalog: Catalog) -> Path:
 
 def validate(spark, archive: Path, catalog_dir: Path, **options: Any) -> ValidationReport:
     """``run_validation`` with v1 taken as active (the catalogue deprecates it, which every record would count)."""
-    return job.run_validation(spark, archive, catalog_dir, statuses={V1: "active"}, **options)
+    return job.run_validation(
+        spark, ValidationRequest(archive, catalog=catalog_dir, statuses={V1: "active"}, **options)
+    )
 
 
 def reasons(report: ValidationReport) -> dict[str, int]:
@@ -99,7 +102,7 @@ def test_a_day_two_run_reads_only_day_two_and_finds_copies_and_late_versions_of_
         catalog_dir,
         since=date.fromisoformat(DAY1),
         until=date.fromisoformat(DAY2),
-        state_dir=state,
+        state=state,
     )
     assert day1.totals.records == 3 and reasons(day1) == {}
 
@@ -109,9 +112,9 @@ def test_a_day_two_run_reads_only_day_two_and_finds_copies_and_late_versions_of_
         catalog_dir,
         since=date.fromisoformat(DAY2),
         until=date.fromisoformat("2026-07-03"),
-        state_dir=state,
-        report_path=tmp_path / "day2.json",
-        quarantine_dir=tmp_path / "quarantine",
+        state=state,
+        report=tmp_path / "day2.json",
+        quarantine=tmp_path / "quarantine",
     )
     assert day2.totals.records == 4  # day two's messages only
     assert day2.input.files == 1
@@ -141,7 +144,7 @@ def test_without_state_for_day_one_a_day_two_run_builds_it_from_day_ones_partiti
     spark, two_days: Path, catalog_dir: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "fresh-state"
-    day2 = validate(spark, two_days, catalog_dir, since=date.fromisoformat(DAY2), state_dir=state)
+    day2 = validate(spark, two_days, catalog_dir, since=date.fromisoformat(DAY2), state=state)
     assert day2.totals.records == 4 and day2.input.files == 1  # the counts are still day two's alone
     assert reasons(day2) == {
         str(Reason.DUPLICATE): 1,
@@ -188,7 +191,7 @@ def test_a_day_outside_the_dedup_window_is_not_read_and_its_ordering_is_named_in
         catalog_dir,
         since=date.fromisoformat(DAY3),
         until=date.fromisoformat("2026-07-04"),
-        state_dir=tmp_path / "state",
+        state=tmp_path / "state",
     )
     assert day3.interval is not None and day3.interval.state_from == date.fromisoformat(DAY2)
     assert day3.interval.rebuilt == () and day3.incomplete.duplicates == ()
@@ -207,7 +210,7 @@ def test_a_lookback_day_with_neither_state_nor_partition_makes_both_checks_incom
     d1, d2, d3 = (date.fromisoformat(day) for day in (DAY1, DAY2, DAY3))
     state = tmp_path / "state"
 
-    gap = validate(spark, root, catalog_copy, since=d3, state_dir=state)
+    gap = validate(spark, root, catalog_copy, since=d3, state=state)
     assert gap.interval is not None and gap.interval.rebuilt == (d1,)
     assert reasons(gap) == {str(Reason.DUPLICATE): 1}  # day one was read: within the 48 h window
     assert gap.incomplete.duplicates == (d2,) and gap.incomplete.ordering == (d2,)
@@ -219,8 +222,8 @@ def test_a_lookback_day_with_neither_state_nor_partition_makes_both_checks_incom
     figures = ArchiveValidationFigures.of(recorded)
     assert figures.incomplete_duplicates == (DAY2,) and figures.incomplete_ordering == (DAY2,)
 
-    validate(spark, root, catalog_copy, since=d1, until=d3, state_dir=state)  # day two run: it had no traffic
-    again = validate(spark, root, catalog_copy, since=d3, state_dir=state)
+    validate(spark, root, catalog_copy, since=d1, until=d3, state=state)  # day two run: it had no traffic
+    again = validate(spark, root, catalog_copy, since=d3, state=state)
     assert again.incomplete.complete and again.interval is not None and again.interval.rebuilt == ()
     assert reasons(again) == {str(Reason.DUPLICATE): 1}
 
@@ -228,9 +231,9 @@ def test_a_lookback_day_with_neither_state_nor_partition_makes_both_checks_incom
 def test_running_a_day_again_gives_the_same_findings(spark, two_days: Path, catalog_dir: Path, tmp_path: Path):
     state = tmp_path / "state"
     d1, d2 = date.fromisoformat(DAY1), date.fromisoformat(DAY2)
-    validate(spark, two_days, catalog_dir, since=d1, until=d2, state_dir=state)
-    once = validate(spark, two_days, catalog_dir, since=d2, state_dir=state)
-    again = validate(spark, two_days, catalog_dir, since=d2, state_dir=state)
+    validate(spark, two_days, catalog_dir, since=d1, until=d2, state=state)
+    once = validate(spark, two_days, catalog_dir, since=d2, state=state)
+    again = validate(spark, two_days, catalog_dir, since=d2, state=state)
     assert reasons(once) == reasons(again) and reasons(once)[str(Reason.OUT_OF_ORDER)] == 1
 
 
@@ -268,8 +271,8 @@ def test_a_copy_30_hours_later_is_a_duplicate_within_a_48h_dedup_window_and_not_
     d1, d3 = date.fromisoformat(DAY1), date.fromisoformat(DAY3)
 
     def day_three(catalogue: Path, state: Path) -> ValidationReport:
-        validate(spark, root, catalogue, since=d1, until=d3, state_dir=state)  # days one and two, kept in the state
-        return validate(spark, root, catalogue, since=d3, state_dir=state)
+        validate(spark, root, catalogue, since=d1, until=d3, state=state)  # days one and two, kept in the state
+        return validate(spark, root, catalogue, since=d3, state=state)
 
     default = day_three(catalog_dir, tmp_path / "state-24h")
     assert default.totals.records == 1 and reasons(default) == {}
@@ -292,8 +295,8 @@ def test_each_type_looks_back_its_own_dedup_window(
     contract.write_text(contract.read_text() + "validation: {dedupWindow: 48h}\n")  # v2 keeps the default 24h
     d1, d3 = date.fromisoformat(DAY1), date.fromisoformat(DAY3)
     state = tmp_path / "state"
-    validate(spark, root, catalog_copy, since=d1, until=d3, state_dir=state)
-    day_three = validate(spark, root, catalog_copy, since=d3, state_dir=state)
+    validate(spark, root, catalog_copy, since=d1, until=d3, state=state)
+    day_three = validate(spark, root, catalog_copy, since=d3, state=state)
     assert day_three.totals.records == 2 and day_three.interval is not None
     assert day_three.interval.lookback_days == 2  # the widest window decides the days read
     assert reasons(day_three) == {str(Reason.DUPLICATE): 1}

@@ -8,7 +8,7 @@ import pytest
 
 from contract_platform.errors import ArchiveError, StoreError
 from spark_jobs import archive_last_seen, dual_publish_parity, envelope_quality, validate_archive
-from spark_jobs._common import BAD_INPUT, FINDINGS, JobRun, job_parser, run_job
+from spark_jobs.jobs import BAD_INPUT, FINDINGS, JobRun, job_parser, run_job
 
 JOBS = (validate_archive, dual_publish_parity, envelope_quality, archive_last_seen)
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from benchmarks.generate_archive import DEFECTS, ArchiveSpec, generate_archive
 
+from contract_platform.validation.request import ValidationRequest
 from spark_jobs import validate_archive as job
-from spark_jobs._common import DRIVER_MEMORY_RANGE, default_driver_memory, driver_memory_chosen, launch_conf
+from spark_jobs.session import DRIVER_MEMORY_RANGE, default_driver_memory, driver_memory_chosen, launch_conf
 
 pytestmark = pytest.mark.spark
 
@@ -54,9 +55,13 @@ def quarantined(folder: Path) -> list[str]:
 def test_a_small_input_checked_in_the_driver_gives_the_report_and_quarantine_of_the_workers(
     spark: Any, defective: Path, catalog_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    in_driver = job.run_validation(spark, defective, catalog_dir, quarantine_dir=tmp_path / "driver")
+    in_driver = job.run_validation(
+        spark, ValidationRequest(defective, catalog=catalog_dir, quarantine=tmp_path / "driver")
+    )
     monkeypatch.setattr(job, "_IN_DRIVER_WORK", -1)  # nothing is small enough: the Python workers check it
-    by_workers = job.run_validation(spark, defective, catalog_dir, quarantine_dir=tmp_path / "workers")
+    by_workers = job.run_validation(
+        spark, ValidationRequest(defective, catalog=catalog_dir, quarantine=tmp_path / "workers")
+    )
 
     assert in_driver.totals.records == 300 and in_driver.totals.invalid > 0
     assert stable(in_driver) == stable(by_workers)
@@ -66,12 +71,16 @@ def test_a_small_input_checked_in_the_driver_gives_the_report_and_quarantine_of_
 def test_the_shuffle_joins_of_a_large_input_give_the_report_and_quarantine_of_the_broadcasts(
     spark: Any, defective: Path, catalog_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    broadcast = job.run_validation(spark, defective, catalog_dir, quarantine_dir=tmp_path / "broadcast")
+    broadcast = job.run_validation(
+        spark, ValidationRequest(defective, catalog=catalog_dir, quarantine=tmp_path / "broadcast")
+    )
     # as if the input were too large to broadcast anything: records counted, then copies and flags
     monkeypatch.setattr(job, "_SMALL_INPUT", -1)
     monkeypatch.setattr(job, "_BROADCAST_ROWS", 0)
     monkeypatch.setattr(job, "_BROADCAST_KEYS", 0)
-    shuffled = job.run_validation(spark, defective, catalog_dir, quarantine_dir=tmp_path / "shuffled")
+    shuffled = job.run_validation(
+        spark, ValidationRequest(defective, catalog=catalog_dir, quarantine=tmp_path / "shuffled")
+    )
 
     assert {"DUPLICATE", "CONFLICTING_DUPLICATE", "OUT_OF_ORDER"} <= set(broadcast.to_dict()["by_reason"])
     assert stable(broadcast) == stable(shuffled)
@@ -86,7 +95,7 @@ def class_cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 PROBE = """
 import argparse, json
-from spark_jobs._common import JobRun
+from spark_jobs.jobs import JobRun
 run = JobRun("launch-probe", argparse.Namespace(master="local[1]"), quick_start=True)
 context = run.spark.sparkContext
 arguments = list(context._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())

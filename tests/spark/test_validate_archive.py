@@ -28,6 +28,7 @@ from contract_platform.store import Registry
 from contract_platform.validation import Keyed, Reason, ValidationReport, sequence_findings
 from contract_platform.validation.arrow import finding_of
 from contract_platform.validation.report import NO_TYPE
+from contract_platform.validation.request import ValidationRequest
 from spark_jobs import validate_archive as job
 
 pytestmark = pytest.mark.spark
@@ -65,11 +66,13 @@ def validated(spark, archive: GeneratedArchive, catalog_dir: Path, tmp_path_fact
     out = tmp_path_factory.mktemp("validated")
     report = job.run_validation(
         spark,
-        archive.root,
-        catalog_dir,
-        report_path=out / "report.json",
-        quarantine_dir=out / "quarantine",
-        statuses=STATUSES,
+        ValidationRequest(
+            archive.root,
+            catalog=catalog_dir,
+            report=out / "report.json",
+            quarantine=out / "quarantine",
+            statuses=STATUSES,
+        ),
     )
     return report, out
 
@@ -212,7 +215,9 @@ def test_plain_files_cut_into_many_splits_give_the_same_report(spark, archive, c
     spark.conf.set("spark.sql.files.maxPartitionBytes", "4k")
     try:
         splits, _ = job.archive_splits(spark, job.list_archive(spark, str(archive.root)))
-        again = job.run_validation(spark, archive.root, catalog_dir, quarantine_dir=tmp_path / "q", statuses=STATUSES)
+        again = job.run_validation(
+            spark, ValidationRequest(archive.root, catalog=catalog_dir, quarantine=tmp_path / "q", statuses=STATUSES)
+        )
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
     assert len(splits) > len(archive.files) + 2
@@ -276,7 +281,7 @@ def test_a_quarantine_folder_with_other_files_is_refused(spark, archive, catalog
     (tmp_path / "keep.txt").write_text("someone's file", encoding="utf-8")
     single = next(p for p in archive.files if p.suffix == ".jsonl")
     with pytest.raises(UsageError, match="not empty"):
-        job.run_validation(spark, single, catalog_dir, quarantine_dir=tmp_path)
+        job.run_validation(spark, ValidationRequest(single, catalog=catalog_dir, quarantine=tmp_path))
     assert (tmp_path / "keep.txt").exists()
 
 
@@ -293,7 +298,7 @@ def test_an_archive_file_gone_before_it_is_read_stops_the_job_with_its_name(
     listed = job.list_archive(spark, str(archive.root))
     monkeypatch.setattr(job, "list_archive", lambda spark, path, *_range: [*listed, (gone.as_uri(), 100)])
     with pytest.raises(ArchiveError, match="part-9999.jsonl: cannot open the archive file"):
-        job.run_validation(spark, archive.root, catalog_dir)
+        job.run_validation(spark, ValidationRequest(archive.root, catalog=catalog_dir))
 
 
 @pytest.mark.parametrize(
@@ -309,7 +314,9 @@ def test_many_records_to_read_again_are_grouped_by_spark_with_the_same_quarantin
 ):
     _, out = validated
     monkeypatch.setattr(job, "_COLLECT_ROWS", 0)  # every record invalid only by a cross-record rule: Spark's way
-    job.run_validation(spark, archive.root, catalog_dir, quarantine_dir=tmp_path / "q", statuses=STATUSES)
+    job.run_validation(
+        spark, ValidationRequest(archive.root, catalog=catalog_dir, quarantine=tmp_path / "q", statuses=STATUSES)
+    )
 
     def lines(folder: Path) -> list[str]:
         return sorted(line for part in folder.glob("part-*") for line in part.read_text(encoding="utf-8").splitlines())
@@ -328,7 +335,7 @@ def test_a_damaged_gzip_file_is_read_as_far_as_it_goes_and_the_rest_is_counted(
     path = tmp_path / "order.events" / "date=2026-07-01" / "part-0000.jsonl.gz"
     path.parent.mkdir(parents=True)
     path.write_bytes(gzip.compress(line + b"\n") + b"not gzip at all")
-    report = job.run_validation(spark, tmp_path, catalog_dir, quarantine_dir=tmp_path / "q")
+    report = job.run_validation(spark, ValidationRequest(tmp_path, catalog=catalog_dir, quarantine=tmp_path / "q"))
     assert report.totals.records == 2 and report.totals.valid == 1
     assert report.by_reason[Reason.MALFORMED] == 1
     [quarantined] = [json.loads(x) for p in (tmp_path / "q").glob("part-*") for x in p.read_text().splitlines()]

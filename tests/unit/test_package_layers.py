@@ -3,6 +3,13 @@
 Every import in ``plugins/contract_platform`` counts, at module level or inside a function: a deferred
 import is still a dependency. Imports under ``if TYPE_CHECKING:`` are for the type checker only and count
 for the package graph, not as runtime imports of Airflow or PySpark.
+
+Every package of the domain has its layer in ``ALLOWED`` (a new package must be given one), and the
+trees around the domain point inwards: the domain imports nothing of ``spark_jobs``, ``dags`` or
+``contract_platform_airflow`` (contractctl finds the Spark jobs through entry points,
+``contract_platform.cli.engines``); ``spark_jobs`` imports no DAG and nothing of Airflow;
+``contract_platform_airflow`` imports no DAG, and of ``spark_jobs`` only the package itself, to find the
+job files it submits by path; the DAGs import no Spark job (they submit the files by path).
 """
 
 from __future__ import annotations
@@ -29,15 +36,48 @@ FOUNDATION = {
     "evidence",
     "archive_record",
 }
-# package -> everything it may import from the domain (a package not named here is not restricted).
+# package -> everything it may import from the domain; every package of the domain is named here.
 ALLOWED = {
+    # plain values: errors, sizes, durations, days, settings, patterns; they know no contract
+    "errors": set(),
+    "limits": set(),
+    "signals": set(),
+    "durations": {"errors"},
+    "days": {"errors"},
+    "settings": {"durations"},
+    "patterns": {"errors", "limits"},
+    "job_options": {"errors", "days"},  # the Spark jobs' common options: argparse, nothing that runs
     "archive_record": set(),  # the record's definition: read by everyone, reads nothing of the domain
+    # the catalogue and what reads only the catalogue
+    "catalog": {"errors", "limits", "durations", "settings", "patterns"},
+    "envelope": {"errors", "catalog"},
+    "evidence": {"catalog"},  # no SQL: Spark workers and the guards import it
+    "compat": {"errors", "catalog", "patterns"},
+    "docs": {"catalog", "durations"},
+    "traffic": {"catalog"},
+    # the broker, the store, and what runs over them
     "amqp": FOUNDATION,  # transport: nothing above it
     "archiver": FOUNDATION | {"amqp"},
+    "archiving": FOUNDATION | {"amqp", "archiver"},
     "activity": FOUNDATION | {"amqp"},  # the recorder: events in, the store (a protocol) out
     "bridge": FOUNDATION | {"amqp", "migration", "validation"},
     "migration": FOUNDATION | {"amqp"},  # a migration is data the bridge runs, never the other way round
+    "export": FOUNDATION | {"amqp"},
+    "store": FOUNDATION,
+    "status": FOUNDATION,
+    "lifecycle": FOUNDATION | {"days"},
+    "quality": FOUNDATION,
+    "validation": FOUNDATION | {"days", "patterns", "job_options"},
+    "impact": FOUNDATION | {"compat", "migration"},  # which consumers a change breaks
+    "retirement": FOUNDATION | {"amqp", "lifecycle", "impact", "migration"},
+    # the checks of a change, over the rules beneath them
+    "lint": FOUNDATION | {"impact"},
+    "checks": FOUNDATION | {"compat", "impact", "lint"},
+    "replay": FOUNDATION | {"amqp", "checks", "compat", "impact", "migration", "retirement", "validation"},
+    "change": FOUNDATION | {"amqp", "checks", "lifecycle", "lint", "migration"},
 }
+# the edge: contractctl may use every package of the domain, and no package uses it
+ALLOWED["cli"] = set(ALLOWED)
 NO_RUNTIME_IMPORT = ("airflow", "pyspark")  # the domain is pure Python: Spark and Airflow live outside it
 
 
@@ -175,3 +215,82 @@ def test_opening_a_connection_loads_neither_the_migration_engine_nor_the_service
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def packages() -> set[str]:
+    """Every package of the domain: its folders with an ``__init__.py`` and its top-level modules."""
+    return {
+        path.name if path.is_dir() else path.stem
+        for path in DOMAIN.iterdir()
+        if (path.is_dir() and (path / "__init__.py").is_file()) or (path.suffix == ".py" and path.stem != "__init__")
+    }
+
+
+def test_every_package_of_the_domain_has_its_layer() -> None:
+    unnamed = sorted(packages() - set(ALLOWED))
+    assert not unnamed, f"name these packages in ALLOWED, with what each may import: {unnamed}"
+    assert not sorted(set(ALLOWED) - packages()), "ALLOWED names packages that do not exist"
+
+
+REPO = DOMAIN.parents[1]
+SPARK_JOBS = REPO / "spark_jobs"
+DAGS = REPO / "dags"
+AIRFLOW_GLUE = REPO / "plugins" / "contract_platform_airflow"
+
+
+def imports_under(folder: Path) -> list[Import]:
+    """Every import of every module under ``folder`` (a package or a folder of scripts), anywhere in it."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        parts = list(path.relative_to(folder.parent).with_suffix("").parts)
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found += _imports(tree, name, path, module_level=True, package=path.name == "__init__.py")
+    return found
+
+
+def top(found: Import) -> str:
+    return found.target.split(".")[0]
+
+
+def test_the_walk_sees_every_tree_around_the_domain() -> None:
+    assert {"contract_platform"} <= {top(found) for found in imports_under(SPARK_JOBS)}
+    assert {"airflow", "contract_platform_airflow"} <= {top(found) for found in imports_under(DAGS)}
+    assert {"airflow", "spark_jobs"} <= {top(found) for found in imports_under(AIRFLOW_GLUE)}
+
+
+def test_the_domain_imports_no_spark_job_dag_or_airflow_glue_even_inside_a_function() -> None:
+    outside = ("spark_jobs", "dags", "contract_platform_airflow")
+    wrong = [str(found) for found in IMPORTS if top(found) in outside]
+    assert not wrong, (
+        "the domain must not import these; a verb finds a Spark job through contract_platform.cli.engines "
+        "(entry points contract_platform.spark in pyproject.toml):\n" + "\n".join(wrong)
+    )
+
+
+def test_the_spark_jobs_import_no_dag_and_nothing_of_airflow() -> None:
+    wrong = [
+        str(found)
+        for found in imports_under(SPARK_JOBS)
+        if top(found) in ("dags", "contract_platform_airflow", "airflow")
+    ]
+    assert not wrong, "a Spark job runs without Airflow: import the domain instead:\n" + "\n".join(wrong)
+
+
+def test_the_airflow_glue_imports_no_dag_and_submits_spark_jobs_by_path() -> None:
+    wrong = [
+        str(found)
+        for found in imports_under(AIRFLOW_GLUE)
+        if top(found) == "dags" or (top(found) == "spark_jobs" and found.target != "spark_jobs")
+    ]
+    assert not wrong, (
+        "the Airflow glue imports no DAG, and of spark_jobs only the package, to find the job files it "
+        "submits (contract_platform_airflow/spark.py):\n" + "\n".join(wrong)
+    )
+
+
+def test_the_dags_import_no_spark_job() -> None:
+    wrong = [str(found) for found in imports_under(DAGS) if top(found) == "spark_jobs"]
+    assert not wrong, "a DAG submits a Spark job by its file (contract_platform_airflow.spark.spark_submit):\n" + (
+        "\n".join(wrong)
+    )

@@ -1,7 +1,8 @@
 """``contractctl audit TYPE``: the retirement audit of one version, on demand, with the DAG's collectors.
 
 The retention check needs the last archived message of the type: by default the archive is scanned
-here, with the Spark job's own transform in a local session; ``--last-seen FILE`` uses a file the
+here, with the Spark job's own transform in a local session (its ``last_seen`` entry point,
+``contract_platform.cli.engines``); ``--last-seen FILE`` uses a file the
 ``archive_last_seen`` job wrote instead. Nothing is recorded unless ``--record`` is given (then the
 queue observations, the evidence bundle and the ``retirement_audit`` evidence, as the DAG records).
 The audit needs the broker's management API (it lists the queues, bindings, policies and consumers
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contract_platform import settings
+from contract_platform.cli import engines
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out, table
 from contract_platform.errors import UsageError, printable
@@ -75,9 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spark_jobs.quiet import run_quietly
-
-    return run_quietly("audit", args.verbose, lambda: _run(args))
+    return engines.run_quietly("audit", args.verbose, lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -137,11 +137,7 @@ def _scan(root: Path) -> LastSeen:
 
     if "://" not in str(root) and not root.exists():
         return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
-    from spark_jobs.archive_last_seen import scan_archive
-    from spark_jobs.quiet import local_session
-
-    with local_session("contractctl-audit", conf={"spark.ui.enabled": "false"}) as spark:
-        document = scan_archive(spark, str(root))
+    document = engines.last_seen()(str(root))
     if document is None:
         return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
     return LastSeen.from_document(document, source=f"in-process scan of {root}", scanned_at=datetime.now(UTC))
