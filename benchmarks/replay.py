@@ -55,6 +55,7 @@ def _candidate(catalog_dir: Path, target: Path) -> tuple[Path, dict[str, Any]]:
 
 def run_benchmark(spark: Any, work: Path, messages: int, repeat: int) -> dict[str, Any]:
     from contract_platform.catalog import load_catalog
+    from contract_platform.validation.request import ValidationRequest
     from spark_jobs import replay as replay_job
     from spark_jobs import validate_archive as job
 
@@ -72,7 +73,7 @@ def run_benchmark(spark: Any, work: Path, messages: int, repeat: int) -> dict[st
     _, splits = job.archive_splits(spark, files)
 
     def validate() -> None:
-        job.run_validation(spark, root, catalog_dir)
+        job.run_validation(spark, ValidationRequest(root, catalog=catalog_dir))
 
     def check() -> None:
         job.check_records(splits, catalog_dir).count()
@@ -103,14 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    from spark_jobs._common import build_session
+    from spark_jobs.quiet import local_session
 
-    spark, _ = build_session("benchmark-replay", args.master)
-    try:
-        with tempfile.TemporaryDirectory(prefix="replay-benchmark-") as folder:
-            figures = run_benchmark(spark, Path(folder), args.messages, args.repeat)
-    finally:
-        spark.stop()
+    with (
+        local_session("benchmark-replay", args.master) as spark,
+        tempfile.TemporaryDirectory(prefix="replay-benchmark-") as folder,
+    ):
+        figures = run_benchmark(spark, Path(folder), args.messages, args.repeat)
     figures.update(
         machine=f"{platform.machine()} {os.cpu_count()} cpus",
         python=platform.python_version(),

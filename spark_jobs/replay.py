@@ -3,20 +3,24 @@
     spark-submit spark_jobs/replay.py [ARCHIVE] [--catalog DIR] [--registry-url URL] [--run-id ID]
         [--report FILE] [--only TYPE ...] [--no-in-flight] [--master URL] [--no-fail-on-findings]
 
-ARCHIVE is the archive root (default: the platform's, ``settings.archive_dir()``). Which versions: each
+ARCHIVE is the archive root (default: the platform's, ``settings.archive_dir()``). This job always runs
+on Spark; ``contractctl check --replay`` runs the same replay in-process for a small local window
+(``replay.local``, docs/replay.md#engines). Which versions: each
 version of the catalogue with an earlier version of its major in the registry's schema history, and
 each new major with a ``migration.yaml`` (``replay.run.replay_targets``). Exit codes
-(``spark_jobs._common.run_job``): 0 nothing refused, 1 replay refused a version (0 with
+(``spark_jobs.jobs.run_job``): 0 nothing refused, 1 replay refused a version (0 with
 ``--no-fail-on-findings``), 2 bad input, 3 the registry store failed.
 
 Extract -> transform -> load:
 
 * ``list_archive`` + ``archive_splits`` (``validate_archive``): only ``<ARCHIVE>/<exchange>/date=...``
   partitions of the version's window are listed, then cut into splits packed over the cores;
-* ``tally_archive``: each Python worker reads its splits and judges every line with the record engine
+* ``tally_archive`` (``spark_tally``, this job's archive engine for ``replay.run.replay_versions``):
+  each Python worker reads its splits and judges every line with the record engine
   (``replay.engine.ReplayJudge`` over ``RecordChecker``, compiled once per worker), returning one tally
   per partition (``mapInArrow``); the driver adds them up;
-* in-flight messages (``replay.inflight``, the non-destructive peek) are judged on the driver the same way;
+* in-flight messages (``replay.run.broker_in_flight``, the non-destructive peek) are judged on the driver
+  the same way;
 * ``replay.run.conclude`` decides, ``record_result`` writes the evidence, the report goes to ``--report``.
 """
 
@@ -37,29 +41,38 @@ from pyspark.sql import SparkSession
 from contract_platform import settings
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import History
-from contract_platform.errors import BrokerError, ContractPlatformError, UsageError
-from contract_platform.evidence import Registry
 from contract_platform.replay.engine import ReplayPlan, Tally, judge_for
 from contract_platform.replay.run import (
-    InFlightPart,
+    InFlightOf,
     ReplayResult,
     ReplayTarget,
-    conclude,
-    in_flight_part,
-    not_checked,
+    TallyOf,
+    broker_in_flight,
+    missing_archive,
     record_result,
+    registry_history,
     replay_targets,
-    window_of,
+    replay_versions,
+    replay_window,
 )
 from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.reading import Split, line_batches
-from spark_jobs._common import FINDINGS, JobRun, job_parser, path_exists, run_job
+from spark_jobs.hadoop_fs import path_exists
+from spark_jobs.jobs import FINDINGS, JobRun, job_parser, run_job
 from spark_jobs.validate_archive import archive_splits, list_archive
 
-__all__ = ["main", "replay_archive", "run_replay", "tally_archive", "tally_splits"]
+__all__ = [
+    "broker_in_flight",
+    "main",
+    "registry_history",
+    "replay_archive",
+    "run_replay",
+    "spark_tally",
+    "tally_archive",
+    "tally_splits",
+]
 
 APP_NAME = "replay"
-InFlightOf = Callable[[ReplayTarget, Any], InFlightPart]
 
 
 def tally_splits(batches: Iterable[pa.RecordBatch], *, catalog: Any, plan: ReplayPlan) -> Iterator[pa.RecordBatch]:
@@ -94,6 +107,19 @@ def tally_archive(
     return total
 
 
+def spark_tally(spark: SparkSession) -> TallyOf:
+    """This job's archive engine (``replay.run.TallyOf``): ``tally_archive`` on ``spark``, the catalogue
+    broadcast once (at the first window that needs it) and shared by every target."""
+    shipped: dict[str, Broadcast[CatalogBundle]] = {}  # bundle fingerprint -> its broadcast
+
+    def tally_of(archive: str, target: ReplayTarget, bundle: CatalogBundle, since: Any, until: Any) -> Tally:
+        if bundle.fingerprint not in shipped:
+            shipped[bundle.fingerprint] = spark.sparkContext.broadcast(bundle)
+        return tally_archive(spark, archive, target, shipped[bundle.fingerprint], since, until)
+
+    return tally_of
+
+
 def run_replay(
     spark: SparkSession,
     archive: str,
@@ -105,46 +131,7 @@ def run_replay(
 ) -> list[ReplayResult]:
     """Replay every target: archive window on Spark, in-flight messages on the driver, then the decision."""
     bundle = CatalogBundle.read(catalog_dir)
-    shipped = spark.sparkContext.broadcast(bundle)
-    results = []
-    for target in targets:
-        since, until = window_of(target.contract, now)
-        tally = tally_archive(spark, archive, target, shipped, since, until)
-        judge = judge_for(bundle, target.plan)
-        in_flight = in_flight_of(target, judge) if in_flight_of is not None else not_checked("no broker given")
-        results.append(conclude(target, tally, since, until, in_flight))
-    return results
-
-
-def broker_in_flight(connection: Any, management: Any) -> InFlightOf:
-    """In-flight messages of each target read through ``connection`` (the version's own queues and the DLQs
-    discovery attributes to it), over one read of the broker's topology shared by the targets."""
-    from contract_platform.amqp.management import probe_management
-    from contract_platform.replay.inflight import in_flight_records
-    from contract_platform.retirement.snapshot import TopologySnapshot
-
-    shared: list[Any] = []  # the snapshot, read at the first target that needs it (None: each reads its own)
-
-    def snapshot() -> Any:
-        if not shared:
-            try:
-                usable = management is not None and probe_management(management) is None
-                shared.append(TopologySnapshot.read(management, vhosts=[], keep_alive=connection) if usable else None)
-            except BrokerError:
-                shared.append(None)  # each target then says why other DLQs were not looked for
-        return shared[0]
-
-    def read(target: ReplayTarget, judge: Any) -> InFlightPart:
-        contract = target.contract
-        if target.plan.migrated:
-            return not_checked("a new major's queues hold its own messages, not the previous major's")
-        try:
-            found = in_flight_records(connection, contract, management=management, snapshot=snapshot())
-            return in_flight_part(judge, found)
-        except BrokerError as exc:
-            return not_checked(str(exc))
-
-    return read
+    return replay_window(targets, archive, bundle, spark_tally(spark), in_flight_of=in_flight_of, now=now)
 
 
 def replay_archive(
@@ -159,34 +146,14 @@ def replay_archive(
     broker_url: str | None = None,
     now: datetime | None = None,
 ) -> list[ReplayResult]:
-    """What ``contractctl check --replay`` and this job run: targets, in-flight when a broker answers, replay."""
+    """This job's replay (and ``contractctl check --replay --engine spark``): targets, then
+    ``replay.run.replay_versions`` with the archive on Spark."""
     if not path_exists(spark, archive):
-        raise UsageError(f"no archive at {archive}: give the archive root (ARCHIVE) or set CONTRACT_ARCHIVE_DIR")
+        raise missing_archive(archive)
     targets = replay_targets(catalog, history_of, only)
-    if not targets:
-        return []
-    if not in_flight:
-        return run_replay(spark, archive, catalog_dir, targets, now=now)
-    from contract_platform.amqp.connection import close_quietly, open_connection
-    from contract_platform.amqp.management import management_client
-
-    try:
-        connection = open_connection(broker_url)
-    except ContractPlatformError as exc:
-        why = f"no broker: {exc}"
-        return run_replay(spark, archive, catalog_dir, targets, in_flight_of=lambda _t, _j: not_checked(why), now=now)
-    try:
-        reader = broker_in_flight(connection, management_client(connection))
-        return run_replay(spark, archive, catalog_dir, targets, in_flight_of=reader, now=now)
-    finally:
-        close_quietly(connection)
-
-
-def registry_history(registry: Registry | None, contract: Contract) -> History:
-    """The schemas the registry has seen of the contract's major, the contract's own version left out."""
-    if registry is None:
-        return []
-    return [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
+    return replay_versions(
+        targets, archive, catalog_dir, spark_tally(spark), in_flight=in_flight, broker_url=broker_url, now=now
+    )
 
 
 def _parser() -> Any:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from benchmarks.generate_archive import archive_record
 
 from contract_platform.catalog import load_catalog
 
-__all__ = ["NOW", "OLD_PATTERN", "ORDER", "STRICTER", "tighten", "write_archive"]
+__all__ = ["NOW", "OLD_PATTERN", "ORDER", "STRICTER", "mixed_archive", "tighten", "write_archive"]
 
 ORDER = "order.order-created.v1"
 FIXTURE = (
@@ -55,4 +57,68 @@ def write_archive(root: Path, catalog_dir: Path, numbers: list[int], day: dateti
         envelope["metadata"]["partitionKey"] = envelope["payload"]["orderId"] = f"ord-{number}"
         lines.append(json.dumps(archive_record(contract, envelope, day.isoformat())))
     (folder / "part-0000.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def _order_records(catalog_dir: Path, numbers: list[Any], day: datetime) -> list[dict[str, Any]]:
+    contract = load_catalog(catalog_dir).get(ORDER)
+    assert contract is not None
+    template = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    records = []
+    for number in numbers:
+        envelope = json.loads(json.dumps(template))
+        envelope["metadata"]["messageId"] = f"m-{day.date().isoformat()}-{number}"
+        envelope["payload"]["orderId"] = f"ord-{number}" if isinstance(number, int) else number
+        records.append(archive_record(contract, envelope, day.isoformat()))
+    return records
+
+
+def _lines(records: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(record).encode("utf-8") + b"\n" for record in records)
+
+
+def mixed_archive(root: Path, catalog_dir: Path, outside: Path) -> Path:
+    """order.events traffic of every kind replay meets, over three days of the 7-day window to ``NOW``.
+
+    Against ``tighten``'s stricter orderId: 73 replayed (61 valid for both versions, one of them a body
+    over 1 MiB; 10 rejected by the stricter one only, one of them a CRLF line; 2 invalid for both,
+    already_invalid), 2 unreadable (a body that is not JSON, one that is not UTF-8), and lines that
+    are no record of the type (a line that is not JSON; a gzip file cut short inside its last record,
+    whose damage is one line of its own). Left out, each holding rejected records so that reading
+    them would show: hidden and ``_temporary`` files, a ``.txt`` and an upper-case ``.JSONL`` file, a
+    partition outside the window, a link that leads nowhere. The partition of ``NOW`` - 2 days is a
+    symbolic link to ``outside`` (read, as Spark reads it).
+    """
+    yesterday, today, before = NOW - timedelta(days=1), NOW, NOW - timedelta(days=2)
+    exchange = root / "order.events"
+    first = exchange / f"date={yesterday.date().isoformat()}"
+    first.mkdir(parents=True)
+    records = _order_records(catalog_dir, [10_000 + n for n in range(30)] + [100, 101, 102, 103, 104], yesterday)
+    records += _order_records(catalog_dir, ["ORD-X", "ord-"], yesterday)  # invalid for both versions
+    broken = _order_records(catalog_dir, [20_001, 20_002, 20_003], yesterday)
+    broken[0]["body"] = broken[0]["body"][:-7]  # not JSON
+    raw = b"\xff\xfe" + broken[1]["body"].encode("utf-8")
+    broken[1].update(body=None, bodyBase64=base64.b64encode(raw).decode("ascii"))  # not UTF-8
+    broken[2]["body"] = broken[2]["body"] + " " * (1_048_577 - len(broken[2]["body"]))  # over 1 MiB
+    crlf = _lines(_order_records(catalog_dir, [105], yesterday)).replace(b"\n", b"\r\n")
+    (first / "part-0000.jsonl").write_bytes(_lines(records) + b"not json at all\n" + _lines(broken) + crlf)
+
+    second = exchange / f"date={today.date().isoformat()}"
+    (second / "_temporary").mkdir(parents=True)
+    with gzip.open(second / "part-0001.jsonl.gz", "wb") as handle:
+        handle.write(_lines(_order_records(catalog_dir, [30_000 + n for n in range(20)] + [106, 107], today)))
+    whole = gzip.compress(_lines(_order_records(catalog_dir, [40_000 + n for n in range(8)] + [108], today)))
+    (second / "part-0002.jsonl.gz").write_bytes(whole[: len(whole) - 30])  # cut short inside its member
+    hidden = _lines(_order_records(catalog_dir, [1, 2, 3], today))
+    for name in (".part-0003.jsonl", "_temporary/part-0004.jsonl", "notes.txt", "PART-0005.JSONL"):
+        (second / name).write_bytes(hidden)
+    (second / "gone.jsonl").symlink_to(outside / "no-such-file.jsonl")
+
+    linked = outside / "partition"
+    linked.mkdir(parents=True)
+    (linked / "part-0006.jsonl").write_bytes(_lines(_order_records(catalog_dir, [50_000, 50_001, 109, 110], before)))
+    (exchange / f"date={before.date().isoformat()}").symlink_to(linked, target_is_directory=True)
+    old = exchange / f"date={(NOW - timedelta(days=10)).date().isoformat()}"
+    old.mkdir()
+    (old / "part-0007.jsonl").write_bytes(hidden)
     return root

@@ -54,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="earlier versions from this registry when --against is not given (default $CONTRACT_REGISTRY_URL)",
     )
     parser.add_argument("--no-in-flight", action="store_true", help="with --replay: do not read the broker's queues")
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "local", "spark"),
+        default="auto",
+        help="with --replay: where archived messages are judged; auto (default): in this process when every "
+        "window is on the local file system and small (replay.local.LOCAL_MAX_BYTES), else on Spark",
+    )
     parser.add_argument("--verbose", action="store_true", help="with --replay: print the path of the Spark and JVM log")
 
 
@@ -127,6 +134,13 @@ def run(args: argparse.Namespace) -> int:
             out(f"     {pointer['pointer'] or '/'} ({pointer['keyword']}): {pointer['count']} messages")
         for reason in figures["reasons"]:
             out(f"     {reason}")
+        for consumer in figures["consumers"]:
+            in_flight = consumer["in_flight_rejected"]
+            out(
+                f"     consumer {consumer['service']}: {consumer['archived_rejected']} archived"
+                f"{'' if in_flight is None else f' and {in_flight} in-flight'} messages rejected within "
+                + ("its reads" if consumer["reads"] == "declared" else "everything it reads (no reads declared)")
+            )
     out(
         f"{report.contracts} contracts checked: {len(report.findings)} lint findings, "
         f"{sum(1 for r in report.compatibility if not r.ok)} compatibility failures — {'OK' if ok else 'FAILED'}"
@@ -220,20 +234,27 @@ def _registry_history(url: str | None) -> Callable[[Contract], list[tuple[str, o
 def _replay(
     args: argparse.Namespace, catalog: Catalog, history_of: Any, only: list[str] | None = None
 ) -> list[ReplayResult]:
-    """The replay job run in this process, on one local SparkSession (docs/replay.md)."""
+    """The replay, in this process for a small local window, else on one local SparkSession (docs/replay.md#engines)."""
     from contract_platform import settings
-    from spark_jobs.quiet import local_session, quiet_spark
-    from spark_jobs.replay import replay_archive
+    from contract_platform.cli.output import err
+    from contract_platform.replay.local import Engine, choose_engine, replay_locally
+    from contract_platform.replay.run import replay_targets
 
     archive = args.replay or str(settings.archive_dir())
+    targets = replay_targets(catalog, history_of, only)
+    choice = choose_engine(args.engine, archive, targets)
+    if args.verbose:
+        err(f"contractctl: replay engine: {choice.engine} ({choice.why})")
+    if args.format == "text":
+        out(choice.describe(len(targets)))
+    if choice.engine is Engine.LOCAL:
+        return replay_locally(targets, archive, str(catalog.root), in_flight=not args.no_in_flight)
+    from contract_platform.cli import engines
+
+    replay_on_spark = engines.replay()  # found before the log starts: without the Spark jobs, exit 2 says so
     # Spark's own output goes to a log; its path is printed once the verdict is known (run's output part)
-    with (
-        quiet_spark("check", verbose=args.verbose, defer=True) as args.spark_log,
-        local_session("contractctl-replay") as spark,
-    ):
-        return replay_archive(
-            spark, archive, str(catalog.root), catalog, history_of, only=only, in_flight=not args.no_in_flight
-        )
+    with engines.quiet_spark()("check", verbose=args.verbose, defer=True) as args.spark_log:
+        return replay_on_spark(archive, catalog, history_of, only=only, in_flight=not args.no_in_flight)
 
 
 def _ok_with_replay(report: CheckReport, replayed: list[ReplayResult], *, strict: bool) -> bool:

@@ -370,6 +370,8 @@ class ReplayFigures(Figures):
     narrowing_only: bool = False
     decision: str | None = None
     reasons: tuple[str, ...] = ()
+    # per consumer: service, reads (declared | everything), archived_rejected, in_flight_rejected
+    consumers: tuple[Mapping[str, Any], ...] = ()
 
 
 KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {

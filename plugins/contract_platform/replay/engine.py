@@ -35,6 +35,7 @@ import orjson
 from contract_platform.archive_record import record_type
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import MessageNotMigratable
+from contract_platform.impact.pointers import covers, parse_read
 from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.model import Finding
 from contract_platform.validation.reasons import Reason
@@ -84,14 +85,19 @@ class Tally:
     samples: list[str] = field(default_factory=list)
     unreadable: int = 0  # messages of the source type no checker could judge
     unreadable_reasons: Counter[str] = field(default_factory=Counter)
+    # rejected messages per consumer whose reads cover a rejected place (docs/consumer-impact.md)
+    consumers: Counter[str] = field(default_factory=Counter)
 
     @property
     def rejection_rate(self) -> float:
         return self.rejected / self.replayed if self.replayed else 0.0
 
-    def reject(self, findings: Iterable[tuple[str, str]], message_id: str | None) -> None:
+    def reject(
+        self, findings: Iterable[tuple[str, str]], message_id: str | None, consumers: Iterable[str] = ()
+    ) -> None:
         self.rejected += 1
         self.pointers.update(set(findings))
+        self.consumers.update(set(consumers))
         if message_id is not None and len(self.samples) < SAMPLES:
             self.samples.append(message_id)
 
@@ -106,6 +112,7 @@ class Tally:
         self.rejected += other.rejected
         self.already_invalid += other.already_invalid
         self.pointers.update(other.pointers)
+        self.consumers.update(other.consumers)
         self.samples.extend(other.samples[: max(0, SAMPLES - len(self.samples))])
         self.unreadable += other.unreadable
         for reason, count in other.unreadable_reasons.items():
@@ -132,6 +139,7 @@ class Tally:
                 "samples": self.samples,
                 "unreadable": self.unreadable,
                 "unreadable_reasons": [[reason, n] for reason, n in self.unreadable_reasons.items()],
+                "consumers": [[service, n] for service, n in self.consumers.items()],
             }
         ).decode("utf-8")
 
@@ -140,6 +148,7 @@ class Tally:
         data = orjson.loads(text)
         pointers: Counter[tuple[str, str]] = Counter({(p, k): n for p, k, n in data["pointers"]})
         reasons: Counter[str] = Counter({reason: n for reason, n in data.get("unreadable_reasons", [])})
+        consumers: Counter[str] = Counter({service: n for service, n in data.get("consumers", [])})
         return cls(
             data["replayed"],
             data["rejected"],
@@ -148,6 +157,7 @@ class Tally:
             list(data["samples"]),
             int(data.get("unreadable", 0)),
             reasons,
+            consumers,
         )
 
 
@@ -173,11 +183,21 @@ def _typed_as(line: str | bytes, message_type: str) -> bool:
 
 
 class ReplayJudge:
-    """The record checkers of one plan; ``replay`` adds one record line to a tally."""
+    """The record checkers of one plan; ``replay`` adds one record line to a tally.
 
-    def __init__(self, catalog: Catalog, plan: ReplayPlan) -> None:
+    ``checker``: the catalogue's own ``RecordChecker``, when one is at hand; it is the candidate's checker
+    of every plan of that catalogue, so the judges of one run share it (``judge_for``).
+    """
+
+    def __init__(self, catalog: Catalog, plan: ReplayPlan, checker: RecordChecker | None = None) -> None:
         self.plan = plan
-        self.candidate_checker = RecordChecker(catalog)
+        target = catalog.get(plan.message_type)
+        # What each consumer of the candidate reads (None: everything), to count the rejections it would see
+        self.readers = [
+            (c.service, None if c.reads is None else [parse_read(r) for r in c.reads])
+            for c in (target.consumers if target is not None else ())
+        ]
+        self.candidate_checker = checker if checker is not None else RecordChecker(catalog)
         self.current_checker = self.candidate_checker
         self.migrate: Any = None
         if plan.migrated:
@@ -229,8 +249,18 @@ class ReplayJudge:
                 return True
         if found:
             message_id = checked.message_id
-            tally.reject(found, MASK if self.plan.mask_ids and message_id is not None else message_id)
+            masked = MASK if self.plan.mask_ids and message_id is not None else message_id
+            tally.reject(found, masked, self._reached(found))
         return True
+
+    def _reached(self, found: Iterable[tuple[str, str]]) -> list[str]:
+        """The consumers whose reads cover a place the candidate rejects (one that reads everything: any)."""
+        places = [parse_read(pointer) for pointer, _ in found]
+        return [
+            service
+            for service, reads in self.readers
+            if reads is None or any(covers(read, place) for read in reads for place in places)
+        ]
 
     def _migrated_findings(self, line: str | bytes) -> list[tuple[str, str]]:
         record = orjson.loads(line)
@@ -246,15 +276,23 @@ class ReplayJudge:
 
 
 _JUDGES: dict[tuple[str, str, bytes], ReplayJudge] = {}
+_CHECKERS: dict[tuple[str, str], RecordChecker] = {}  # the catalogue's checker, shared by its plans' judges
 _LOCK = threading.Lock()
 
 
 def judge_for(bundle: CatalogBundle, plan: ReplayPlan) -> ReplayJudge:
-    """This process's judge for ``bundle`` and ``plan``, built on first use (schemas compile once)."""
+    """This process's judge for ``bundle`` and ``plan``, built on first use (schemas compile once).
+
+    The catalogue is loaded and its checker built once per bundle, not once per plan: a run that
+    replays several versions of one catalogue pays for it once (in a Spark worker, or in ``contractctl``).
+    """
     key = (bundle.root, bundle.fingerprint, plan.key())
     with _LOCK:
         judge = _JUDGES.get(key)
         if judge is None:
-            judge = ReplayJudge(bundle.load(), plan)
+            checker = _CHECKERS.get(key[:2])
+            if checker is None:
+                checker = _CHECKERS[key[:2]] = RecordChecker(bundle.load())
+            judge = ReplayJudge(checker.catalog, plan, checker)
             _JUDGES[key] = judge
         return judge

@@ -3,12 +3,14 @@
 ::
 
     targets = replay_targets(catalog, history_of)          # each new or changed version with what to replay
-    since, until = window_of(target.contract, now)         # the date partitions of the window
-    tally = <archive tally: spark_jobs/replay.py>          # records of the window, judged by ReplayJudge
-    result = conclude(target, tally, since, until, judge=..., in_flight=...)
+    results = replay_versions(targets, archive, catalog_dir, tally_of, in_flight=True)
+        # per target: since, until = window_of(...); tally = tally_of(archive, target, bundle, since, until);
+        # the in-flight part (broker_in_flight); conclude(target, tally, since, until, in_flight)
     record_result(registry, result, run_id=...)            # ``replay`` evidence; compatibility when it changes
 
-The Spark job and ``contractctl check --replay`` both call these; the DAG submits the job.
+``tally_of`` is the archive engine (``TallyOf``): the Spark job's (``spark_jobs/replay.py``, the DAG and
+large windows) or the in-process one (``replay.local``, a small local window for ``contractctl check``).
+Both judge every line with ``judge_for(bundle, plan)``; everything else is here, once.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import orjson
 from contract_platform import evidence
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import History, compatibility_of
+from contract_platform.errors import BrokerError, ContractPlatformError, UsageError
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.figures import CompatibilityFigures, ReplayFigures
 from contract_platform.replay.decision import (
@@ -35,18 +38,26 @@ from contract_platform.replay.decision import (
     breaks_only_by_narrowing,
     decide,
 )
-from contract_platform.replay.engine import ReplayJudge, ReplayPlan, Tally
+from contract_platform.replay.engine import ReplayJudge, ReplayPlan, Tally, judge_for
+from contract_platform.validation.bundle import CatalogBundle
 
 __all__ = [
+    "InFlightOf",
     "InFlightPart",
     "ReplayResult",
     "ReplayTarget",
+    "TallyOf",
+    "broker_in_flight",
     "conclude",
     "in_flight_part",
+    "missing_archive",
     "problems_after_replay",
     "record_result",
+    "registry_history",
     "replay_summary",
     "replay_targets",
+    "replay_versions",
+    "replay_window",
     "window_of",
 ]
 
@@ -234,11 +245,26 @@ class ReplayResult:
             "top_pointers": combined.top_pointers(),
             "sample_message_ids": combined.samples,
             "in_flight": self.in_flight.figures(),
+            "consumers": self.consumer_figures(),
             "static_verdict": str(self.target.static),
             "narrowing_only": self.target.narrowing_only,
             "decision": str(self.decision.decision),
             "reasons": [*self.decision.reasons, *([self.in_flight.note] if self.in_flight.note else [])],
         }
+
+    def consumer_figures(self) -> list[dict[str, Any]]:
+        """Per consumer of the candidate: the archived and in-flight messages it would see rejected within what
+        it reads (docs/consumer-impact.md; a consumer without ``reads`` sees every rejection)."""
+        in_flight = self.in_flight.tally.consumers if self.in_flight.checked else None
+        return [
+            {
+                "service": consumer.service,
+                "reads": "declared" if consumer.reads is not None else "everything",
+                "archived_rejected": self.archive.consumers.get(consumer.service, 0),
+                "in_flight_rejected": None if in_flight is None else in_flight.get(consumer.service, 0),
+            }
+            for consumer in self.target.contract.consumers
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -261,6 +287,109 @@ def conclude(target: ReplayTarget, archive: Tally, since: date, until: date, in_
             seen.append(Rejections(f"queue {queue}", checked, rejected, unread.unreadable if unread else 0, why))
     decision = decide(target.contract.replay, target.static, target.narrowing_only, seen)
     return ReplayResult(target, since, until, archive, in_flight, decision)
+
+
+# An archive engine: the tally of the records of ``target``'s source type in the date partitions
+# ``since <= date < until`` of its exchange under the archive root (``archive``), each line judged by
+# ``judge_for(bundle, target.plan)``. ``spark_jobs.replay.spark_tally`` and ``replay.local.tally_local``.
+TallyOf = Callable[[str, ReplayTarget, CatalogBundle, date, date], Tally]
+# The in-flight part of a target, its records judged by the judge given (``broker_in_flight``, ``not_checked``).
+InFlightOf = Callable[[ReplayTarget, ReplayJudge], InFlightPart]
+
+
+def missing_archive(archive: str) -> UsageError:
+    """What a replay of an archive root that does not exist says, whichever engine looked."""
+    return UsageError(f"no archive at {archive}: give the archive root (ARCHIVE) or set CONTRACT_ARCHIVE_DIR")
+
+
+def replay_window(
+    targets: Sequence[ReplayTarget],
+    archive: str,
+    bundle: CatalogBundle,
+    tally_of: TallyOf,
+    *,
+    in_flight_of: InFlightOf | None = None,
+    now: datetime | None = None,
+) -> list[ReplayResult]:
+    """Replay every target: its window's archived records by ``tally_of``, its in-flight part, the decision."""
+    results = []
+    for target in targets:
+        since, until = window_of(target.contract, now)
+        tally = tally_of(archive, target, bundle, since, until)
+        judge = judge_for(bundle, target.plan)
+        in_flight = in_flight_of(target, judge) if in_flight_of is not None else not_checked("no broker given")
+        results.append(conclude(target, tally, since, until, in_flight))
+    return results
+
+
+def replay_versions(
+    targets: Sequence[ReplayTarget],
+    archive: str,
+    catalog_dir: str,
+    tally_of: TallyOf,
+    *,
+    in_flight: bool = True,
+    broker_url: str | None = None,
+    now: datetime | None = None,
+) -> list[ReplayResult]:
+    """What ``contractctl check --replay`` and the Spark job run once the targets are known: the archive by
+    ``tally_of``, the in-flight messages when a broker answers (said, never counted clean, when none does)."""
+    if not targets:
+        return []
+    bundle = CatalogBundle.read(catalog_dir)
+    if not in_flight:
+        return replay_window(targets, archive, bundle, tally_of, now=now)
+    from contract_platform.amqp.connection import close_quietly, open_connection
+    from contract_platform.amqp.management import management_client
+
+    try:
+        connection = open_connection(broker_url)
+    except ContractPlatformError as exc:
+        why = f"no broker: {exc}"
+        return replay_window(targets, archive, bundle, tally_of, in_flight_of=lambda _t, _j: not_checked(why), now=now)
+    try:
+        reader = broker_in_flight(connection, management_client(connection))
+        return replay_window(targets, archive, bundle, tally_of, in_flight_of=reader, now=now)
+    finally:
+        close_quietly(connection)
+
+
+def broker_in_flight(connection: Any, management: Any) -> InFlightOf:
+    """In-flight messages of each target read through ``connection`` (the version's own queues and the DLQs
+    discovery attributes to it), over one read of the broker's topology shared by the targets."""
+    from contract_platform.amqp.management import probe_management
+    from contract_platform.replay.inflight import in_flight_records
+    from contract_platform.retirement.snapshot import TopologySnapshot
+
+    shared: list[Any] = []  # the snapshot, read at the first target that needs it (None: each reads its own)
+
+    def snapshot() -> Any:
+        if not shared:
+            try:
+                usable = management is not None and probe_management(management) is None
+                shared.append(TopologySnapshot.read(management, vhosts=[], keep_alive=connection) if usable else None)
+            except BrokerError:
+                shared.append(None)  # each target then says why other DLQs were not looked for
+        return shared[0]
+
+    def read(target: ReplayTarget, judge: ReplayJudge) -> InFlightPart:
+        contract = target.contract
+        if target.plan.migrated:
+            return not_checked("a new major's queues hold its own messages, not the previous major's")
+        try:
+            found = in_flight_records(connection, contract, management=management, snapshot=snapshot())
+            return in_flight_part(judge, found)
+        except BrokerError as exc:
+            return not_checked(str(exc))
+
+    return read
+
+
+def registry_history(registry: Registry | None, contract: Contract) -> History:
+    """The schemas the registry has seen of the contract's major, the contract's own version left out."""
+    if registry is None:
+        return []
+    return [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
 
 
 def record_result(registry: Registry, result: ReplayResult, *, run_id: str | None = None) -> None:
