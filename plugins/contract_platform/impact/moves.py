@@ -53,8 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["MOVE_STATES", "ConsumerMove", "FieldFate", "consumer_moves", "fates_of", "still_on_source"]
 
 MOVE_STATES = ("moved", "moving", "not-moved", "not-declared", "unknown")
-_RENAMING = {"Copy"}
-_TRANSFORMING = {"DecimalToMinorUnits", "MapEnum", "ToString"}
 
 
 @dataclass(frozen=True)
@@ -107,29 +105,21 @@ def _payload(pointer: str) -> str:
 
 def _op_fates(spec: MigrationSpec) -> list[tuple[str, str, str]]:
     """(old field as an envelope pointer, fate, detail) for every op that reads an old field."""
+    from contract_platform.migration.spec import Copy, DecimalToMinorUnits, Drop, MapEnum, ToString
+
     found = []
     for op in spec.ops:
-        name = type(op).__name__
-        source = getattr(op, "source", None)
-        if source is None:
-            continue
-        old = _payload(source)
-        if name in _RENAMING:
-            target = _payload(op.target)  # type: ignore[union-attr]
-            fate = ("unchanged", "") if target == old else ("renamed", f"renamed to {target} by op {op.at}")
-        elif name in _TRANSFORMING:
-            fate = (
-                "transformed",
-                f"transformed by {name[0].lower()}{name[1:]} (op {op.at}) into {_payload(op.target)}",
-            )  # type: ignore[union-attr]
-        elif name == "Drop":
-            fate = ("dropped", f"dropped by op {op.at}: {op.reason}")  # type: ignore[union-attr]
-        else:
-            continue
-        found.append((old, *fate))
-        currency = getattr(op, "currency_source", None)
-        if currency:
-            found.append((_payload(currency), "unchanged", ""))
+        if isinstance(op, Copy):
+            old, new = _payload(op.source), _payload(op.target)
+            found.append((old, "unchanged", "") if new == old else (old, "renamed", f"renamed to {new} by op {op.at}"))
+        elif isinstance(op, DecimalToMinorUnits | MapEnum | ToString):
+            name = type(op).__name__
+            how = f"transformed by {name[0].lower()}{name[1:]} (op {op.at}) into {_payload(op.target)}"
+            found.append((_payload(op.source), "transformed", how))
+            if isinstance(op, DecimalToMinorUnits) and op.currency_source:
+                found.append((_payload(op.currency_source), "unchanged", ""))  # read, not changed
+        elif isinstance(op, Drop):
+            found.append((_payload(op.source), "dropped", f"dropped by op {op.at}: {op.reason}"))
     return found
 
 
