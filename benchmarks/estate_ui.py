@@ -101,8 +101,8 @@ def _registry_url(postgres: str | None, work: str) -> Iterator[str]:
 def _run_pages(catalog_dir: Path, registry: Any, repeat: int) -> dict[str, Any]:
     """The view models of the run pages (routes that also ask Airflow's auth manager, so timed without it):
     one run (``/runs/<dag>/<run>``, the Airflow run tab) and a DAG's latest 20 runs (``/dags/<dag>/tasks/<task>``)."""
-    from contract_platform import views
     from contract_platform.catalog import load_catalog
+    from contract_platform_airflow.ui import views
 
     catalog = load_catalog(catalog_dir)
     timed: dict[str, Any] = {}
@@ -121,8 +121,8 @@ def _run_pages(catalog_dir: Path, registry: Any, repeat: int) -> dict[str, Any]:
 
 def _baseline(catalog_dir: Path, registry: Any, statements: list[int]) -> dict[str, Any]:
     """The catalogue's rows built the way they were before the batched reads: every version asked alone."""
-    from contract_platform import views
     from contract_platform.catalog import load_catalog
+    from contract_platform_airflow.ui import views
 
     catalog = load_catalog(catalog_dir)
     before, started = statements[0], time.perf_counter()

@@ -22,7 +22,7 @@ import pendulum
 from airflow.sdk import dag, get_current_context, task
 
 from contract_platform_airflow.assets import CONTRACT_CATALOG
-from contract_platform_airflow.runtime import catalog_root, fail_on_bad_input, registry
+from contract_platform_airflow.runtime import fail_on_bad_input, registry
 
 DEFAULT_ARGS = {"owner": "platform-team", "retries": 2, "retry_delay": timedelta(seconds=30)}
 
@@ -40,10 +40,11 @@ def contract_catalog_watch() -> None:
     @task
     @fail_on_bad_input
     def find_changed_contracts() -> list[dict[str, Any]]:
+        from contract_platform import settings
         from contract_platform.change import change_batches, changed_contracts
 
         with registry() as store:
-            return change_batches(changed_contracts(catalog_root(), store))
+            return change_batches(changed_contracts(settings.catalog_dir(), store))
 
     @task(outlets=[CONTRACT_CATALOG], map_index_template="{{ batch_label }}")
     @fail_on_bad_input

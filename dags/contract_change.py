@@ -49,7 +49,6 @@ from contract_platform_airflow.assets import CONTRACT_CATALOG
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
-    catalog_root,
     fail_if,
     fail_on_bad_input,
     registry,
@@ -107,9 +106,9 @@ def contract_change() -> None:
     @task(retries=0)
     @fail_on_bad_input
     def load_catalog(params: ParamsDict | None = None) -> dict[str, Any]:
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog  # the domain's loader; this task bears its name
 
-        catalog = load(catalog_root())
+        catalog = load_catalog()
         contract = (params or {}).get("contract") or ""
         if contract and contract not in catalog:  # fail before anything is provisioned
             fail_if([f"{contract!r} is not a messageType of the catalogue"], "the trigger's parameters are wrong")
@@ -123,26 +122,24 @@ def contract_change() -> None:
     @task(retries=0)
     @fail_on_bad_input
     def lint_contracts(loaded: dict[str, Any]) -> dict[str, Any]:
+        from contract_platform.catalog import load_catalog
         from contract_platform.change import lint_contracts as lint
-        from contract_platform.change import load
 
         with registry() as store:
-            return lint(
-                load(catalog_root()), store, run_id=run_id_of(get_current_context()), only=loaded["scope"]
-            ).to_dict()
+            return lint(load_catalog(), store, run_id=run_id_of(get_current_context()), only=loaded["scope"]).to_dict()
 
     @task(retries=0)
     @fail_on_bad_input
     def check_compatibility(loaded: dict[str, Any]) -> dict[str, Any]:
+        from contract_platform.catalog import load_catalog
         from contract_platform.change import check_compatibility as check
-        from contract_platform.change import load
         from contract_platform.retirement.observed import ReadersSource
         from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 
         # The readers perspective (docs/consumer-impact.md) reads the broker only for a contract that asks for it
         with registry() as store, ReadersSource(store, RabbitMQHook().get_conn) as readers:
             return check(
-                load(catalog_root()),
+                load_catalog(),
                 store,
                 run_id=run_id_of(get_current_context()),
                 only=loaded["scope"],
@@ -160,7 +157,7 @@ def contract_change() -> None:
         settings.archive_dir().mkdir(parents=True, exist_ok=True)  # nothing archived yet: replay finds no traffic
         return {
             "archive": str(settings.archive_dir()),
-            "catalog": str(catalog_root()),
+            "catalog": str(settings.catalog_dir()),
             "report": str(reports / f"{run}.json"),
         }
 
@@ -192,12 +189,13 @@ def contract_change() -> None:
     @task
     @fail_on_bad_input
     def provision_topology(loaded: dict[str, Any]) -> dict[str, Any]:
-        from contract_platform.change import load, provision_topologies
+        from contract_platform.catalog import load_catalog
+        from contract_platform.change import provision_topologies
         from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 
         with registry() as store, broker() as connection:
             return provision_topologies(
-                load(catalog_root()),
+                load_catalog(),
                 connection,
                 store,
                 run_id=run_id_of(get_current_context()),
@@ -211,12 +209,13 @@ def contract_change() -> None:
     def reconcile_lifecycle(
         loaded: dict[str, Any], *_checks: dict[str, Any], params: ParamsDict | None = None
     ) -> dict[str, Any]:
-        from contract_platform.change import load, reconcile_or_request
+        from contract_platform.catalog import load_catalog
+        from contract_platform.change import reconcile_or_request
 
         context, given = get_current_context(), params or {}
         with registry() as store:
             return reconcile_or_request(
-                load(catalog_root()),
+                load_catalog(),
                 store,
                 actor=actor_of(context),
                 run_id=run_id_of(context),
@@ -230,11 +229,11 @@ def contract_change() -> None:
     @fail_on_bad_input
     def write_docs(_reconciled: dict[str, Any]) -> dict[str, Any]:
         from contract_platform import settings
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog
         from contract_platform.docs import write_docs as write
 
         target = settings.docs_dir() / "contracts"
-        return {"out": str(target), "pages": len(write(load(catalog_root()), target))}
+        return {"out": str(target), "pages": len(write(load_catalog(), target))}
 
     @task(retries=0)
     def report_problems(*summaries: dict[str, Any]) -> None:

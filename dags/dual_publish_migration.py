@@ -51,7 +51,6 @@ from airflow.sdk.definitions.param import ParamsDict
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
-    catalog_root,
     fail_if,
     fail_on_bad_input,
     registry,
@@ -60,16 +59,16 @@ from contract_platform_airflow.runtime import (
 from contract_platform_airflow.spark import spark_submit
 
 DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(minutes=1)}
-MODES = ["bridge", "dual-publish"]
+MODES = ["bridge", "dual-publish"]  # contract_platform.migration.plan.MODES, without importing the domain to parse
 PLAN = "ti.xcom_pull(task_ids='resolve_migration')"
 AFTER_EITHER_PATH = TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS
 
 
 def _route(target: str) -> Any:
     from contract_platform.bridge.translation import resolve_route
-    from contract_platform.change import load
+    from contract_platform.catalog import load_catalog
 
-    catalog = load(catalog_root())
+    catalog = load_catalog()
     return catalog, resolve_route(catalog, target)
 
 
@@ -108,72 +107,61 @@ def dual_publish_migration() -> None:
     @task(retries=0)
     @fail_on_bad_input
     def resolve_migration(params: ParamsDict | None = None) -> dict[str, Any]:
-        import re
-        from datetime import datetime
-
-        from contract_platform import settings
-        from contract_platform.amqp.topology import tap_queue_name
-        from contract_platform.errors import UsageError
+        from contract_platform.migration.plan import plan_migration
 
         given = params or {}
         catalog, route = _route(str(given.get("migration") or ""))
-        mode, since = str(given.get("mode") or "bridge"), str(given.get("parity_since") or "")
-        if mode not in MODES:
-            raise UsageError(f"mode {mode!r} is not one of {MODES}")
-        try:
-            datetime.fromisoformat(since) if since else None
-        except ValueError:
-            raise UsageError(
-                f"parity_since {since!r} is not an ISO 8601 instant such as 2026-07-01T00:00:00Z"
-            ) from None
-        source, target = route.source, route.target
-        run = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id_of(get_current_context()) or "manual")
-        return {
-            "source": source.message_type,
-            "target": target.message_type,
-            "mode": mode,
-            "tapQueue": str(given.get("tap_queue") or "") or tap_queue_name(source.message_type),
-            "exchanges": sorted({source.transport.exchange, target.transport.exchange}),
-            "archive": str(settings.archive_dir()),
-            "catalog": str(catalog.root),
-            "since": since,
-            "report": str(settings.data_dir() / "migrations" / source.message_type / f"parity-{run}.json"),
-        }
+        plan = plan_migration(
+            catalog,
+            route.source,
+            route.target,
+            mode=given.get("mode"),
+            parity_since=given.get("parity_since"),
+            tap_queue=given.get("tap_queue"),
+            run_id=run_id_of(get_current_context()),
+        )
+        return plan.to_dict()
 
     @task
     @fail_on_bad_input
-    def provision_target(plan: dict[str, Any]) -> dict[str, Any]:
+    def provision_target(planned: dict[str, Any]) -> dict[str, Any]:
         from contract_platform.bridge import prepare_tap
         from contract_platform.change import provision_topologies
         from contract_platform.errors import UsageError
+        from contract_platform.migration.plan import MigrationPlan
 
-        catalog, route = _route(plan["target"])
+        plan = MigrationPlan.from_dict(planned)
+        catalog, route = _route(plan.target)
         with registry() as store, broker() as connection:
             summary = provision_topologies(
-                catalog, connection, store, run_id=run_id_of(get_current_context()), only=[plan["target"]]
+                catalog, connection, store, run_id=run_id_of(get_current_context()), only=[plan.target]
             )
-            if plan["target"] not in summary.results:
+            if plan.target not in summary.results:
                 raise UsageError(
-                    f"{plan['target']} is declared {route.target.status}: its topology exists from experimental on; "
+                    f"{plan.target} is declared {route.target.status}: its topology exists from experimental on; "
                     "declare it experimental or active first (contract_change DAG)"
                 )
             fail_if(summary.problems, "the target topology conflicts with what the broker holds")
-            if plan["mode"] == "bridge":
-                prepare_tap(connection, route, plan["tapQueue"])
-        return summary.to_dict() | {"tapQueue": plan["tapQueue"] if plan["mode"] == "bridge" else None}
+            if plan.bridged:
+                prepare_tap(connection, route, plan.tap_queue)
+        return summary.to_dict() | {"tapQueue": plan.tap_queue if plan.bridged else None}
 
     @task.branch(retries=0)
-    def choose_path(plan: dict[str, Any]) -> str:
-        return "run_bridge" if plan["mode"] == "bridge" else "verify_dual_publish"
+    def choose_path(planned: dict[str, Any]) -> str:
+        from contract_platform.migration.plan import MigrationPlan
+
+        return "run_bridge" if MigrationPlan.from_dict(planned).bridged else "verify_dual_publish"
 
     @task
     @fail_on_bad_input
-    def run_bridge(plan: dict[str, Any], params: ParamsDict | None = None) -> dict[str, Any]:
+    def run_bridge(planned: dict[str, Any], params: ParamsDict | None = None) -> dict[str, Any]:
         from contract_platform.bridge import Bridge, BridgeConfig, Mode
+        from contract_platform.migration.plan import MigrationPlan
 
-        catalog, route = _route(plan["target"])
+        plan = MigrationPlan.from_dict(planned)
+        catalog, route = _route(plan.target)
         seconds = float((params or {}).get("bridge_seconds") or 300)
-        config = BridgeConfig(mode=Mode.DRAIN, url=_amqp_url(), tap_queue=plan["tapQueue"], max_seconds=seconds)
+        config = BridgeConfig(mode=Mode.DRAIN, url=_amqp_url(), tap_queue=plan.tap_queue, max_seconds=seconds)
         return Bridge(catalog, route, config).run().as_dict()
 
     @task
@@ -201,14 +189,16 @@ def dual_publish_migration() -> None:
 
     @task(trigger_rule=AFTER_EITHER_PATH)
     @fail_on_bad_input
-    def archive_exchanges(plan: dict[str, Any]) -> dict[str, Any]:
+    def archive_exchanges(planned: dict[str, Any]) -> dict[str, Any]:
         from pathlib import Path
 
         from contract_platform.archiver import Archiver, ArchiverConfig
+        from contract_platform.migration.plan import MigrationPlan
 
-        root = Path(plan["archive"])
+        plan = MigrationPlan.from_dict(planned)
+        root = Path(plan.archive)
         root.mkdir(parents=True, exist_ok=True)  # the platform's own archive: empty until traffic flows
-        config = ArchiverConfig(root=root, exchanges=tuple(plan["exchanges"]))
+        config = ArchiverConfig(root=root, exchanges=plan.exchanges)
         return Archiver(_amqp_url(), config).run("drain").as_dict()
 
     check_parity = spark_submit(
@@ -233,12 +223,13 @@ def dual_publish_migration() -> None:
 
     @task(trigger_rule=AFTER_EITHER_PATH)
     @fail_on_bad_input
-    def track_cutover(plan: dict[str, Any]) -> dict[str, Any]:
+    def track_cutover(planned: dict[str, Any]) -> dict[str, Any]:
         from datetime import UTC, datetime
 
         from contract_platform.migration.parity import observe_cutover
+        from contract_platform.migration.plan import MigrationPlan
 
-        _, route = _route(plan["target"])
+        _, route = _route(MigrationPlan.from_dict(planned).target)
         with registry() as store, broker() as connection:
             return observe_cutover(
                 connection,
@@ -250,13 +241,16 @@ def dual_publish_migration() -> None:
 
     @task
     @fail_on_bad_input
-    def reconcile_predecessor(plan: dict[str, Any], _cutover: dict[str, Any]) -> dict[str, Any]:
-        from contract_platform.change import load, reconcile_catalog
+    def reconcile_predecessor(planned: dict[str, Any], _cutover: dict[str, Any]) -> dict[str, Any]:
+        from contract_platform.catalog import load_catalog
+        from contract_platform.change import reconcile_catalog
+        from contract_platform.migration.plan import MigrationPlan
 
+        plan = MigrationPlan.from_dict(planned)
         context = get_current_context()
         with registry() as store:
             summary = reconcile_catalog(
-                load(catalog_root()), store, actor=actor_of(context), run_id=run_id_of(context), only=[plan["source"]]
+                load_catalog(), store, actor=actor_of(context), run_id=run_id_of(context), only=[plan.source]
             )
         return summary.to_dict()
 

@@ -76,12 +76,12 @@ def envelope_quality() -> None:
         from pathlib import Path
 
         from contract_platform import settings
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog
         from contract_platform.errors import ArchiveError
 
         context = get_current_context()
         given: dict[str, Any] = dict(params or {})
-        catalog = load(settings.catalog_dir())
+        catalog = load_catalog()
         archive = str(given.get("archive") or settings.archive_dir())
         if "://" not in archive and not Path(archive).exists():
             raise ArchiveError(f"{archive}: archive path does not exist; give another in the trigger form")
@@ -126,7 +126,8 @@ def envelope_quality() -> None:
         import json
         from pathlib import Path
 
-        from contract_platform.change import load, reconcile_catalog
+        from contract_platform.catalog import load_catalog
+        from contract_platform.change import reconcile_catalog
         from contract_platform.evidence import EvidenceKind
 
         report = json.loads(Path(plan["report"]).read_text(encoding="utf-8"))
@@ -135,7 +136,7 @@ def envelope_quality() -> None:
         with registry() as store:
             latest = {name: store.latest_evidence(name, EvidenceKind.ENVELOPE_QUALITY) for name in types}
             summary = reconcile_catalog(
-                load(Path(plan["catalog"])), store, actor=actor_of(context), run_id=run_id_of(context), only=types
+                load_catalog(plan["catalog"]), store, actor=actor_of(context), run_id=run_id_of(context), only=types
             )
         return {
             "data_docs": report.get("data_docs"),

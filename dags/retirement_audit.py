@@ -49,7 +49,6 @@ from airflow.sdk.definitions.param import ParamsDict
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
-    catalog_root,
     fail_on_bad_input,
     registry,
     run_id_of,
@@ -105,9 +104,9 @@ def retirement_audit() -> None:
     @fail_on_bad_input
     def locate_inputs() -> dict[str, str]:
         from contract_platform import settings
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog
 
-        catalog = load(catalog_root())  # fail before Spark starts when the catalogue does not load
+        catalog = load_catalog()  # fail before Spark starts when the catalogue does not load
         return {
             "catalog": str(catalog.root),
             "archive": str(settings.archive_dir()),
@@ -123,11 +122,11 @@ def retirement_audit() -> None:
     @task
     @fail_on_bad_input
     def list_deprecated() -> list[str]:
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog
         from contract_platform.retirement import versions_to_audit
 
         with registry() as store:
-            return versions_to_audit(load(catalog_root()), store)
+            return versions_to_audit(load_catalog(), store)
 
     # One task audits every version, one after the other, over one read of the broker's topology (a snapshot
     # shared by the versions: at 60,000 queues a read takes tens of seconds) and reads each DLQ once. One at a
@@ -141,11 +140,11 @@ def retirement_audit() -> None:
         import logging
 
         from contract_platform import settings
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog
         from contract_platform.retirement import LastSeen, audit_versions, record_audit, write_audit_bundle
 
         context = get_current_context()
-        catalog = load(catalog_root())
+        catalog = load_catalog()
         contracts = [catalog.get(message_type) for message_type in message_types]
         missing = [name for name, contract in zip(message_types, contracts, strict=True) if contract is None]
         last_seen = LastSeen.read(inputs["lastSeen"])
@@ -191,12 +190,12 @@ def retirement_audit() -> None:
     def retire_where_proven(audited: dict[str, Any]) -> dict[str, Any]:
         from datetime import UTC, datetime
 
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog
         from contract_platform.retirement import retire_if_proven
 
         context = get_current_context()
         context["contract_label"] = audited["messageType"]  # type: ignore[typeddict-unknown-key]
-        catalog = load(catalog_root())
+        catalog = load_catalog()
         contract = _contract(catalog, audited["messageType"])
         with registry() as store, broker() as connection:
             outcome = retire_if_proven(

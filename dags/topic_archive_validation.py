@@ -36,7 +36,6 @@ from contract_platform_airflow.intervals import DAILY, run_range
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
-    catalog_root,
     fail_if,
     fail_on_bad_input,
     registry,
@@ -74,12 +73,12 @@ def topic_archive_validation() -> None:
     def archive_topics(params: ParamsDict | None = None) -> dict[str, Any]:
         from contract_platform import settings
         from contract_platform.archiving import drain_archives
-        from contract_platform.change import load
+        from contract_platform.catalog import load_catalog
 
         if (params or {}).get("archive_path"):
             return {"skipped": "validating the archive given by the archive_path param"}
         with broker() as connection:
-            return drain_archives(load(catalog_root()), connection, settings.archive_dir())
+            return drain_archives(load_catalog(), connection, settings.archive_dir())
 
     @task(retries=0)
     @fail_on_bad_input
@@ -95,7 +94,7 @@ def topic_archive_validation() -> None:
             "since": since,
             "until": until,
             "archive": (params or {}).get("archive_path") or str(settings.archive_dir()),
-            "catalog": str(catalog_root()),
+            "catalog": str(settings.catalog_dir()),
             "report": str(reports / f"{run}.json"),
             "quarantine": str(settings.data_dir() / "quarantine" / run),
         }
@@ -124,12 +123,13 @@ def topic_archive_validation() -> None:
     @task
     @fail_on_bad_input
     def reconcile_lifecycle() -> dict[str, Any]:
-        from contract_platform.change import load, reconcile_catalog
+        from contract_platform.catalog import load_catalog
+        from contract_platform.change import reconcile_catalog
 
         context = get_current_context()
         with registry() as store:
             return reconcile_catalog(
-                load(catalog_root()), store, actor=actor_of(context), run_id=run_id_of(context)
+                load_catalog(), store, actor=actor_of(context), run_id=run_id_of(context)
             ).to_dict()
 
     @task(retries=0)

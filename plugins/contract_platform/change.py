@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from contract_platform import evidence
-from contract_platform.catalog import load_catalog
 from contract_platform.catalog.fingerprint import fingerprint_catalog
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.selection import Changes, select
@@ -474,8 +473,3 @@ def affected_contracts(catalog: Catalog, changed: Iterable[str]) -> set[str]:
     (migrations and supersession are checked across majors) and any version whose ``supersededBy`` names one.
     The pull-request check's rule (``catalog.selection``), so the DAG and ``check --against`` reach the same."""
     return set(select(catalog, Changes(ref="", versions=frozenset(changed))).selected)
-
-
-def load(catalog_root: Path) -> Catalog:
-    """The catalogue, or ``CatalogError`` listing every problem (the DAG fails without retry)."""
-    return load_catalog(catalog_root)

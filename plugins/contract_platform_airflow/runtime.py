@@ -11,12 +11,10 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from contract_platform import settings
 from contract_platform.errors import BrokerUnavailable, CatalogError, ContractPlatformError, StoreError
 
 log = logging.getLogger(__name__)
@@ -55,10 +53,6 @@ def run_id_of(context: dict[str, Any] | None) -> str | None:
 def actor_of(context: dict[str, Any] | None) -> str:
     dag = (context or {}).get("dag")
     return f"dag:{getattr(dag, 'dag_id', 'unknown')}"
-
-
-def catalog_root() -> Path:
-    return settings.catalog_dir()
 
 
 @contextmanager

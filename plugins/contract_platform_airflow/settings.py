@@ -2,7 +2,7 @@
 
 Everything that runs the platform's DAGs takes its Airflow settings from here, so they cannot drift:
 
-- the main job (``main_job.py``, DAGs in-process with ``dag.test()``),
+- the main job (``scripts/main_job.py``, DAGs in-process with ``dag.test()``),
 - the serve command (``scripts/airflow-local``: scheduler, dag-processor, triggerer, api-server),
 - the tests (``tests/conftest.py``; the real-scheduler test in ``tests/e2e``),
 - ``docker-compose.yml``, which cannot import Python: ``tests/airflow/test_airflow_settings.py``

@@ -83,7 +83,9 @@ def served(tmp_path: Path, vhost: str, airflow_database: str) -> Iterator[Served
 
 def publish_sample_traffic(work: Path, vhost: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Producers publish through the platform's publisher into the served platform's broker and registry."""
-    from contract_platform_airflow.main_job import publish_traffic
+    from tests.support.scripts import load_script
+
+    publish_traffic = load_script("main_job").publish_traffic
 
     monkeypatch.setenv("CONTRACT_CATALOG", str(work / "contracts"))
     monkeypatch.setenv("CONTRACT_PLATFORM_HOME", str(work / "data"))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.environment import user_environment
+from tests.support.scripts import script_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.airflow]
 
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def run_main_job(workdir: Path, vhost: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "contract_platform_airflow.main_job", "--messages", "60"],
+        [sys.executable, str(script_path("main_job")), "--messages", "60"],
         cwd=workdir,
         env=user_environment(vhost),
         capture_output=True,
@@ -61,6 +62,10 @@ def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost):
     assert first.returncode == 0, log
     assert "[19/19]" in first.stdout and "Before:" in first.stdout and "After:" in first.stdout
     assert_one_line_per_step(first.stdout)
+    # The pull-request step names whom its stricter orderId pattern breaks, with their owners.
+    assert (
+        "consumers: 2 of 2 broken by the change: billing-service (billing-platform, billing-platform@" in first.stdout
+    )
     # The way to watch the platform in Airflow, pointed at this run's data (it is not the checkout's data/).
     serve = f"CONTRACT_PLATFORM_HOME={(workdir / 'data').resolve()} bash scripts/airflow-local"
     assert serve in (line.strip() for line in first.stdout.splitlines()), "the serve command is not alone on a line"

@@ -11,12 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
 STEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (.+) \((\d+\.\d)s, total (\d+\.\d)s\)$")
 
 PRELUDE = """
 import logging, subprocess, sys
 from pathlib import Path
-from contract_platform_airflow.main_job import Progress, note
+from tests.support.scripts import load_script
+
+main_job = load_script("main_job")
+Progress, note = main_job.Progress, main_job.note
 
 progress = Progress(total=2, logs=Path(sys.argv[1]))
 held = logging.getLogger("held")
@@ -33,7 +37,10 @@ print("26/11/24 08:42:14 WARN NativeCodeLoader: Unable to load native-hadoop lib
 
 
 def run_steps(body: str, logs: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PRELUDE + body, str(logs)], capture_output=True, text=True, timeout=60)
+    """The steps in a child process started in the repository root, where ``tests.support`` imports from."""
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE + body, str(logs)], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_a_step_is_one_console_line_and_its_output_is_in_its_log(tmp_path: Path) -> None:

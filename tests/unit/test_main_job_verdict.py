@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contract_platform_airflow.main_job import NEW, OLD, lifecycle_verdict
+from tests.support.scripts import load_script
+
+main_job = load_script("main_job")
+NEW, OLD, lifecycle_verdict = main_job.NEW, main_job.OLD, main_job.lifecycle_verdict
 
 
 def row(message_type: str, effective: str, refusal: str | None = None) -> dict[str, object]:
@@ -25,9 +28,7 @@ def test_incomplete_says_where_v1_stopped_and_why() -> None:
 
 def test_the_summary_gives_the_serve_command_alone_on_its_line(tmp_path: Path) -> None:
     """A user copies the line as it is: nothing but the command on it, the explanation below."""
-    from contract_platform_airflow.main_job import where_to_serve
-
-    lines = where_to_serve(tmp_path / "data").splitlines()
+    lines = main_job.where_to_serve(tmp_path / "data").splitlines()
     command = next(i for i, line in enumerate(lines) if "scripts/airflow-local" in line)
 
     assert (

@@ -20,6 +20,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from contract_platform import settings
 from contract_platform.catalog.documents import DocumentProblem, pointer_from_path, read_json, read_yaml
 from contract_platform.catalog.model import (
     MAX_DEDUP_WINDOW,
@@ -124,23 +125,34 @@ def catalog_default_dialect(root: str | Path, problems: list[Problem] | None = N
 
 
 def load_catalog(
-    root: str | Path, *, default_dialect: str | None = None, verify: Callable[[str], bool] | None = None
+    root: str | Path | None = None,
+    *,
+    default_dialect: str | None = None,
+    verify: Callable[[str], bool] | None = None,
 ) -> Catalog:
     """Load and shape-check every contract under ``root``; raise ``CatalogError`` listing every problem.
 
+    The one way the CLI, the DAGs, the Spark jobs and the UI load a catalogue. ``root``: the folder that
+    holds ``envelope/``; without one, ``$CONTRACT_CATALOG`` or ``./contracts`` (``settings.catalog_dir``).
     ``default_dialect`` (a draft name) overrides the catalogue's ``defaultDialect`` (``catalog.yaml``).
     ``verify`` (the messageType its folder names -> bool): whose payload schema is checked against its
     draft's metaschema and contract.yaml against its format, the costly part of loading; by default every
     one. A pull-request check (``catalog.selection``) verifies the versions it re-checks and takes the
     others as they were at the base (a contract that does not build is still reported)."""
-    root = Path(root)
+    given = root is not None
+    root = Path(root) if root is not None else settings.catalog_dir()
     try:
         is_folder = root.is_dir()
     except OSError as exc:  # a name too long for the file system, a loop of links...
         raise CatalogError(Problem(str(root), "", f"cannot be read as a catalogue folder: {exc.strerror}")) from exc
     if not is_folder:
+        how = "" if given else " (none was given: $CONTRACT_CATALOG, else ./contracts)"
         raise CatalogError(
-            Problem(str(root), "", "catalogue folder does not exist; pass the folder that holds envelope/")
+            Problem(
+                str(root),
+                "",
+                f"catalogue folder does not exist{how}; pass the folder that holds envelope/ or set CONTRACT_CATALOG",
+            )
         )
     problems: list[Problem] = []
     dialect = catalog_default_dialect(root, problems)
@@ -410,9 +422,11 @@ def _build(
     quality_raw = raw.get("quality", {})
     topology_raw = raw.get("topology", {})
     retirement_raw = raw.get("retirement", {})
+    validation_raw = raw.get("validation", {})
     defaults_r = RetirementSettings()
     defaults_q = QualitySettings()
     defaults_t = TopologySettings()
+    defaults_v = ValidationSettings()
     return Contract(
         message_type=raw["messageType"],
         kind=Kind(raw["kind"]),
@@ -435,7 +449,7 @@ def _build(
         sunset=_date(file, "/sunset", raw["sunset"], problems) if "sunset" in raw else None,
         holds=holds,
         tenancy_required=raw.get("tenancy", {}).get("required", False),
-        max_body_bytes=raw.get("limits", {}).get("maxBodyBytes", 262_144),
+        max_body_bytes=raw.get("limits", {}).get("maxBodyBytes", Contract.max_body_bytes),
         quality=QualitySettings(
             clock_skew=_duration(file, "/quality/clockSkew", quality_raw["clockSkew"], problems)
             if "clockSkew" in quality_raw
@@ -444,9 +458,9 @@ def _build(
         ),
         replay=_replay_settings(file, raw["compatibility"], problems),
         validation=ValidationSettings(
-            invalid_rate_target=raw.get("validation", {}).get("invalidRateTarget", 0.001),
-            window_days=raw.get("validation", {}).get("windowDays", 7),
-            dedup_window=_dedup_window(file, raw.get("validation", {}), problems),
+            invalid_rate_target=validation_raw.get("invalidRateTarget", defaults_v.invalid_rate_target),
+            window_days=validation_raw.get("windowDays", defaults_v.window_days),
+            dedup_window=_dedup_window(file, validation_raw, problems),
         ),
         topology=TopologySettings(
             queue_type=topology_raw.get("queueType", defaults_t.queue_type),

@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contract_platform import settings
-
 if TYPE_CHECKING:  # the loader pulls in jsonschema and PyYAML: only verbs that load pay for it
     from contract_platform.catalog.model import Catalog
 
@@ -49,6 +47,8 @@ def add_dialect_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def load(path: Path | None, default_dialect: str | None = None) -> Catalog:
+    """The catalogue a verb's ``CATALOG``/``--catalog`` and ``--default-dialect`` name (``load_catalog``, which
+    falls back to ``$CONTRACT_CATALOG``); imported here, when a verb loads, so the others start without it."""
     from contract_platform.catalog import load_catalog
 
-    return load_catalog(path or settings.catalog_dir(), default_dialect=default_dialect)
+    return load_catalog(path, default_dialect=default_dialect)

@@ -7,9 +7,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
 
-from contract_platform import views
 from contract_platform.evidence import EvidenceKind
-from contract_platform_airflow.ui import models
+from contract_platform_airflow.ui import models, views
 from contract_platform_airflow.ui.auth import can_read_dag_runs, require_reader
 from contract_platform_airflow.ui.deps import CatalogDep, RegistryDep, Urls, UrlsDep, known_contract
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from contract_platform.errors import clipped, printable
-from contract_platform.views import ReaderSessionView, ReadersView, Series, Span
+from contract_platform_airflow.ui.views import ReaderSessionView, ReadersView, Series, Span
 
 __all__ = [
     "Band",

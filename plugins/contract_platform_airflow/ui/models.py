@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from contract_platform import views
+from contract_platform_airflow.ui import views
 
 __all__ = [
     "CatalogueOut",

@@ -12,11 +12,10 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from contract_platform import views
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import printable
 from contract_platform.retirement.report import considered_queues
-from contract_platform_airflow.ui import charts
+from contract_platform_airflow.ui import charts, views
 from contract_platform_airflow.ui.api import PER_PAGE, CatalogueQuery, Order
 from contract_platform_airflow.ui.auth import can_read_dag_runs, require_reader
 from contract_platform_airflow.ui.deps import CatalogDep, RegistryDep, Urls, UrlsDep, known_contract

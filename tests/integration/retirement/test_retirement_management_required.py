@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.contracts import V1, family_copy
+from tests.support.scripts import script_path
 
 from contract_platform.amqp.management import ENABLE_COMMAND, ENABLE_EVENTS_COMMAND
 from contract_platform.cli.main import main
@@ -32,7 +33,7 @@ def run_main_job(work: Path, **settings: str) -> subprocess.CompletedProcess[str
         **settings,
     }
     return subprocess.run(
-        [sys.executable, "-m", "contract_platform_airflow.main_job"],
+        [sys.executable, str(script_path("main_job"))],
         cwd=work,
         env=env,
         capture_output=True,

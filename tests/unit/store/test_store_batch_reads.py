@@ -27,7 +27,7 @@ class _OneTypeAtATime:
 def test_run_pages_and_the_catalogue_read_in_batches_what_they_read_per_type(sqlite_url: str, catalog) -> None:
     from tests.support.ui_seed import seed_registry
 
-    from contract_platform import views
+    from contract_platform_airflow.ui import views
 
     seeded = seed_registry(sqlite_url, "manual__batch")
     with Registry.open(sqlite_url) as registry:

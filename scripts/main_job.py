@@ -148,7 +148,7 @@ def check_catalog() -> dict[str, Any]:
     from contract_platform.checks import check_catalog as check
     from contract_platform.docs import write_docs
 
-    catalog = load_catalog(settings.catalog_dir())
+    catalog = load_catalog()
     report = check(catalog)
     pages = write_docs(catalog, settings.docs_dir() / "contracts")
     note(f"{report.contracts} contracts, {len(report.findings)} lint findings, {len(pages)} docs pages")
@@ -235,12 +235,31 @@ def replay_pull_request(catalog_dir: Path, work: Path) -> dict[str, Any]:
             f"{REPLAYED} {result['version']}: {figures['decision']} "
             f"({figures['rejected']} of {figures['replayed']} archived messages rejected)"
         )
-    return {"ok": done.returncode == 0, "replay": shown}
+    impact = next((c.get("impact") for c in report.get("compatibility", []) if c["messageType"] == REPLAYED), None)
+    for line in consumer_lines(impact):
+        note(line)
+    return {"ok": done.returncode == 0, "replay": shown, "impact": impact}
+
+
+def consumer_lines(impact: dict[str, Any] | None) -> list[str]:
+    """The pull request's per-consumer impact (docs/consumer-impact.md), for the step's one console line:
+    whom the change breaks, with owners and contacts, and whom it leaves untouched."""
+    if not impact:
+        return []
+
+    def who(consumer: dict[str, Any]) -> str:
+        return f"{consumer['service']} ({consumer['team'] or 'owner unknown'}, {consumer['contact'] or 'no contact'})"
+
+    broken = [who(c) for c in impact["consumers"] if c["broken"]]
+    line = f"consumers: {len(broken)} of {len(impact['consumers'])} broken by the change"
+    lines = [line + (f": {', '.join(broken)}" if broken else "")]
+    if impact["untouched"]:
+        lines.append(f"untouched: {', '.join(impact['untouched'])}")
+    return lines
 
 
 def publish_traffic(per_type: int) -> dict[str, int]:
     """The producer side: sample traffic for every version that is live, through the platform's publisher."""
-    from contract_platform import settings
     from contract_platform.amqp import Publisher, open_connection
     from contract_platform.amqp.connection import close_quietly
     from contract_platform.catalog import load_catalog
@@ -248,7 +267,7 @@ def publish_traffic(per_type: int) -> dict[str, int]:
     from contract_platform.store import Registry
     from contract_platform.traffic import sample_envelopes
 
-    catalog = load_catalog(settings.catalog_dir())
+    catalog = load_catalog()
     registry = Registry.open()
     connection = open_connection()
     sent: dict[str, int] = {}
@@ -273,13 +292,12 @@ def publish_traffic(per_type: int) -> dict[str, int]:
 
 def consume_queues() -> dict[str, int]:
     """The consumer side: each declared consumer reads and acknowledges what waits in its queue."""
-    from contract_platform import settings
     from contract_platform.amqp import open_connection
     from contract_platform.amqp.connection import close_quietly
     from contract_platform.amqp.inspection import passive_queue
     from contract_platform.catalog import load_catalog
 
-    catalog = load_catalog(settings.catalog_dir())
+    catalog = load_catalog()
     connection = open_connection()
     read: dict[str, int] = {}
     try:
@@ -305,14 +323,13 @@ def consume_queues() -> dict[str, int]:
 
 
 def evidence_summary() -> list[str]:
-    from contract_platform import settings
     from contract_platform.catalog import load_catalog
     from contract_platform.store import Registry
 
     lines = []
     registry = Registry.open()
     try:
-        for contract in load_catalog(settings.catalog_dir()):
+        for contract in load_catalog():
             parts = []
             for kind, keys in (
                 ("archive_validation", ("total", "invalid")),
@@ -331,14 +348,13 @@ def evidence_summary() -> list[str]:
 
 
 def states() -> list[dict[str, Any]]:
-    from contract_platform import settings
     from contract_platform.catalog import load_catalog
     from contract_platform.status import overview
     from contract_platform.store import Registry
 
     registry = Registry.open()
     try:
-        return overview(load_catalog(settings.catalog_dir()), registry)
+        return overview(load_catalog(), registry)
     finally:
         registry.close()
 
@@ -356,7 +372,7 @@ def print_states(title: str, rows: list[dict[str, Any]]) -> None:
 def serve_command(data: Path) -> str:
     """The command that serves this run's data in a real Airflow; it runs from the checkout, so it is told
     where the data is unless that is the checkout's own ``data/``."""
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[1]
     command = "bash scripts/airflow-local"
     return command if data.resolve() == checkout / "data" else f"CONTRACT_PLATFORM_HOME={data.resolve()} {command}"
 
