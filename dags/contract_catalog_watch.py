@@ -48,13 +48,14 @@ def contract_catalog_watch() -> None:
 
     @task(outlets=[CONTRACT_CATALOG], map_index_template="{{ batch_label }}")
     @fail_on_bad_input
-    def emit_changes(batch: dict[str, Any], outlet_events=None) -> int:  # type: ignore[no-untyped-def]
+    def emit_changes(batch: dict[str, Any]) -> int:
         from contract_platform.change import event_extra
 
         types = batch["messageTypes"]
         label = types[0] if len(types) == 1 else f"{types[0]} .. {types[-1]} ({len(types)})"
-        get_current_context()["batch_label"] = label  # type: ignore[typeddict-unknown-key]
-        outlet_events[CONTRACT_CATALOG].extra = event_extra(batch)
+        context = get_current_context()
+        context["batch_label"] = label  # type: ignore[typeddict-unknown-key]
+        context["outlet_events"][CONTRACT_CATALOG].extra = event_extra(batch)
         return len(types)
 
     @task
@@ -66,8 +67,10 @@ def contract_catalog_watch() -> None:
                     store.set_fingerprint(message_type, fingerprint)
         return sum(len(batch["fingerprints"]) for batch in batches)
 
+    # Wiring: each call passes the XComArg of an upstream task, resolved to the value its parameter declares
+    # when the task runs; Airflow's @task types the call with those parameters, hence arg-type ignores here.
     batches = find_changed_contracts()
-    emit_changes.expand(batch=batches) >> record_fingerprints(batches)
+    emit_changes.expand(batch=batches) >> record_fingerprints(batches)  # type: ignore[arg-type]
 
 
 contract_catalog_watch()

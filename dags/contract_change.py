@@ -38,12 +38,12 @@ contract (with a *reason*, kept in the history). Leave them empty to reconcile e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from airflow.sdk.definitions.param import ParamsDict
 
 from contract_platform_airflow.assets import CONTRACT_CATALOG
 from contract_platform_airflow.runtime import (
@@ -105,7 +105,7 @@ def change_scope(catalog: Any, context: Any) -> set[str] | None:
 def contract_change() -> None:
     @task(retries=0)
     @fail_on_bad_input
-    def load_catalog(params: ParamsDict | None = None) -> dict[str, Any]:
+    def load_catalog(params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         from contract_platform.catalog import load_catalog  # the domain's loader; this task bears its name
 
         catalog = load_catalog()
@@ -207,7 +207,7 @@ def contract_change() -> None:
     @task
     @fail_on_bad_input
     def reconcile_lifecycle(
-        loaded: dict[str, Any], *_checks: dict[str, Any], params: ParamsDict | None = None
+        loaded: dict[str, Any], *_checks: dict[str, Any], params: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         from contract_platform.catalog import load_catalog
         from contract_platform.change import reconcile_or_request
@@ -241,15 +241,17 @@ def contract_change() -> None:
 
         fail_if(problems_after_replay(summaries), "the contract change has problems to fix")
 
+    # Wiring: each call passes the XComArg of an upstream task, resolved to the value its parameter declares
+    # when the task runs; Airflow's @task types the call with those parameters, hence arg-type ignores here.
     loaded = load_catalog()
-    linted = lint_contracts(loaded)
-    compat = check_compatibility(loaded)
-    replay_plan = plan_replay(compat)
-    replayed = report_replay(replay_plan)
+    linted = lint_contracts(loaded)  # type: ignore[arg-type]
+    compat = check_compatibility(loaded)  # type: ignore[arg-type]
+    replay_plan = plan_replay(compat)  # type: ignore[arg-type]
+    replayed = report_replay(replay_plan)  # type: ignore[arg-type]
     replay_plan >> replay_traffic >> replayed
-    topology = provision_topology(loaded)
-    reconciled = reconcile_lifecycle(loaded, linted, compat, replayed, topology)
-    write_docs(reconciled) >> report_problems(linted, compat, replayed, topology)
+    topology = provision_topology(loaded)  # type: ignore[arg-type]
+    reconciled = reconcile_lifecycle(loaded, linted, compat, replayed, topology)  # type: ignore[arg-type]
+    write_docs(reconciled) >> report_problems(linted, compat, replayed, topology)  # type: ignore[arg-type]
 
 
 contract_change()

@@ -41,12 +41,12 @@ bridge or the dual publishing started, or older v1 messages count as missing).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 import pendulum
 from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
-from airflow.sdk.definitions.param import ParamsDict
 
 from contract_platform_airflow.runtime import (
     actor_of,
@@ -106,7 +106,7 @@ def _amqp_url() -> str:
 def dual_publish_migration() -> None:
     @task(retries=0)
     @fail_on_bad_input
-    def resolve_migration(params: ParamsDict | None = None) -> dict[str, Any]:
+    def resolve_migration(params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         from contract_platform.migration.plan import plan_migration
 
         given = params or {}
@@ -154,7 +154,7 @@ def dual_publish_migration() -> None:
 
     @task
     @fail_on_bad_input
-    def run_bridge(planned: dict[str, Any], params: ParamsDict | None = None) -> dict[str, Any]:
+    def run_bridge(planned: dict[str, Any], params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         from contract_platform.bridge import Bridge, BridgeConfig, Mode
         from contract_platform.migration.plan import MigrationPlan
 
@@ -254,15 +254,17 @@ def dual_publish_migration() -> None:
             )
         return summary.to_dict()
 
+    # Wiring: each call passes the XComArg of an upstream task, resolved to the value its parameter declares
+    # when the task runs; Airflow's @task types the call with those parameters, hence arg-type ignores here.
     plan = resolve_migration()
-    path = choose_path(plan)
-    provision_target(plan) >> path
-    bridged, verified = run_bridge(plan), verify_dual_publish(plan)
+    path = choose_path(plan)  # type: ignore[arg-type]
+    provision_target(plan) >> path  # type: ignore[arg-type]
+    bridged, verified = run_bridge(plan), verify_dual_publish(plan)  # type: ignore[arg-type]
     path >> [bridged, verified]
-    archived, cutover = archive_exchanges(plan), track_cutover(plan)
+    archived, cutover = archive_exchanges(plan), track_cutover(plan)  # type: ignore[arg-type]
     [bridged, verified] >> archived
     [bridged, verified] >> cutover
-    archived >> check_parity >> reconcile_predecessor(plan, cutover)
+    archived >> check_parity >> reconcile_predecessor(plan, cutover)  # type: ignore[arg-type]
 
 
 dual_publish_migration()

@@ -24,12 +24,12 @@ catalogue (`contract_platform.quality.suite` documents every expectation id).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from airflow.sdk.definitions.param import ParamsDict
 
 from contract_platform_airflow.intervals import DAILY, run_range
 from contract_platform_airflow.runtime import actor_of, fail_if, fail_on_bad_input, registry, run_id_of
@@ -71,7 +71,7 @@ def _planned(key: str) -> str:
 def envelope_quality() -> None:
     @task(task_id=PLAN, retries=0)
     @fail_on_bad_input
-    def plan_run(params: ParamsDict | None = None) -> dict[str, str]:
+    def plan_run(params: Mapping[str, Any] | None = None) -> dict[str, str]:
         import re
         from pathlib import Path
 
@@ -164,10 +164,12 @@ def envelope_quality() -> None:
             "envelope expectations were not met",
         )
 
+    # Wiring: each call passes the XComArg of an upstream task, resolved to the value its parameter declares
+    # when the task runs; Airflow's @task types the call with those parameters, hence arg-type ignores here.
     plan = plan_run()
-    outcome = reconcile_lifecycle(plan)
+    outcome = reconcile_lifecycle(plan)  # type: ignore[arg-type]
     plan >> check_envelopes >> outcome
-    report_findings(outcome)
+    report_findings(outcome)  # type: ignore[arg-type]
 
 
 envelope_quality()

@@ -25,12 +25,12 @@ Param *archive_path* validates another archive (a folder or one file) instead of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from airflow.sdk.definitions.param import ParamsDict
 
 from contract_platform_airflow.intervals import DAILY, run_range
 from contract_platform_airflow.runtime import (
@@ -70,7 +70,7 @@ PATHS = "{{ ti.xcom_pull(task_ids='plan_paths')"
 def topic_archive_validation() -> None:
     @task
     @fail_on_bad_input
-    def archive_topics(params: ParamsDict | None = None) -> dict[str, Any]:
+    def archive_topics(params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         from contract_platform import settings
         from contract_platform.archiving import drain_archives
         from contract_platform.catalog import load_catalog
@@ -82,7 +82,7 @@ def topic_archive_validation() -> None:
 
     @task(retries=0)
     @fail_on_bad_input
-    def plan_paths(_archived: dict[str, Any], params: ParamsDict | None = None) -> dict[str, str]:
+    def plan_paths(_archived: dict[str, Any], params: Mapping[str, Any] | None = None) -> dict[str, str]:
         from contract_platform import settings
 
         context = get_current_context()
@@ -149,10 +149,12 @@ def topic_archive_validation() -> None:
             f"invalid records in the archive from {days}",
         )
 
-    plan = plan_paths(archive_topics())
+    # Wiring: each call passes the XComArg of an upstream task, resolved to the value its parameter declares
+    # when the task runs; Airflow's @task types the call with those parameters, hence arg-type ignores here.
+    plan = plan_paths(archive_topics())  # type: ignore[arg-type]
     reconciled = reconcile_lifecycle()
     plan >> validate >> reconciled
-    report_findings(plan, reconciled)
+    report_findings(plan, reconciled)  # type: ignore[arg-type]
 
 
 topic_archive_validation()

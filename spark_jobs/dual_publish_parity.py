@@ -230,7 +230,7 @@ def summarize(
     """The counts, lags and samples of a ``ParityReport`` (``compared`` should be persisted)."""
     lag_ms = (F.col("v2_received_us") - F.col("v1_received_us")) / F.lit(1000.0)
     status = F.col("status")
-    totals = compared.agg(
+    [totals] = compared.agg(  # an aggregate over the whole frame: exactly one row, even over none
         F.count(F.lit(1)).alias("v1_total"),
         F.count(F.when(status == str(TwinStatus.MATCH), 1)).alias("matched"),
         F.count(F.when(status == str(TwinStatus.MISSING), 1)).alias("missing"),
@@ -239,7 +239,7 @@ def summarize(
         F.percentile_approx(lag_ms, [0.5, 0.99]).alias("lag"),
         F.min("v1_received_us").alias("first_us"),
         F.max("v1_received_us").alias("last_us"),
-    ).first()
+    ).collect()
     sides = v1_window.withColumn("side", F.lit("v1")).unionByName(v2_window.withColumn("side", F.lit("v2")))
     copies = {
         row["side"]: row

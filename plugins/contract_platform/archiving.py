@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog
 
 __all__ = ["drain_archives"]
 
 
-def drain_archives(catalog: Catalog, connection: Any, root: Path, *, idle_timeout: float = 2.0) -> dict[str, Any]:
+def drain_archives(
+    catalog: Catalog, connection: BrokerConnection, root: Path, *, idle_timeout: float = 2.0
+) -> dict[str, Any]:
     """Archive what waits in ``archive.<exchange>`` for every exchange that has one; say which had none.
 
     An exchange whose archive queue does not exist yet (no version of it provisioned) is skipped

@@ -8,14 +8,18 @@ down raises as usual, so Airflow's retries apply.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from airflow.sdk.exceptions import AirflowFailException
 
 from contract_platform.errors import BrokerUnavailable, CatalogError, ContractPlatformError, StoreError
+
+if TYPE_CHECKING:
+    from contract_platform.amqp.types import BrokerConnection
+    from contract_platform.store import Registry
 
 log = logging.getLogger(__name__)
 
@@ -43,20 +47,20 @@ def fail_on_bad_input(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def run_id_of(context: dict[str, Any] | None) -> str | None:
+def run_id_of(context: Mapping[str, Any] | None) -> str | None:
     if not context:
         return None
     run = context.get("dag_run")
     return getattr(run, "run_id", None) or context.get("run_id")
 
 
-def actor_of(context: dict[str, Any] | None) -> str:
+def actor_of(context: Mapping[str, Any] | None) -> str:
     dag = (context or {}).get("dag")
     return f"dag:{getattr(dag, 'dag_id', 'unknown')}"
 
 
 @contextmanager
-def registry() -> Iterator[Any]:
+def registry() -> Iterator[Registry]:
     from contract_platform_airflow.hooks.registry import RegistryHook
 
     store = RegistryHook().get_conn()
@@ -67,7 +71,7 @@ def registry() -> Iterator[Any]:
 
 
 @contextmanager
-def broker() -> Iterator[Any]:
+def broker() -> Iterator[BrokerConnection]:
     from contract_platform.amqp.connection import close_quietly
     from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 

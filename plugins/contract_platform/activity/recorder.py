@@ -34,6 +34,7 @@ import pika.exceptions as px
 from contract_platform.activity.events import ROUTING_KEYS, parse_event
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.management import EVENT_EXCHANGE, event_exchange_problem
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import BrokerError, BrokerUnavailable, EventExchangeUnavailable, StoreError
 from contract_platform.evidence.records import BrokerEvent
 from contract_platform.evidence.registry import ActivityLog
@@ -171,7 +172,7 @@ class ActivityRecorder:
 class _Segment:
     """One connection's coverage: bind, consume, batch, mark, extend."""
 
-    def __init__(self, recorder: ActivityRecorder, connection: Any, broker: str) -> None:
+    def __init__(self, recorder: ActivityRecorder, connection: BrokerConnection, broker: str) -> None:
         self.recorder, self.connection, self.broker = recorder, connection, broker
         self.config, self.store, self.report = recorder.config, recorder._store, recorder.report
         self.id = uuid.uuid4().hex

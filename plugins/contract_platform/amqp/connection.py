@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pika
 import pika.exceptions as px
 
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import BrokerError, BrokerOutOfResources, BrokerUnavailable, PublishRefused
 from contract_platform.settings import rabbitmq_url, redact_url
 
@@ -134,7 +135,7 @@ def open_connection(
     heartbeat: int = DEFAULT_HEARTBEAT,
     socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
     blocked_timeout: float = DEFAULT_BLOCKED_TIMEOUT,
-) -> Any:
+) -> pika.BlockingConnection:
     """An open ``pika.BlockingConnection`` to ``url`` (default: ``settings.rabbitmq_url()``).
 
     Fails fast (one attempt): ``BrokerUnavailable`` when the broker cannot be reached (retry later),
@@ -171,7 +172,7 @@ def _out_of_resources(url: str) -> str | None:
     return resource_problem(client)
 
 
-def close_quietly(connection: Any) -> None:
+def close_quietly(connection: BrokerConnection | None) -> None:
     """Close a connection if it is open; a connection that is already gone is not an error here."""
     try:
         if connection is not None and connection.is_open:
@@ -180,7 +181,7 @@ def close_quietly(connection: Any) -> None:
         log.debug("ignored while closing a connection: %r", exc)
 
 
-def describe_broker(connection: Any) -> str:
+def describe_broker(connection: BrokerConnection) -> str:
     """``amqp://guest:***@127.0.0.1:5672/%2F`` for an open connection: how messages name the broker."""
     params = getattr(getattr(connection, "_impl", None), "params", None)
     if params is None:
@@ -189,7 +190,7 @@ def describe_broker(connection: Any) -> str:
     return redact_url(amqp_url(params.host, params.port, user, "x" if user else None, params.virtual_host))
 
 
-def broker_version(connection: Any) -> tuple[int, ...] | None:
+def broker_version(connection: BrokerConnection) -> tuple[int, ...] | None:
     """The broker's version from its connection.start properties (``(3, 10, 8)``), if it says."""
     properties = getattr(getattr(connection, "_impl", None), "server_properties", None) or {}
     raw = properties.get("version") or properties.get(b"version")

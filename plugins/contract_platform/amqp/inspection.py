@@ -23,6 +23,7 @@ import httpx
 import pika.exceptions as px
 
 from contract_platform.amqp.connection import broker_errors, describe_broker
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.settings import redact_url
 
 __all__ = [
@@ -100,7 +101,9 @@ class ManagementClient:
         )
 
     @classmethod
-    def for_connection(cls, connection: Any, *, port: int = DEFAULT_MANAGEMENT_PORT) -> ManagementClient | None:
+    def for_connection(
+        cls, connection: BrokerConnection, *, port: int = DEFAULT_MANAGEMENT_PORT
+    ) -> ManagementClient | None:
         """A client for the broker and credentials of an open pika connection (``None`` if unknown)."""
         params = getattr(getattr(connection, "_impl", None), "params", None)
         credentials = getattr(params, "credentials", None)
@@ -185,7 +188,7 @@ class ManagementClient:
 
 
 def resolve_management(
-    connection: Any, management: ManagementClient | None | Literal["auto"]
+    connection: BrokerConnection, management: ManagementClient | None | Literal["auto"]
 ) -> ManagementClient | None:
     """``"auto"``: a client derived from the connection's host and credentials; ``None``: AMQP only."""
     if management == "auto":
@@ -251,7 +254,7 @@ _EXPECTED_NOT_FOUND = _ExpectedNotFound()
 
 
 @contextmanager
-def _throwaway_channel(connection: Any) -> Iterator[Any]:
+def _throwaway_channel(connection: BrokerConnection) -> Iterator[Any]:
     """A channel that may be closed by the broker (404 on a passive declare) without harm or log noise."""
     channel = connection.channel()
     _PIKA_CHANNEL_LOG.addFilter(_EXPECTED_NOT_FOUND)
@@ -263,7 +266,7 @@ def _throwaway_channel(connection: Any) -> Iterator[Any]:
             channel.close()
 
 
-def passive_queue(connection: Any, name: str) -> tuple[int, int] | None:
+def passive_queue(connection: BrokerConnection, name: str) -> tuple[int, int] | None:
     """(ready, consumers) of an existing queue, or ``None`` when it does not exist; ``QueueLocked`` when it is
     exclusive to another connection. Other errors are not mapped."""
     with _throwaway_channel(connection) as channel:
@@ -278,7 +281,7 @@ def passive_queue(connection: Any, name: str) -> tuple[int, int] | None:
         return int(ok.method.message_count), int(ok.method.consumer_count)
 
 
-def exchange_exists(connection: Any, name: str) -> bool:
+def exchange_exists(connection: BrokerConnection, name: str) -> bool:
     """Whether an exchange exists (passive declare on a throwaway channel). Errors are not mapped."""
     with _throwaway_channel(connection) as channel:
         try:
@@ -295,7 +298,7 @@ def _optional_int(value: Any) -> int | None:
 
 
 def inspect_queue(
-    connection: Any, name: str, *, management: ManagementClient | None | Literal["auto"] = "auto"
+    connection: BrokerConnection, name: str, *, management: ManagementClient | None | Literal["auto"] = "auto"
 ) -> QueueState:
     """The state of queue ``name``: ``exists=False`` if it is not there (this is not an error here).
 

@@ -32,6 +32,7 @@ import httpx
 from contract_platform import settings
 from contract_platform.amqp.inspection import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient, describe_owner
 from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import EventExchangeUnavailable, ManagementUnavailable
 
 __all__ = [
@@ -158,7 +159,7 @@ class BrokerTopology:
     statistics: bool = True  # False: the broker collects no statistics (``disable_stats``), so no counters
 
 
-def management_client(connection: Any) -> ManagementClient | None:
+def management_client(connection: BrokerConnection) -> ManagementClient | None:
     """A client for the broker and credentials of ``connection``; ``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves it."""
     client = ManagementClient.for_connection(connection)
     return None if client is None else _moved(client)
@@ -276,7 +277,8 @@ def _get(client: ManagementClient, path: str, listing: _Listing | None = None) -
     With ``listing.page_size`` the list is read page by page (an endpoint that does not page answers the
     whole list at once, which is taken as it is)."""
     if listing is None or not listing.page_size:
-        return _get_one(client, path, listing)
+        whole: list[dict[str, Any]] = _get_one(client, path, listing)  # unpaged, the API answers the list
+        return whole
     size = min(listing.page_size, _MAX_PAGE_SIZE)
     found: list[dict[str, Any]] = []
     page = 1

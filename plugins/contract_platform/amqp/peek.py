@@ -38,6 +38,7 @@ from typing import Any
 import pika.exceptions as px
 
 from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, QueueLocked, describe_owner, passive_queue
+from contract_platform.amqp.types import BrokerConnection
 
 __all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk", "requeues_count"]
 
@@ -118,7 +119,7 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
 
 
 def peek(
-    connection: Any,
+    connection: BrokerConnection,
     queue: str,
     *,
     limit: int,
@@ -171,14 +172,14 @@ def _exclusive(queue: str, info: Mapping[str, Any]) -> PeekOutcome:
     )
 
 
-def _read_and_requeue(connection: Any, outcome: PeekOutcome, limit: int, visit: Visit) -> None:
+def _read_and_requeue(connection: BrokerConnection, outcome: PeekOutcome, limit: int, visit: Visit) -> None:
     """basic.get up to ``limit`` messages, show each to ``visit``, then give them all back with one nack."""
     channel = connection.channel()
     last_tag: int | None = None
     try:
         for _ in range(limit):
             method, properties, body = channel.basic_get(outcome.queue, auto_ack=False)
-            if method is None:
+            if method is None or body is None:  # pika's empty get: (None, None, None)
                 outcome.exhausted = True
                 outcome.empty_gets += 1
                 break

@@ -21,6 +21,7 @@ import pika
 import pika.exceptions as px
 
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Contract
 from contract_platform.envelope import EnvelopeValidator, amqp_properties
 from contract_platform.errors import EnvelopeError, PublishRefused
@@ -69,10 +70,10 @@ class Publisher:
     new one on the next publish after the connection was lost.
     """
 
-    def __init__(self, connection_or_url: Any, validator: EnvelopeValidator) -> None:
+    def __init__(self, connection_or_url: BrokerConnection | str, validator: EnvelopeValidator) -> None:
         self.validator = validator
         self._url = connection_or_url if isinstance(connection_or_url, str) else None
-        self._connection: Any = None if self._url is not None else connection_or_url
+        self._connection: BrokerConnection | None = None if isinstance(connection_or_url, str) else connection_or_url
         self._channel: Any = None
 
     def __enter__(self) -> Publisher:

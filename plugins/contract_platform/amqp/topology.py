@@ -50,6 +50,7 @@ from contract_platform.amqp.inspection import (
     passive_queue,
     resolve_management,
 )
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Contract
 from contract_platform.durations import format_duration
 from contract_platform.errors import BrokerError, CatalogError, Problem, TopologyConflict
@@ -298,7 +299,7 @@ class RemovalReport(_Report):
 class _Session:
     """One connection, a work channel reopened after the broker closes it (406), and the optional API."""
 
-    def __init__(self, connection: Any, management: ManagementClient | None) -> None:
+    def __init__(self, connection: BrokerConnection, management: ManagementClient | None) -> None:
         self.connection = connection
         self.management = management
         self._channel: Any = None
@@ -373,7 +374,7 @@ def _connection_of(target: Any) -> Any:
     return target.connection if isinstance(target, BlockingChannel) else target
 
 
-def _check_broker(connection: Any, plan: TopologyPlan, broker: str) -> None:
+def _check_broker(connection: BrokerConnection, plan: TopologyPlan, broker: str) -> None:
     version = broker_version(connection)
     quorum = [q for q in plan.queues if q.queue_type == "quorum"]
     newer = any({"x-message-ttl", "x-dead-letter-strategy"} & set(q.arguments) for q in quorum)
@@ -442,7 +443,7 @@ def _declare_all(session: _Session, plan: TopologyPlan) -> tuple[list[Step], lis
 
 
 def remove_topology(
-    connection: Any,
+    connection: BrokerConnection,
     plan: TopologyPlan,
     *,
     exchanges_in_use: Collection[str],

@@ -52,6 +52,7 @@ import pika.exceptions as px
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.topology import archive_queue_name
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.archive_record import fallback_record, to_record
 from contract_platform.errors import ArchiveError, BrokerUnavailable, QueueMissing, UsageError, clipped
 from contract_platform.limits import depth_limit, nesting_beyond
@@ -411,10 +412,10 @@ class Archiver:
     in follow mode, reopened with backoff when the broker goes away.
     """
 
-    def __init__(self, connection_or_url: Any, config: ArchiverConfig) -> None:
+    def __init__(self, connection_or_url: BrokerConnection | str, config: ArchiverConfig) -> None:
         self.config = config
         self._url = connection_or_url if isinstance(connection_or_url, str) else None
-        self._connection: Any = None if self._url is not None else connection_or_url
+        self._connection: BrokerConnection | None = None if isinstance(connection_or_url, str) else connection_or_url
         self._stop = False
         self._reconnects = 0
         self._attached = False
@@ -474,7 +475,7 @@ class Archiver:
             self._reconnects += 1
 
     def _session(self, mode: str, sinks: list[_Sink]) -> str:
-        connection = self._connection if self._url is None else open_connection(self._url)
+        connection = self._connection if self._connection is not None else open_connection(self._url)
         broker = describe_broker(connection)
         try:
             with broker_errors(broker):
@@ -499,7 +500,7 @@ class Archiver:
             if self._url is not None:
                 close_quietly(connection)
 
-    def _consume(self, connection: Any, broker: str, mode: str, sinks: list[_Sink]) -> str:
+    def _consume(self, connection: BrokerConnection, broker: str, mode: str, sinks: list[_Sink]) -> str:
         while not self._stop:
             deadlines = [d for d in (s.deadline for s in sinks) if d is not None]
             now = time.monotonic()
@@ -519,7 +520,7 @@ class Archiver:
         log.info("stop requested: finishing the current batch")
         return "signal"
 
-    def _drained(self, connection: Any, sinks: list[_Sink], now: float) -> bool:
+    def _drained(self, connection: BrokerConnection, sinks: list[_Sink], now: float) -> bool:
         """Every queue empty for ``idle_timeout``: nothing delivered, nothing pending, nothing ready."""
         if any(s.deadline is not None for s in sinks):
             return False

@@ -45,6 +45,7 @@ from contract_platform import settings
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.inspection import exchange_exists
 from contract_platform.amqp.topology import parking_lot_name, tap_queue_name
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.bridge.relay import Relay, RelaySettings, RelayStats, StopReason
 from contract_platform.bridge.translation import PUBLISHED, MigrationRoute, Translator, target_validator
 from contract_platform.catalog.model import Catalog
@@ -160,7 +161,7 @@ class BridgeReport:
 # -- the tap queue ----------------------------------------------------------------------------------
 
 
-def prepare_tap(connection: Any, route: MigrationRoute, queue: str) -> None:
+def prepare_tap(connection: BrokerConnection, route: MigrationRoute, queue: str) -> None:
     """Declare the tap queue and its parking lot (idempotent) and bind the tap queue to the v1 routing key.
 
     Both exchanges must exist already: the bridge never declares the contracts' topology.

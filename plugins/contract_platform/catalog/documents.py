@@ -78,8 +78,8 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 _CSafeLoader: Any = getattr(yaml, "CSafeLoader", None)  # libyaml's parser, when PyYAML was built with it
 _FastUniqueKeyLoader: Any = None
 if _CSafeLoader is not None:
-
-    class _FastUniqueKeyLoader(_CSafeLoader):  # type: ignore[no-redef]
+    # libyaml's loader is looked up at run time, so mypy sees Any
+    class _FastUniqueKeyLoader(_CSafeLoader):  # type: ignore[no-redef, misc]
         """The same loader over libyaml's parser: a catalogue of thousands of contracts loads in seconds."""
 
     _FastUniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -130,7 +130,8 @@ def _bad_timestamp(text: str) -> str | None:
     """What is wrong with a plain scalar YAML reads as a date or time (``2026-13-45``), or None."""
     node = yaml.ScalarNode(_TIMESTAMP_TAG, text)
     loader = yaml.SafeLoader("")
-    if loader.resolve(yaml.ScalarNode, text, (True, False)) != _TIMESTAMP_TAG:
+    # PyYAML's stubs leave Resolver.resolve untyped
+    if loader.resolve(yaml.ScalarNode, text, (True, False)) != _TIMESTAMP_TAG:  # type: ignore[no-untyped-call]
         return None
     try:
         loader.construct_yaml_timestamp(node)

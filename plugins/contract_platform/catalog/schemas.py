@@ -214,7 +214,8 @@ def _bounded(library: type[Validator]) -> type[Validator]:
     }
     if "unevaluatedProperties" in library.VALIDATORS:
         keywords["unevaluatedProperties"] = _unevaluated_properties
-    cls = extend(library, keywords, format_checker=_bounded_formats(library.FORMAT_CHECKER))
+    # jsonschema's stubs leave validators.extend untyped; it returns a class of the library's kind
+    cls: type[Validator] = extend(library, keywords, format_checker=_bounded_formats(library.FORMAT_CHECKER))  # type: ignore[no-untyped-call]
     cls.__name__ = cls.__qualname__ = library.__name__  # the same draft: jsonschema-rs is looked up by this name
     return cls
 

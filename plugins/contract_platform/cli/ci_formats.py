@@ -236,7 +236,10 @@ class _Suite:
             if output:
                 ET.SubElement(case, "system-out").text = "\n".join(printable(line) for line in output)
         ET.indent(root)
-        return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+        document: bytes = ET.tostring(
+            root, encoding="utf-8", xml_declaration=True
+        )  # bytes for any encoding but "unicode"
+        return document + b"\n"
 
 
 def _junit_findings(

@@ -51,6 +51,7 @@ from contract_platform.amqp.inspection import ManagementClient, passive_queue
 from contract_platform.amqp.management import BrokerTopology, probe_management, read_topology
 from contract_platform.amqp.peek import PeekOutcome, peek, requeues_count
 from contract_platform.amqp.topology import Role, dlx_name, plan_topology
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.archive_record import record_type, to_record
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ManagementUnavailable
@@ -121,7 +122,7 @@ class InFlight:
 
 
 def in_flight_records(
-    connection: Any,
+    connection: BrokerConnection,
     contract: Contract,
     *,
     management: ManagementClient | None = None,
@@ -187,7 +188,7 @@ def in_flight_records(
     )
 
 
-def _vhost_of(connection: Any, management: ManagementClient | None) -> str:
+def _vhost_of(connection: BrokerConnection, management: ManagementClient | None) -> str:
     params = getattr(getattr(connection, "_impl", None), "params", None)
     vhost = getattr(params, "virtual_host", None)
     if isinstance(vhost, str) and vhost:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from contract_platform import settings
 from contract_platform.amqp.inspection import ManagementClient, inspect_queue, resolve_management
 from contract_platform.amqp.topology import Outcome, TopologyPlan, plan_topology, remove_topology
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.figures import RetirementAuditFigures
@@ -85,7 +86,7 @@ def retire_if_proven(
     contract: Contract,
     catalog: Catalog,
     registry: Registry,
-    connection: Any,
+    connection: BrokerConnection,
     *,
     actor: str,
     run_id: str | None,
@@ -132,7 +133,7 @@ def retire_if_proven(
 class _Snapshot:
     """What the bundle records besides the contract files: the broker now, the evidence, the archive."""
 
-    connection: Any
+    connection: BrokerConnection
     topology: TopologyPlan
     evidence: Any
     archive_root: str | Path | None

@@ -34,6 +34,7 @@ from contract_platform import settings
 from contract_platform.amqp.inspection import ManagementClient
 from contract_platform.amqp.management import BrokerTopology, read_topology
 from contract_platform.amqp.topology import TopologyPlan
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ManagementUnavailable
 from contract_platform.retirement.dead_letters import DeadLetterSweep
@@ -132,7 +133,7 @@ class TopologySnapshot:
         return sum(len(hosted.queues) for hosted in self.topology.vhosts.values())
 
 
-def _while_alive(work: Callable[[], _T], connection: Any) -> _T:
+def _while_alive(work: Callable[[], _T], connection: BrokerConnection | None) -> _T:
     """``work()`` in a worker thread while this thread serves ``connection``'s heartbeats (pika's blocking
     connection is used from this thread only); without a connection, ``work()`` here."""
     if connection is None or not getattr(connection, "is_open", False):

@@ -95,7 +95,8 @@ def _filesystem(uri: str) -> tuple[Any, str]:
         return fs.LocalFileSystem(), (unquote(parts.path) if parts.scheme else uri)  # URIs escape "%", " "...
     location = uri.replace("s3a://", "s3://", 1).replace("s3n://", "s3://", 1)
     try:
-        return fs.FileSystem.from_uri(location)
+        found: tuple[Any, str] = fs.FileSystem.from_uri(location)  # pyarrow is untyped: (file system, path)
+        return found
     except (OSError, ValueError) as exc:
         raise ArchiveError(
             f"{uri}: cannot read archive files there: {exc}; use a path the Spark workers can read (see README, Operating)"

@@ -214,7 +214,7 @@ class _PiiRule:
         self._named: dict[str, str | None] = {}  # header name -> the PII pointer it names (names repeat)
 
     def _names_pii(self, name: str) -> str | None:
-        named = self._named.get(name, MISSING)
+        named: str | None = self._named.get(name, MISSING)
         if named is MISSING:
             named = self.names.get(_normalized(name))
             if len(self._named) < 10_000:

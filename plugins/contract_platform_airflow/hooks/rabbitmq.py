@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
@@ -20,6 +20,9 @@ from contract_platform.amqp.connection import amqp_url, close_quietly, open_conn
 from contract_platform.errors import BrokerError
 from contract_platform.settings import rabbitmq_url, redact_url
 from contract_platform_airflow.provider import RABBITMQ_FIELD_BEHAVIOUR
+
+if TYPE_CHECKING:
+    from pika import BlockingConnection
 
 __all__ = ["RabbitMQHook"]
 
@@ -61,7 +64,7 @@ class RabbitMQHook(BaseHook):
         scheme = "amqps" if conn.extra_dejson.get("ssl") else "amqp"
         return amqp_url(conn.host, conn.port, conn.login, conn.password, conn.schema, scheme=scheme)
 
-    def get_conn(self) -> Any:
+    def get_conn(self) -> BlockingConnection:
         """An open ``pika.BlockingConnection``; the caller closes it."""
         return open_connection(self.get_url())
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 from contract_platform import settings
+
+if TYPE_CHECKING:
+    from contract_platform.store import Registry
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +59,7 @@ class RegistryHook(BaseHook):
         scheme, _, rest = uri.partition("://")
         return f"{_SCHEMES.get(scheme, scheme)}://{rest}"
 
-    def get_conn(self) -> Any:
+    def get_conn(self) -> Registry:
         from contract_platform.store import Registry
 
         return Registry.open(self.get_url())
