@@ -236,6 +236,7 @@ def run_audits(
     from contract_platform.amqp.connection import close_quietly, open_connection
     from contract_platform.amqp.inspection import ManagementClient
     from contract_platform.retirement import LastSeen, audit_version, audit_versions
+    from contract_platform.retirement.snapshot import TopologySnapshot
     from contract_platform.store import Registry
 
     catalog: Catalog = catalog_of(*contracts)
@@ -248,7 +249,8 @@ def run_audits(
     figures: dict[str, Any] = {}
     try:
         began = time.perf_counter()
-        run = audit_versions(audited, catalog, registry, connection, LastSeen(), run_id="estate", management=client)
+        snapshot = TopologySnapshot.read(client, keep_alive=connection)
+        run = audit_versions(audited, catalog, registry, connection, LastSeen(), run_id="estate", snapshot=snapshot)
         seconds = time.perf_counter() - began
         verdicts: dict[str, int] = {}
         for result in run.results:
@@ -274,7 +276,7 @@ def run_audits(
                     LastSeen(),
                     now=datetime.now(UTC),
                     run_id="single",
-                    management=client,
+                    snapshot=TopologySnapshot.read(client, keep_alive=connection),
                     record=False,
                 )
             seconds = time.perf_counter() - began

@@ -39,12 +39,12 @@ host shared with others); empty scans every one on the broker.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from airflow.sdk.definitions.param import ParamsDict
 
 from contract_platform_airflow.runtime import (
     actor_of,
@@ -57,15 +57,6 @@ from contract_platform_airflow.spark import spark_submit
 
 DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(minutes=2)}
 INPUTS = "ti.xcom_pull(task_ids='locate_inputs')"
-
-
-def _contract(catalog: Any, message_type: str) -> Any:
-    from contract_platform.errors import UsageError
-
-    contract = catalog.get(message_type)
-    if contract is None:
-        raise UsageError(f"{message_type!r} is no longer in the catalogue: it cannot be audited or retired")
-    return contract
 
 
 @dag(
@@ -135,13 +126,13 @@ def retirement_audit() -> None:
     @task
     @fail_on_bad_input
     def audit_versions(
-        message_types: list[str], inputs: dict[str, str], params: ParamsDict | None = None
+        message_types: list[str], inputs: dict[str, str], params: Mapping[str, Any] | None = None
     ) -> list[dict[str, Any]]:
         import logging
 
         from contract_platform import settings
         from contract_platform.catalog import load_catalog
-        from contract_platform.retirement import LastSeen, audit_versions, record_audit, write_audit_bundle
+        from contract_platform.retirement import LastSeen, audit_versions, keep_audit
 
         context = get_current_context()
         catalog = load_catalog()
@@ -153,16 +144,15 @@ def retirement_audit() -> None:
         with registry() as store, broker() as connection:
 
             def keep(result: Any) -> None:
-                paths = write_audit_bundle(result, settings.docs_dir())
-                evidence = record_audit(result, store, reference=paths.snapshot)
+                kept = keep_audit(result, store, settings.docs_dir())
                 audited.append(
                     {
                         "messageType": result.message_type,
                         "verdict": str(result.verdict),
                         "failed_checks": result.failed_checks,
                         "blockers": result.figures()["blockers"],
-                        "evidenceId": evidence.id,
-                        "report": str(paths.markdown),
+                        "evidenceId": kept.evidence.id,
+                        "report": str(kept.paths.markdown),
                     }
                 )
 
@@ -196,7 +186,7 @@ def retirement_audit() -> None:
         context = get_current_context()
         context["contract_label"] = audited["messageType"]  # type: ignore[typeddict-unknown-key]
         catalog = load_catalog()
-        contract = _contract(catalog, audited["messageType"])
+        contract = catalog.require(audited["messageType"], "it is no longer there: it cannot be audited or retired")
         with registry() as store, broker() as connection:
             outcome = retire_if_proven(
                 contract,
@@ -212,7 +202,7 @@ def retirement_audit() -> None:
     inputs = locate_inputs()
     versions = list_deprecated()
     check_management_api() >> inputs >> find_last_seen >> versions
-    audits = audit_versions(versions, inputs)
+    audits = audit_versions(versions, inputs)  # type: ignore[arg-type]
     retire_where_proven.expand(audited=audits)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from contract_platform import evidence
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.fingerprint import fingerprint_catalog
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.selection import Changes, select
@@ -199,7 +200,7 @@ def _check_migration_spec(
 
 def provision_topologies(
     catalog: Catalog,
-    connection: Any,
+    connection: BrokerConnection,
     registry: Registry,
     *,
     run_id: str | None = None,
@@ -272,7 +273,7 @@ def _out_of_resources_said(declared: Iterator[tuple[Contract, Any]], management:
 
 def _each_declared(
     contracts: list[Contract],
-    connection: Any,
+    connection: BrokerConnection,
     declare: Callable[[Contract, Any], Any],
     connect: Callable[[], Any] | None,
     workers: int,
@@ -371,9 +372,7 @@ def reconcile_or_request(
 
     if target_status and not contract:
         raise UsageError("a target status needs a contract (messageType)")
-    chosen = catalog.get(contract) if contract else None
-    if contract and chosen is None:
-        raise UsageError(f"{contract!r} is not a messageType of the catalogue")
+    chosen = catalog.require(contract) if contract else None
     if chosen is not None and target_status:
         try:
             status = Status(target_status)

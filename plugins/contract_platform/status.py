@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from contract_platform.catalog.model import Catalog
-from contract_platform.errors import UsageError
 from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.figures import ReplayFigures
 from contract_platform.evidence.records import EvidenceRecord
@@ -73,9 +72,7 @@ def evidence_summary(figures: Mapping[str, Any]) -> str:
 
 
 def contract_status(catalog: Catalog, registry: Registry, message_type: str) -> dict[str, Any]:
-    contract = catalog.get(message_type)
-    if contract is None:
-        raise UsageError(f"{message_type!r} is not a messageType of the catalogue; see contractctl status for the list")
+    contract = catalog.require(message_type, "see contractctl status for the list")
     state = registry.effective(message_type)
     evidence = {}
     for kind in EvidenceKind:

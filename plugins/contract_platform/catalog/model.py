@@ -282,6 +282,17 @@ class Catalog:
     def get(self, message_type: str) -> Contract | None:
         return self.contracts.get(message_type)
 
+    def require(self, message_type: str, hint: str = "") -> Contract:
+        """The version named ``message_type``; ``UsageError`` saying which catalogue lacks it (and ``hint``)."""
+        from contract_platform.errors import UsageError
+
+        contract = self.contracts.get(message_type)
+        if contract is None:
+            raise UsageError(
+                f"{message_type!r} is not a messageType of the catalogue {self.root}" + (f"; {hint}" if hint else "")
+            )
+        return contract
+
     def family(self, family: str) -> list[Contract]:
         """Every major of one message, oldest first."""
         return list(self._families().get(family, ()))

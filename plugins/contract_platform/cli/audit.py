@@ -23,7 +23,7 @@ from contract_platform import settings
 from contract_platform.cli import engines
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out, table
-from contract_platform.errors import UsageError, printable
+from contract_platform.errors import printable
 
 if TYPE_CHECKING:
     from contract_platform.retirement import AuditResult, LastSeen
@@ -82,17 +82,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from contract_platform.amqp.connection import close_quietly, open_connection
-    from contract_platform.amqp.management import management_client, require_management
-    from contract_platform.retirement import LastSeen, audit_version, record_audit, write_audit_bundle
+    from contract_platform.retirement import LastSeen, audit_version, keep_audit
+    from contract_platform.retirement.audit import audit_snapshot
     from contract_platform.store import Registry
 
     catalog = load(args.catalog)
-    contract = catalog.get(args.type)
-    if contract is None:
-        raise UsageError(f"{args.type!r} is not a messageType of the catalogue {catalog.root}")
+    contract = catalog.require(args.type)
     connection = open_connection()
-    try:
-        management = require_management(management_client(connection), event_exchange=True)  # before anything slow
+    try:  # the management API is required, probed once, before anything slow; its read serves every check
+        snapshot = audit_snapshot(connection, vhosts=args.vhost, dead_letter_suffixes=args.dead_letter_suffix)
     except BaseException:
         close_quietly(connection)
         raise
@@ -108,19 +106,15 @@ def _run(args: argparse.Namespace) -> int:
                 last_seen,
                 now=datetime.now(UTC),
                 run_id=None,
-                management=management,
+                snapshot=snapshot,
                 dead_letter_scope=args.dead_letter_prefix,
                 record=args.record,
-                vhosts=args.vhost,
-                dead_letter_suffixes=args.dead_letter_suffix,
             )
         finally:
             close_quietly(connection)
         report = None
         if args.record:
-            paths = write_audit_bundle(result, settings.docs_dir())
-            record_audit(result, registry, reference=paths.snapshot)
-            report = paths.markdown
+            report = keep_audit(result, registry, settings.docs_dir()).paths.markdown
     finally:
         registry.close()
         close_quietly(connection)

@@ -36,9 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.reason.strip():
         raise UsageError("--reason must say why; it is kept in the history")
     catalog = load(args.catalog)
-    contract = catalog.get(args.type)
-    if contract is None:
-        raise UsageError(f"{args.type!r} is not a messageType of the catalogue")
+    contract = catalog.require(args.type)
     registry = Registry.open(args.registry)
     try:
         record = request_transition(

@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 
 from contract_platform import evidence
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.documents import pointer_from_path
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.errors import MessageNotMigratable, UsageError
@@ -122,9 +123,7 @@ class TwinComparison:
 
 def parity_route(catalog: Catalog, source_type: str) -> tuple[Contract, Contract, MigrationSpec]:
     """(v1 contract, its successor, the successor's migration spec); ``UsageError`` when there is none."""
-    source = catalog.get(source_type)
-    if source is None:
-        raise UsageError(f"{source_type!r} is not a messageType of the catalogue {catalog.root}")
+    source = catalog.require(source_type)
     target = catalog.successor(source)
     if target is None:
         raise UsageError(f"{source_type} has no successor in {catalog.root}: there is no migration to check")
@@ -416,7 +415,12 @@ def consumer_queues(contract: Contract) -> list[str]:
 
 
 def observe_cutover(
-    connection: Any, registry: Registry, contracts: Sequence[Contract], *, run_id: str | None, now: datetime
+    connection: BrokerConnection,
+    registry: Registry,
+    contracts: Sequence[Contract],
+    *,
+    run_id: str | None,
+    now: datetime,
 ) -> dict[str, dict[str, dict[str, int | None]]]:
     """Record one observation per consumer queue of each version, all at ``now`` (one point of the series).
 

@@ -17,6 +17,7 @@
         successor_consumers  every consumer of this version consumes the successor
     write_audit_bundle(result, docs_dir) -> AuditPaths     latest.json / latest.md / timestamped copies
     record_audit(result, registry, reference=...)          ``retirement_audit`` evidence (the guard reads it)
+    keep_audit(result, registry, docs_dir)                 both, in that order (the DAG and audit --record)
     retire_if_proven(contract, catalog, registry, connection, *, actor, run_id, now) -> RetirementOutcome
 
 Each check returns a ``CheckResult``: verdict pass / fail / unknown (never a pass), its figures, a
@@ -38,13 +39,21 @@ from contract_platform.retirement.model import AuditResult, CheckName, CheckResu
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
 from contract_platform.retirement.queues import QueueLook, check_queues, observe_queues, record_observations
 from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers
-from contract_platform.retirement.report import AuditPaths, record_audit, render_audit_page, write_audit_bundle
+from contract_platform.retirement.report import (
+    AuditPaths,
+    KeptAudit,
+    keep_audit,
+    record_audit,
+    render_audit_page,
+    write_audit_bundle,
+)
 from contract_platform.retirement.retention import LastSeen, TypeLastSeen, check_retention
 from contract_platform.retirement.retire import RetirementOutcome, exchanges_in_use, retire_if_proven
 from contract_platform.retirement.snapshot import TopologySnapshot
 
 __all__ = [
     "AuditPaths",
+    "KeptAudit",
     "AuditResult",
     "AuditRun",
     "CheckName",
@@ -71,6 +80,7 @@ __all__ = [
     "mask_pii",
     "message_type_of",
     "observe_queues",
+    "keep_audit",
     "record_audit",
     "record_observations",
     "render_audit_page",

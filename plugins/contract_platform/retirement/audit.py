@@ -26,12 +26,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from contract_platform import settings
-from contract_platform.amqp.inspection import ManagementClient
 from contract_platform.amqp.management import BrokerTopology, management_client, require_management
 from contract_platform.amqp.topology import plan_topology
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.errors import BrokerUnavailable, ContractPlatformError, StoreError
 from contract_platform.evidence import Registry, Verdict
@@ -62,72 +62,66 @@ from contract_platform.retirement.readers import (
 from contract_platform.retirement.retention import LastSeen, check_retention
 from contract_platform.retirement.snapshot import TopologySnapshot
 
-__all__ = ["AuditRun", "audit_version", "audit_versions", "versions_to_audit"]
+__all__ = ["AuditRun", "audit_snapshot", "audit_version", "audit_versions", "versions_to_audit"]
 
 _HISTORY_AT_LEAST = timedelta(days=30)
+
+
+def audit_snapshot(
+    connection: BrokerConnection,
+    *,
+    vhosts: Sequence[str] | None = None,
+    dead_letter_suffixes: Sequence[str] | None = None,
+) -> TopologySnapshot:
+    """The one read of the broker an audit run judges from: the management API is required (with the event
+    exchange the readers check is recorded from), probed once, then the topology of the connection's virtual
+    host and ``vhosts`` (default ``settings.watched_vhosts()``) is read; ``dead_letter_suffixes``: the DLQ
+    naming net (default ``settings.dead_letter_suffixes()``, else ``DEFAULT_DEAD_LETTER_SUFFIXES``)."""
+    client = require_management(management_client(connection), event_exchange=True)
+    return TopologySnapshot.read(client, vhosts=vhosts, suffixes=dead_letter_suffixes, keep_alive=connection)
 
 
 def audit_version(
     contract: Contract,
     catalog: Catalog,
     registry: Registry,
-    connection: Any,
+    connection: BrokerConnection,
     last_seen: LastSeen,
     *,
     now: datetime,
     run_id: str | None,
-    management: ManagementClient | None | Literal["auto"] = "auto",
+    snapshot: TopologySnapshot | None,
     dead_letter_scope: str = "",
     record: bool = True,
     max_dead_letters: int = DEFAULT_MAX_MESSAGES,
-    vhosts: Sequence[str] | None = None,
-    dead_letter_suffixes: Sequence[str] | None = None,
     wait_for_recorder: timedelta | None = None,
-    snapshot: TopologySnapshot | None = None,
 ) -> AuditResult:
     """Run every check for ``contract``; with ``record`` its queue observations go to the store first.
 
+    ``snapshot``: the run's one read of the broker (``audit_snapshot``; its management client, topology and
+    virtual hosts), from which the version's queues are discovered once and shared by every check. None
+    audits with AMQP alone: only the version's own queues, and the checks cannot pass.
     ``dead_letter_scope`` limits the broker-wide DLQ scan to queue names starting with it (a shared
-    virtual host); empty scans every DLQ found. ``vhosts``: virtual hosts searched besides the
-    connection's own (default ``settings.watched_vhosts()``); ``dead_letter_suffixes``: the name
-    convention's net (default ``settings.dead_letter_suffixes()``, else ``DEFAULT_DEAD_LETTER_SUFFIXES``).
-    ``management=None`` audits with AMQP alone: only the version's own queues, and the checks cannot pass.
+    virtual host); empty scans every DLQ found.
     ``wait_for_recorder``: how long to wait for the activity recorder to confirm ``now`` (default three of
     its heartbeats, ``settings.recorder_heartbeat()``), when it is running.
-    ``snapshot``: the run's topology (``audit_versions`` passes one); without it one is read for this version
-    (``vhosts`` and ``dead_letter_suffixes`` apply then).
     """
     now = require_aware(now)
     plan = plan_topology(contract)
-    client = None
-    if snapshot is not None:
-        client = snapshot.client
-    elif management is not None:
-        client = require_management(
-            management_client(connection) if management == "auto" else management, event_exchange=True
-        )
-        snapshot = TopologySnapshot.read(client, vhosts=vhosts, suffixes=dead_letter_suffixes, keep_alive=connection)
-    discovery: Discovery | None = None
-    topology = None
-    home = client.vhost if client is not None else "/"
-    if snapshot is not None:
-        topology = snapshot.topology
-        home = snapshot.home_vhost
-        discovery = snapshot.discover(contract, plan, scope=dead_letter_scope)
-    looks = observe_queues(connection, plan, management=client, discovery=discovery, topology=topology, home_vhost=home)
+    discovery = snapshot.discover(contract, plan, scope=dead_letter_scope) if snapshot is not None else None
+    topology = snapshot.topology if snapshot is not None else None
+    home = snapshot.home_vhost if snapshot is not None else "/"
+    looks = observe_queues(connection, plan, snapshot=snapshot, discovery=discovery)
     if record:
         record_observations(registry, contract.message_type, looks, now=now, run_id=run_id)
     scan = scan_dead_letters(
         connection,
         contract,
         plan,
-        management=client,
+        snapshot=snapshot,
+        discovery=discovery,
         scope=dead_letter_scope,
         max_messages=max_dead_letters,
-        discovery=discovery,
-        topology=topology,
-        home_vhost=home,
-        sweep=snapshot.sweep if snapshot is not None else None,
     )
     queues = version_queues(looks, discovery, home)
     if topology is None:
@@ -188,11 +182,10 @@ def audit_versions(
     contracts: Sequence[Contract],
     catalog: Catalog,
     registry: Registry,
-    connection: Any,
+    connection: BrokerConnection,
     last_seen: LastSeen,
     *,
     run_id: str | None,
-    management: ManagementClient | Literal["auto"] = "auto",
     dead_letter_scope: str = "",
     record: bool = True,
     vhosts: Sequence[str] | None = None,
@@ -208,10 +201,7 @@ def audit_versions(
     listed in ``failures`` and the run goes on; a broker that drops the connection stops the run (retry it)."""
     began = time.perf_counter()
     if snapshot is None:
-        client = require_management(
-            management_client(connection) if management == "auto" else management, event_exchange=True
-        )
-        snapshot = TopologySnapshot.read(client, vhosts=vhosts, suffixes=dead_letter_suffixes, keep_alive=connection)
+        snapshot = audit_snapshot(connection, vhosts=vhosts, dead_letter_suffixes=dead_letter_suffixes)
     clock = now or (lambda: datetime.now(UTC))
     results: list[AuditResult] = []
     failures: dict[str, str] = {}
@@ -300,20 +290,10 @@ def queue_counters(
 
 def _moves(contract: Contract, catalog: Catalog, registry: Registry, now: datetime) -> list[Any] | None:
     """Each consumer's move to the successor as the recorder saw it (None: no successor in the catalogue)."""
-    from contract_platform.errors import MigrationSpecError
-    from contract_platform.migration import parse_spec
     from contract_platform.retirement.observed import observed_moves
 
     successor = catalog.successor(contract)
-    if successor is None:
-        return None
-    spec = None
-    if successor.migration is not None:
-        try:
-            spec = parse_spec(successor.migration, str(successor.migration_file))
-        except MigrationSpecError:
-            spec = None  # the contract_change DAG reports the file; the moves are still judged
-    return observed_moves(catalog, contract, successor, spec, registry, now=now)
+    return observed_moves(catalog, contract, successor, registry, now=now) if successor is not None else None
 
 
 def recorded_coverage(

@@ -33,15 +33,17 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pika
 
+from contract_platform import settings
 from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
 from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, ManagementClient
 from contract_platform.amqp.management import BrokerTopology, QueueInfo
 from contract_platform.amqp.peek import PeekOutcome, peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.archive_record import TYPE_HEADERS, message_type_of
 from contract_platform.catalog.model import Contract
 from contract_platform.evidence import Verdict
@@ -49,8 +51,10 @@ from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyon
 from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery
 from contract_platform.retirement.model import CheckName, CheckResult
 
+if TYPE_CHECKING:
+    from contract_platform.retirement.snapshot import TopologySnapshot
+
 __all__ = [
-    "DEAD_LETTER_SUFFIXES",
     "DEFAULT_MAX_MESSAGES",
     "TYPE_HEADERS",
     "DeadLetterScan",
@@ -65,7 +69,6 @@ __all__ = [
     "scan_dead_letters",
 ]
 
-DEAD_LETTER_SUFFIXES = DEFAULT_DEAD_LETTER_SUFFIXES
 DEFAULT_MAX_MESSAGES = 10_000  # per queue: deeper queues are read this far and reported as incomplete
 _SHOWN_IDS = 10
 MAX_BODY_BYTES = 16 * 2**20  # RabbitMQ 4's default max_message_size: a larger body is not parsed
@@ -211,40 +214,39 @@ class DeadLetterSweep:
         return sum(1 for swept in self.queues.values() if swept.outcome.inspected or swept.outcome.skipped)
 
 
-def _dead_letter_queues(
-    plan: TopologyPlan, management: ManagementClient | None, scope: str
-) -> tuple[str, list[str], dict[str, dict[str, Any]]]:
-    """(coverage, queue names, known info by name) from the API, else the version's own."""
-    listed = management.queue_names(prefix=scope) if management is not None else None
-    if listed is not None:
-        return "broker", [name for name in listed if name.lower().endswith(DEAD_LETTER_SUFFIXES)], {}
-    own = plan.queues_of(Role.DLQ, Role.PARKING_LOT)
-    known = {q.name: {"type": q.queue_type, "arguments": dict(q.arguments)} for q in own}
-    return "version", [q.name for q in own if q.name.startswith(scope)], known
-
-
 def scan_dead_letters(
-    connection: Any,
+    connection: BrokerConnection,
     contract: Contract,
     plan: TopologyPlan,
     *,
-    management: ManagementClient | None,
+    snapshot: TopologySnapshot | None,
+    discovery: Discovery | None = None,
     scope: str = "",
     max_messages: int = DEFAULT_MAX_MESSAGES,
-    discovery: Discovery | None = None,
-    topology: BrokerTopology | None = None,
-    home_vhost: str = "/",
-    sweep: DeadLetterSweep | None = None,
+    management: ManagementClient | None = None,
 ) -> DeadLetterScan:
     """Read every dead-letter queue in ``scope`` (a name prefix; empty: all) for messages of ``contract``.
 
-    With ``discovery`` (and the ``topology`` it came from) the queues are the ones it found, in every
-    watched virtual host; a queue in another virtual host is read over a connection of its own.
+    ``snapshot``: the run's read of the broker; the queues are the dead-letter queues ``discovery`` (made
+    from it, here when not given) found in every watched virtual host, by its naming net
+    (``$CONTRACT_DEAD_LETTER_SUFFIXES``); a queue in another virtual host is read over a connection of its
+    own, and each queue once per run (``snapshot.sweep``). Without a snapshot (no management API): the
+    version's own dead-letter queues and parking lots only (coverage ``version``); with ``management`` alone,
+    the queues its listing names by the same naming net (coverage ``broker``, the connection's virtual host).
     """
     version = broker_version(connection)
-    if discovery is not None:
+    if snapshot is not None:
+        found = discovery if discovery is not None else snapshot.discover(contract, plan, scope=scope)
         return _scan_discovered(
-            connection, contract, discovery, topology, home_vhost, version, max_messages, scope, sweep
+            connection,
+            contract,
+            found,
+            snapshot.topology,
+            snapshot.home_vhost,
+            version,
+            max_messages,
+            scope,
+            snapshot.sweep,
         )
     coverage, names, known = _dead_letter_queues(plan, management, scope)
     scans = []
@@ -255,8 +257,22 @@ def scan_dead_letters(
     return DeadLetterScan(coverage, tuple(scans), scope, ".".join(map(str, version)) if version else None)
 
 
+def _dead_letter_queues(
+    plan: TopologyPlan, management: ManagementClient | None, scope: str
+) -> tuple[str, list[str], dict[str, dict[str, Any]]]:
+    """(coverage, queue names, known info by name): the API's listing by the naming net (the same one
+    discovery uses: ``$CONTRACT_DEAD_LETTER_SUFFIXES``, else the defaults), else the version's own queues."""
+    listed = management.queue_names(prefix=scope) if management is not None else None
+    if listed is not None:
+        net = tuple(s.lower() for s in (settings.dead_letter_suffixes() or DEFAULT_DEAD_LETTER_SUFFIXES))
+        return "broker", [name for name in listed if name.lower().endswith(net)], {}
+    own = plan.queues_of(Role.DLQ, Role.PARKING_LOT)
+    known = {q.name: {"type": q.queue_type, "arguments": dict(q.arguments)} for q in own}
+    return "version", [q.name for q in own if q.name.startswith(scope)], known
+
+
 def _scan_discovered(
-    connection: Any,
+    connection: BrokerConnection,
     contract: Contract,
     discovery: Discovery,
     topology: BrokerTopology | None,
@@ -373,7 +389,7 @@ def _info_of(queue: QueueInfo | None) -> dict[str, Any]:
 
 
 @contextmanager
-def _connections(connection: Any, home_vhost: str) -> Iterator[Callable[[str], Any]]:
+def _connections(connection: BrokerConnection, home_vhost: str) -> Iterator[Callable[[str], Any]]:
     """``connect(vhost)``: the audit's connection for its own virtual host, a sibling for any other (closed after)."""
     opened: dict[str, Any] = {}
 
@@ -381,7 +397,8 @@ def _connections(connection: Any, home_vhost: str) -> Iterator[Callable[[str], A
         if vhost == home_vhost:
             return connection
         if vhost not in opened:
-            params = copy.copy(connection._impl.params)
+            # pika keeps a connection's parameters on its private _impl, which its stubs do not list
+            params = copy.copy(connection._impl.params)  # type: ignore[attr-defined]
             params.virtual_host = vhost
             opened[vhost] = pika.BlockingConnection(params)
         return opened[vhost]
@@ -394,7 +411,12 @@ def _connections(connection: Any, home_vhost: str) -> Iterator[Callable[[str], A
 
 
 def _scan_queue(
-    connection: Any, contract: Contract, name: str, info: Mapping[str, Any], version: Any, max_messages: int
+    connection: BrokerConnection,
+    contract: Contract,
+    name: str,
+    info: Mapping[str, Any],
+    version: Any,
+    max_messages: int,
 ) -> QueueScan:
     scan = QueueScan(name)
 

@@ -17,17 +17,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from contract_platform.amqp.connection import broker_errors, describe_broker
-from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
-from contract_platform.amqp.management import BrokerTopology, ConsumerInfo, QueueInfo
+from contract_platform.amqp.inspection import QueueState, inspect_queue
+from contract_platform.amqp.management import ConsumerInfo, QueueInfo
 from contract_platform.amqp.topology import Role, TopologyPlan
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.records import ObservationSource
 from contract_platform.retirement.dead_letters import GONE, Probe
 from contract_platform.retirement.discovery import Considered, Discovery
 from contract_platform.retirement.model import CheckName, CheckResult
+
+if TYPE_CHECKING:
+    from contract_platform.retirement.snapshot import TopologySnapshot
 
 __all__ = ["AUDITED_ROLES", "QueueLook", "check_queues", "observe_queues", "record_observations"]
 
@@ -71,28 +75,30 @@ class QueueLook:
 
 
 def observe_queues(
-    connection: Any,
+    connection: BrokerConnection,
     plan: TopologyPlan,
     *,
-    management: ManagementClient | None | Literal["auto"] = "auto",
+    snapshot: TopologySnapshot | None = None,
     discovery: Discovery | None = None,
-    topology: BrokerTopology | None = None,
-    home_vhost: str = "/",
 ) -> list[QueueLook]:
     """Inspect each queue of the version (``BrokerError`` / ``BrokerUnavailable`` propagate).
 
-    Without ``discovery``: the audited queues of ``plan`` only (what AMQP alone can find).
+    ``snapshot``: the run's read of the broker (its management client, topology and home virtual host);
+    ``discovery``: the version's queues found in it. Without them: the audited queues of ``plan`` only
+    (what AMQP alone can find).
     """
-    if discovery is None:
+    management = snapshot.client if snapshot is not None else None
+    if discovery is None or snapshot is None:
         return [
             QueueLook(queue.name, queue.role, inspect_queue(connection, queue.name, management=management))
             for queue in plan.queues_of(*AUDITED_ROLES)
         ]
+    topology, home_vhost = snapshot.topology, snapshot.home_vhost
     looks = []
     probe = Probe(lambda _vhost: connection)  # one channel for the version's passive declares
     try:
         for entry in discovery.receivers:
-            hosted = topology.vhosts.get(entry.vhost) if topology is not None else None
+            hosted = topology.vhosts.get(entry.vhost)
             info = hosted.queues.get(entry.queue) if hosted is not None else None
             if entry.vhost == home_vhost and info is not None and info.owner is None:
                 state = _probed(connection, probe, entry.queue, info)
@@ -107,7 +113,7 @@ def observe_queues(
     return looks
 
 
-def _probed(connection: Any, probe: Probe, name: str, info: QueueInfo) -> QueueState:
+def _probed(connection: BrokerConnection, probe: Probe, name: str, info: QueueInfo) -> QueueState:
     """A listed queue of the connection's virtual host: exact ready and consumer counts by passive declare."""
     with broker_errors(describe_broker(connection)):
         counts = probe.counts(home_of(connection), name)
@@ -118,7 +124,7 @@ def _probed(connection: Any, probe: Probe, name: str, info: QueueInfo) -> QueueS
     return _listed(QueueState(name, exists=True, ready=counts[0], consumers=counts[1]), info)
 
 
-def home_of(connection: Any) -> str:
+def home_of(connection: BrokerConnection) -> str:
     params = getattr(getattr(connection, "_impl", None), "params", None)
     vhost = getattr(params, "virtual_host", None)
     return vhost if isinstance(vhost, str) else "/"

@@ -82,6 +82,19 @@ def record_audit(result: AuditResult, registry: Registry, *, reference: str | Pa
     )
 
 
+@dataclass(frozen=True)
+class KeptAudit:
+    paths: AuditPaths
+    evidence: EvidenceRecord
+
+
+def keep_audit(result: AuditResult, registry: Registry, docs_dir: str | Path) -> KeptAudit:
+    """What the DAG and ``contractctl audit --record`` keep of an audit: the bundle, then the evidence that
+    references its timestamped JSON (the order matters: evidence never points at a file not yet written)."""
+    paths = write_audit_bundle(result, docs_dir)
+    return KeptAudit(paths, record_audit(result, registry, reference=paths.snapshot))
+
+
 def _write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text, encoding="utf-8")

@@ -47,7 +47,7 @@ from contract_platform.retirement import (
     VersionQueue,
     audit_version,
 )
-from contract_platform.retirement.audit import judge_readers
+from contract_platform.retirement.audit import audit_snapshot, judge_readers
 from contract_platform.store import Registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -83,8 +83,8 @@ class Audits:
             last_seen,
             now=datetime.now(UTC),
             run_id="test",
+            snapshot=audit_snapshot(self.connection, vhosts=vhosts),
             dead_letter_scope=self.prefix,
-            vhosts=vhosts,
         )
 
 

@@ -27,6 +27,7 @@ from contract_platform.retirement import (
     audit_version,
     retire_if_proven,
 )
+from contract_platform.retirement.audit import audit_snapshot
 from contract_platform.store import Registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -66,6 +67,7 @@ def run_audit(
         last_seen,
         now=datetime.now(UTC),
         run_id="test",
+        snapshot=audit_snapshot(connection),
         dead_letter_scope=prefix,
     )
 
@@ -180,7 +182,7 @@ def test_without_the_management_api_the_audit_cannot_pass(
         long_ago(),
         now=datetime.now(UTC),
         run_id="test",
-        management=None,
+        snapshot=None,
         dead_letter_scope=prefix,
     )
     assert result.verdict is Verdict.UNKNOWN

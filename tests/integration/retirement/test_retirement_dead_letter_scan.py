@@ -54,7 +54,9 @@ def test_the_scan_finds_the_type_and_leaves_depth_and_order_unchanged(
         published[queue] = publish_mixed(channel, queue, queue.rsplit(".", 1)[-1])
     depth_before = {queue: passive_queue(connection, queue) for queue in queues}
 
-    scan = scan_dead_letters(connection, contract, plan_topology(contract), management=management, scope=prefix)
+    scan = scan_dead_letters(
+        connection, contract, plan_topology(contract), snapshot=None, management=management, scope=prefix
+    )
 
     assert scan.coverage == "broker"
     by_name = {q.queue: q for q in scan.queues}
@@ -83,7 +85,9 @@ def test_a_quorum_queue_with_a_delivery_limit_is_flagged_and_never_read(
     channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum", "x-delivery-limit": 2})
     ids = publish_mixed(channel, queue, "fragile")
 
-    scan = scan_dead_letters(connection, contract, plan_topology(contract), management=management, scope=prefix)
+    scan = scan_dead_letters(
+        connection, contract, plan_topology(contract), snapshot=None, management=management, scope=prefix
+    )
     result = check_dead_letters(contract, scan)
 
     [scanned] = scan.queues
@@ -105,7 +109,7 @@ def test_without_the_management_api_only_the_own_queues_are_scanned_and_it_says_
     connection.channel().queue_declare(foreign, durable=True)
     connection.channel().basic_publish("", foreign, b"{}", pika.BasicProperties(type=V1))
 
-    scan = scan_dead_letters(connection, contract, plan, management=None, scope=prefix)
+    scan = scan_dead_letters(connection, contract, plan, snapshot=None, scope=prefix)
     result = check_dead_letters(contract, scan)
 
     assert scan.coverage == "version" and foreign not in {q.queue for q in scan.queues}

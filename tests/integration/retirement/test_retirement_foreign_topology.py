@@ -32,6 +32,7 @@ from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.evidence import Verdict
 from contract_platform.retirement import AuditResult, LastSeen, TypeLastSeen, audit_version, write_audit_bundle
+from contract_platform.retirement.snapshot import TopologySnapshot
 from contract_platform.store import Registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -108,8 +109,7 @@ def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str, vhost
         last_seen,
         now=datetime.now(UTC),
         run_id="test",
-        management=ManagementClient.from_amqp_url(url_of(vhost)),
-        vhosts=list(vhosts),
+        snapshot=TopologySnapshot.read(ManagementClient.from_amqp_url(url_of(vhost)), vhosts=list(vhosts)),
     )
 
 

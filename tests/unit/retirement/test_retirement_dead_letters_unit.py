@@ -141,7 +141,7 @@ def test_the_scan_reads_up_to_the_depth_and_requeues_everything_with_one_nack() 
     dlq = plan.queues[0].name
     connection = FakeConnection([depth, reader])
 
-    scan = scan_dead_letters(connection, contract, plan, management=None, scope=dlq)
+    scan = scan_dead_letters(connection, contract, plan, snapshot=None, scope=dlq)
 
     [queue] = scan.queues
     assert (queue.depth, queue.inspected, queue.matching, queue.untyped) == (5, 5, 2, 1)
@@ -172,3 +172,28 @@ def test_verdicts_fail_on_a_message_of_the_type_and_are_unknown_when_not_everyth
     assert own_only.verdict is Verdict.UNKNOWN and "management API" in (own_only.blocker or "")
     vanished = QueueScan("f.dlq", vanished=True)
     assert check_dead_letters(contract, DeadLetterScan("broker", (vanished,))).verdict is Verdict.PASS
+
+
+class ListingOnly:
+    """A management API that lists queue names only (what the listing branch asks of it)."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    def queue_names(self, prefix: str = "") -> list[str]:
+        return [name for name in self.names if name.startswith(prefix)]
+
+    def queue(self, _name: str) -> None:
+        return None
+
+
+def test_the_listing_takes_dead_letter_queues_by_the_configured_naming_net(monkeypatch) -> None:
+    from contract_platform.retirement.dead_letters import _dead_letter_queues
+
+    plan = plan_topology(migrating_contract(V1))
+    listing = ListingOnly(["orders.dlq", "orders.failed", "orders.work"])
+    assert _dead_letter_queues(plan, listing, "")[1] == ["orders.dlq"]  # type: ignore[arg-type]
+
+    monkeypatch.setenv("CONTRACT_DEAD_LETTER_SUFFIXES", ".failed")
+
+    assert _dead_letter_queues(plan, listing, "") == ("broker", ["orders.failed"], {})  # type: ignore[arg-type]
