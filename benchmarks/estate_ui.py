@@ -109,6 +109,16 @@ def _run_pages(catalog_dir: Path, registry: Any, repeat: int) -> dict[str, Any]:
     for name, build in (
         ("one run", lambda: views.run_activity(catalog, registry, "contract_change", "estate__2")),
         ("latest 20 runs of envelope_quality", lambda: views.dag_activity(catalog, registry, "envelope_quality")),
+        (
+            "task page: a page of envelope_quality runs",
+            lambda: views.dag_activity(catalog, registry, "envelope_quality", limit=views.RUNS_PER_PAGE + 1),
+        ),
+        (
+            "task page 3",
+            lambda: views.dag_activity(
+                catalog, registry, "envelope_quality", limit=views.RUNS_PER_PAGE + 1, offset=2 * views.RUNS_PER_PAGE
+            ),
+        ),
     ):
         seconds = []
         for _ in range(repeat):

@@ -375,3 +375,23 @@ def test_openapi_spec_fuzzing_finds_no_server_error(case: Any, store: str, auth:
     """Every documented operation, with generated parameters and a valid token: never a 5xx, and the
     JSON answers match their documented models."""
     case.call_and_validate(headers=auth, checks=[not_a_server_error, response_schema_conformance])
+
+
+def test_contract_page_shows_each_consumers_move_with_its_owner(client, auth) -> None:
+    """The migration section lists v1's consumers (docs/consumer-impact.md): what each must change and whether
+    the broker shows it moved; with no recorder coverage in this store, that is unknown and says why."""
+    page = client.get(f"/contracts/c/{seed.MIGRATED_FROM}", headers=auth).text
+    section = page[page.index('<section id="migration">') : page.index('<section id="retirement">')]
+    assert "<code>accounting-service</code>" in section and "finance-systems, finance-systems@example.com" in section
+    assert 'class="move-unknown">unknown' in section and "no broker activity was recorded" in section
+    assert "<code>/payload/amount</code>: transformed by decimalToMinorUnits" in section
+
+
+def test_task_page_pages_through_the_runs(client, auth) -> None:
+    path = "/contracts/dags/contract_change/tasks/reconcile_lifecycle"
+    first = client.get(path, headers=auth).text
+    assert RUN_ID in first and 'rel="next"' not in first  # one page holds the seed's runs
+    second = client.get(path, params={"page": 2}, headers=auth)
+    assert second.status_code == 200 and RUN_ID not in second.text and "No older run" in second.text
+    assert 'rel="prev" href="?page=1"' in second.text
+    assert client.get(path, params={"page": 0}, headers=auth).status_code == 422

@@ -141,6 +141,13 @@ def run(args: argparse.Namespace) -> int:
                 f"{'' if in_flight is None else f' and {in_flight} in-flight'} messages rejected within "
                 + ("its reads" if consumer["reads"] == "declared" else "everything it reads (no reads declared)")
             )
+        for consumer in figures["source_consumers"]:
+            in_flight = consumer["in_flight_changed"]
+            out(
+                f"     consumer {consumer['service']} of {figures['source_type']}: {consumer['archived_changed']} "
+                f"archived{'' if in_flight is None else f' and {in_flight} in-flight'} messages change in what it "
+                "reads (the migration renames, transforms or drops it)"
+            )
     out(
         f"{report.contracts} contracts checked: {len(report.findings)} lint findings, "
         f"{sum(1 for r in report.compatibility if not r.ok)} compatibility failures — {'OK' if ok else 'FAILED'}"

@@ -21,7 +21,6 @@ from contract_platform.errors import BrokerError, UsageError
 if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.evidence.records import EvidenceRecord
-    from contract_platform.migration.spec import MigrationSpec
 
 HELP = "a v<N-1> -> v<N> migration: parity, lag, consumers per version over time, the bridge's queue"
 PARITY_HISTORY = 10
@@ -43,20 +42,19 @@ def run(args: argparse.Namespace) -> int:
     return {"status": _status}[args.action](args)
 
 
-def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract, MigrationSpec]:
-    """(older, newer, the newer's migration.yaml) for either side of a migration."""
+def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract]:
+    """(older, newer) for either side of a migration."""
     from contract_platform.migration import parity_route, parse_spec
 
-    contract = catalog.get(message_type)
-    if contract is None:
-        raise UsageError(f"{message_type!r} is not a messageType of the catalogue {catalog.root}")
+    contract = catalog.require(message_type)
     if contract.migration is not None:
         spec = parse_spec(contract.migration, str(contract.migration_file))
         source = catalog.get(spec.source)
         if source is None:
             raise UsageError(f"{contract.migration_file} migrates {spec.source}, which is not in the catalogue")
-        return source, contract, spec
-    return parity_route(catalog, message_type)
+        return source, contract
+    source, target, _ = parity_route(catalog, message_type)
+    return source, target
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -68,13 +66,13 @@ def _status(args: argparse.Namespace) -> int:
     if args.last < 1:
         raise UsageError(f"--last must be at least 1, not {args.last}")
     catalog = load(args.catalog)
-    source, target, spec = _pair(catalog, args.type)
+    source, target = _pair(catalog, args.type)
     registry = Registry.open(args.registry)
     try:
         history = registry.evidence(source.message_type, "migration_parity", limit=PARITY_HISTORY)
         states = {c.message_type: registry.effective(c.message_type) for c in (source, target)}
         series = cutover_series(registry, [source, target], limit=args.last)
-        moves = observed_moves(catalog, source, target, spec, registry)
+        moves = observed_moves(catalog, source, target, registry)
     finally:
         registry.close()
     document = {

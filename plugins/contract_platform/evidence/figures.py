@@ -372,6 +372,8 @@ class ReplayFigures(Figures):
     reasons: tuple[str, ...] = ()
     # per consumer: service, reads (declared | everything), archived_rejected, in_flight_rejected
     consumers: tuple[Mapping[str, Any], ...] = ()
+    # for a migration, per consumer of the old major: service, archived_changed, in_flight_changed
+    source_consumers: tuple[Mapping[str, Any], ...] = ()
 
 
 KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {

@@ -87,6 +87,8 @@ class Tally:
     unreadable_reasons: Counter[str] = field(default_factory=Counter)
     # rejected messages per consumer whose reads cover a rejected place (docs/consumer-impact.md)
     consumers: Counter[str] = field(default_factory=Counter)
+    # for a migration: messages whose fields an old consumer reads the migration renames, transforms or drops
+    changed: Counter[str] = field(default_factory=Counter)
 
     @property
     def rejection_rate(self) -> float:
@@ -113,6 +115,7 @@ class Tally:
         self.already_invalid += other.already_invalid
         self.pointers.update(other.pointers)
         self.consumers.update(other.consumers)
+        self.changed.update(other.changed)
         self.samples.extend(other.samples[: max(0, SAMPLES - len(self.samples))])
         self.unreadable += other.unreadable
         for reason, count in other.unreadable_reasons.items():
@@ -140,6 +143,7 @@ class Tally:
                 "unreadable": self.unreadable,
                 "unreadable_reasons": [[reason, n] for reason, n in self.unreadable_reasons.items()],
                 "consumers": [[service, n] for service, n in self.consumers.items()],
+                "changed": [[service, n] for service, n in self.changed.items()],
             }
         ).decode("utf-8")
 
@@ -149,6 +153,7 @@ class Tally:
         pointers: Counter[tuple[str, str]] = Counter({(p, k): n for p, k, n in data["pointers"]})
         reasons: Counter[str] = Counter({reason: n for reason, n in data.get("unreadable_reasons", [])})
         consumers: Counter[str] = Counter({service: n for service, n in data.get("consumers", [])})
+        changed: Counter[str] = Counter({service: n for service, n in data.get("changed", [])})
         return cls(
             data["replayed"],
             data["rejected"],
@@ -158,6 +163,7 @@ class Tally:
             int(data.get("unreadable", 0)),
             reasons,
             consumers,
+            changed,
         )
 
 
@@ -200,13 +206,23 @@ class ReplayJudge:
         self.candidate_checker = checker if checker is not None else RecordChecker(catalog)
         self.current_checker = self.candidate_checker
         self.migrate: Any = None
+        self.changes_for: list[tuple[str, frozenset[str]]] = []  # old consumer -> payload fields it must re-read
         if plan.migrated:
+            from contract_platform.impact.moves import fates_of
             from contract_platform.migration.engine import compile_spec
             from contract_platform.migration.spec import parse_spec
 
             target = catalog.get(plan.message_type)
             assert target is not None and plan.migration is not None
-            self.migrate = compile_spec(parse_spec(plan.migration, str(target.migration_file))).for_target(target)
+            spec = parse_spec(plan.migration, str(target.migration_file))
+            self.migrate = compile_spec(spec).for_target(target)
+            source = catalog.get(plan.source_type)
+            if source is not None:
+                for consumer in source.consumers:
+                    fates = fates_of(consumer.reads, spec, source.payload_schema)
+                    fields = frozenset(parse_read(f.field)[1] for f in fates if len(parse_read(f.field)) > 1)
+                    if fields:
+                        self.changes_for.append((consumer.service, fields))
         elif plan.current_schema is not None:
             candidate = catalog.get(plan.message_type)
             assert candidate is not None
@@ -237,7 +253,7 @@ class ReplayJudge:
             if _schema_findings(checked.findings):
                 tally.already_invalid += 1
                 return True
-            found = self._migrated_findings(line)
+            found = self._migrated_findings(line, tally)
         else:
             found = _schema_findings(checked.findings)
             if found and self.current_checker is not self.candidate_checker:
@@ -262,10 +278,13 @@ class ReplayJudge:
             if reads is None or any(covers(read, place) for read in reads for place in places)
         ]
 
-    def _migrated_findings(self, line: str | bytes) -> list[tuple[str, str]]:
+    def _migrated_findings(self, line: str | bytes, tally: Tally) -> list[tuple[str, str]]:
         record = orjson.loads(line)
         try:
             envelope = orjson.loads(record["body"])
+            payload = envelope.get("payload") if isinstance(envelope, dict) else None
+            if isinstance(payload, dict):  # what the migration changes of what each old consumer reads
+                tally.changed.update(service for service, fields in self.changes_for if not fields.isdisjoint(payload))
             record["body"] = orjson.dumps(self.migrate(envelope)).decode("utf-8")
         except MessageNotMigratable as exc:
             return [(exc.pointer or "", "migration")]

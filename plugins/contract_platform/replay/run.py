@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from contract_platform import evidence
+from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import History, compatibility_of
 from contract_platform.errors import BrokerError, ContractPlatformError, UsageError
@@ -246,6 +247,7 @@ class ReplayResult:
             "sample_message_ids": combined.samples,
             "in_flight": self.in_flight.figures(),
             "consumers": self.consumer_figures(),
+            "source_consumers": self.source_consumer_figures(),
             "static_verdict": str(self.target.static),
             "narrowing_only": self.target.narrowing_only,
             "decision": str(self.decision.decision),
@@ -264,6 +266,22 @@ class ReplayResult:
                 "in_flight_rejected": None if in_flight is None else in_flight.get(consumer.service, 0),
             }
             for consumer in self.target.contract.consumers
+        ]
+
+    def source_consumer_figures(self) -> list[dict[str, Any]]:
+        """For a migration: per consumer of the old major, the messages whose fields it reads the migration
+        renames, transforms or drops (what it must re-read after moving; docs/consumer-impact.md)."""
+        if not self.target.plan.migrated:
+            return []
+        in_flight = self.in_flight.tally.changed if self.in_flight.checked else None
+        services = sorted({*self.archive.changed, *(in_flight or ())})
+        return [
+            {
+                "service": service,
+                "archived_changed": self.archive.changed.get(service, 0),
+                "in_flight_changed": None if in_flight is None else in_flight.get(service, 0),
+            }
+            for service in services
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -354,7 +372,7 @@ def replay_versions(
         close_quietly(connection)
 
 
-def broker_in_flight(connection: Any, management: Any) -> InFlightOf:
+def broker_in_flight(connection: BrokerConnection, management: Any) -> InFlightOf:
     """In-flight messages of each target read through ``connection`` (the version's own queues and the DLQs
     discovery attributes to it), over one read of the broker's topology shared by the targets."""
     from contract_platform.amqp.management import probe_management

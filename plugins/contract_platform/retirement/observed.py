@@ -26,10 +26,10 @@ from contract_platform.evidence.records import CoverageGap, ReaderSession
 from contract_platform.impact import ObservedReaders
 
 if TYPE_CHECKING:
+    from contract_platform.amqp.types import BrokerConnection
     from contract_platform.catalog.model import Catalog
     from contract_platform.evidence import Registry
     from contract_platform.impact.moves import ConsumerMove
-    from contract_platform.migration.spec import MigrationSpec
 
 __all__ = [
     "BrokerReaders",
@@ -55,7 +55,7 @@ class BrokerReaders:
     problem: str | None = None
 
 
-def broker_readers(contract: Contract, connection: Any, *, snapshot: Any = None) -> BrokerReaders:
+def broker_readers(contract: Contract, connection: BrokerConnection, *, snapshot: Any = None) -> BrokerReaders:
     """Every queue that receives ``contract`` in the watched virtual hosts, and the consumers on them now.
 
     ``snapshot``: the broker's topology read once for many versions (``retirement.snapshot``)."""
@@ -147,12 +147,12 @@ class ReadersSource:
     opened at the first contract that needs them (most changes never ask). ``connect`` None or failing: the
     topology is a named blind spot. Close it (or use it as a context manager) to close the connection."""
 
-    def __init__(self, registry: Registry | None, connect: Callable[[], Any] | None) -> None:
+    def __init__(self, registry: Registry | None, connect: Callable[[], BrokerConnection] | None) -> None:
         self.registry = registry
         self.connect = connect
         self._read = False
         self._snapshot: Any = None
-        self._connection: Any = None
+        self._connection: BrokerConnection | None = None
         self._problem: str | None = None
 
     def _topology(self) -> None:
@@ -177,7 +177,7 @@ class ReadersSource:
 
     def __call__(self, contract: Contract) -> ObservedReaders:
         self._topology()
-        if self._snapshot is None:
+        if self._snapshot is None or self._connection is None:  # a snapshot is read over a connection
             broker = BrokerReaders(problem=self._problem or "the broker's topology could not be read")
         else:
             broker = broker_readers(contract, self._connection, snapshot=self._snapshot)
@@ -217,17 +217,27 @@ def observed_moves(
     catalog: Catalog,
     source: Contract,
     target: Contract,
-    spec: MigrationSpec | None,
     registry: Registry | None,
     *,
     now: datetime | None = None,
     live: Sequence[ReaderSession] = (),
 ) -> list[ConsumerMove]:
-    """``consumer_moves`` with the reader sessions the recorder stored for both versions' consumer queues over
-    the old version's observation window, and ``live`` (consumers on those queues now, when the caller read
-    the broker). A recorder gap or no coverage makes the state unknown, saying so."""
+    """``consumer_moves`` from ``source`` to ``target`` (under the target's ``migration.yaml``; one that cannot
+    be read, or none, lists no field to change: lint and contract_change report the file) with the reader
+    sessions the recorder stored for both versions' consumer queues over the old version's observation
+    window, and ``live`` (consumers on those queues now, when the caller read the broker). A recorder gap or
+    no coverage makes the state unknown, saying so."""
+    from contract_platform.errors import MigrationSpecError
     from contract_platform.impact.moves import consumer_moves
+    from contract_platform.migration.spec import parse_spec
     from contract_platform.retirement.audit import recorded_coverage
+
+    spec = None
+    if target.migration is not None:
+        try:
+            spec = parse_spec(target.migration, str(target.migration_file))
+        except MigrationSpecError:
+            spec = None
 
     if registry is None:
         return consumer_moves(catalog, source, target, spec, sessions=None, unknown="no registry store")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
@@ -62,7 +62,13 @@ def render(request: Request, name: str, urls: Urls, user: Any, code: int = 200, 
     return templates.TemplateResponse(request, name, context, status_code=code)
 
 
-def _options(catalog: Catalog) -> dict[str, list[str]]:
+class _Options(TypedDict):
+    domains: list[str]
+    owners: list[str]
+    statuses: list[str]
+
+
+def _options(catalog: Catalog) -> _Options:
     return {
         "domains": sorted({c.domain for c in catalog}),
         "owners": sorted({c.owner.team for c in catalog}),
@@ -177,9 +183,20 @@ def run_page(
 
 @router.get("/dags/{dag_id}/tasks/{task_id}", summary="Contracts recent runs of a DAG acted on")
 def task_page(
-    request: Request, dag_id: str, task_id: str, catalog: CatalogDep, registry: RegistryDep, urls: UrlsDep, user: User
+    request: Request,
+    dag_id: str,
+    task_id: str,
+    catalog: CatalogDep,
+    registry: RegistryDep,
+    urls: UrlsDep,
+    user: User,
+    page: Annotated[int, Query(ge=1, le=1000, description="page of runs, newest first")] = 1,
 ) -> HTMLResponse:
     if not can_read_dag_runs(user, dag_id):
         raise HTTPException(status.HTTP_403_FORBIDDEN, f"you may not read the runs of DAG {dag_id!r}")
-    runs = views.dag_activity(catalog, registry, dag_id)
-    return render(request, "run.html", urls, user, runs=runs, dag_id=dag_id, task_id=task_id)
+    size = views.RUNS_PER_PAGE
+    runs = views.dag_activity(catalog, registry, dag_id, limit=size + 1, offset=(page - 1) * size)
+    more = len(runs) > size
+    return render(
+        request, "run.html", urls, user, runs=runs[:size], dag_id=dag_id, task_id=task_id, page=page, more=more
+    )

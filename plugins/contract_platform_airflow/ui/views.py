@@ -24,7 +24,9 @@ from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
 from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.records import EvidenceRecord, RefusalRecord, TransitionRecord
+from contract_platform.impact.moves import ConsumerMove
 from contract_platform.lifecycle import GuardContext, check_step
+from contract_platform.retirement.observed import observed_moves
 from contract_platform.status import contract_status, evidence_summary, overview, status_entry
 
 __all__ = [
@@ -170,6 +172,8 @@ class MigrationView:
     from_type: str
     to_type: str
     parity: EvidenceItem | None
+    # per consumer of the older version: what it must change, whether it has moved (impact.moves)
+    moves: tuple[ConsumerMove, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -875,7 +879,9 @@ def _migrations(catalog: Catalog, registry: Registry, contract: Contract) -> Ite
         if older is None or newer is None or older.message_type == newer.message_type:
             continue
         latest = registry.latest_evidence(older.message_type, EvidenceKind.MIGRATION_PARITY)
-        yield MigrationView(older.message_type, newer.message_type, evidence_item(latest) if latest else None)
+        parity = evidence_item(latest) if latest else None
+        moves = tuple(observed_moves(catalog, older, newer, registry))
+        yield MigrationView(older.message_type, newer.message_type, parity, moves)
 
 
 # -- DAG runs --------------------------------------------------------------------------------------
@@ -959,22 +965,28 @@ def run_activity(catalog: Catalog, registry: Registry, dag_id: str, run_id: str)
     return _activity(dag_id, run_id, _touches(catalog, registry, dag_id, run_id))
 
 
-def dag_activity(catalog: Catalog, registry: Registry, dag_id: str, limit: int = 20) -> list[RunActivity]:
-    """The latest ``limit`` runs of ``dag_id`` that acted on contracts, newest first.
+RUNS_PER_PAGE = 5  # a run of an estate touches every type: 5 runs of 2,000 types are 10,000 rows a page
 
-    With the SQL store only the latest runs are read (``RunReads.run_times`` first), never the whole history.
+
+def dag_activity(
+    catalog: Catalog, registry: Registry, dag_id: str, limit: int = 20, offset: int = 0
+) -> list[RunActivity]:
+    """The latest runs of ``dag_id`` that acted on contracts, newest first: ``limit`` of them after skipping
+    the ``offset`` newest (a page of the task page).
+
+    With the SQL store only those runs are read (``RunReads.run_times`` first), never the whole history.
     """
     reads = _run_reads(registry)
     candidates = None
     if reads is not None:
         times = reads.run_times(f"dag:{dag_id}", _claimed_kinds(dag_id))
-        candidates = sorted(times, key=lambda run: times[run], reverse=True)[
-            : limit + 20
-        ]  # some may touch no known type
+        newest = sorted(times, key=lambda run: times[run], reverse=True)
+        candidates = newest[offset : offset + limit + 20]  # some may touch no known type
+        offset = 0  # the candidates start at the page already
     runs: dict[str, list[_Touch]] = {}
     for touch in _touches(catalog, registry, dag_id, None, run_ids=candidates):
         runs.setdefault(touch.run_id, []).append(touch)
-    latest = sorted(runs.items(), key=lambda item: max(t.at for t in item[1]), reverse=True)[:limit]
+    latest = sorted(runs.items(), key=lambda item: max(t.at for t in item[1]), reverse=True)[offset : offset + limit]
     return [_activity(dag_id, run_id, touches) for run_id, touches in latest]
 
 

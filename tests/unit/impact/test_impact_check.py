@@ -40,7 +40,9 @@ def _narrow(catalogue: Path, field: str, version: str = "1.3.0") -> None:
 def _readers_perspective(catalogue: Path) -> None:
     contract = catalogue / "order/order-created/v1/contract.yaml"
     text = contract.read_text()
-    contract.write_text(text.replace("compatibility: BACKWARD", "compatibility: {mode: BACKWARD, perspective: readers}"))
+    contract.write_text(
+        text.replace("compatibility: BACKWARD", "compatibility: {mode: BACKWARD, perspective: readers}")
+    )
 
 
 def test_check_names_the_one_consumer_a_change_breaks_with_its_owner(capsys, tmp_path, catalog_dir) -> None:
@@ -140,7 +142,11 @@ def test_an_accepted_break_still_needs_a_minor_version(perspective_catalogue: Pa
             Condition.UNDECLARED_READER,
             "pricing-notebook",
         ),
-        (ObservedReaders([], (), blind=("queues bound to the version (API off)",)), Condition.READERS_UNKNOWN, "API off"),
+        (
+            ObservedReaders([], (), blind=("queues bound to the version (API off)",)),
+            Condition.READERS_UNKNOWN,
+            "API off",
+        ),
     ],
 )
 def test_readers_perspective_refusal_keeps_the_writer_verdict_and_says_why(
@@ -190,7 +196,9 @@ def test_observed_readers_come_from_the_recorder_and_its_gaps_are_named(perspect
     since = NOW - contract.retirement.observation_span
     registry.open_coverage_segment("seg-1", started_at=since - timedelta(hours=1), host="test")
     registry.extend_coverage("seg-1", covered_from=since - timedelta(hours=1), until=NOW)
-    registry.store_broker_events([_consumer_created("adhoc.order-created", "pricing-notebook", NOW - timedelta(days=2))])
+    registry.store_broker_events(
+        [_consumer_created("adhoc.order-created", "pricing-notebook", NOW - timedelta(days=2))]
+    )
 
     seen = observe_readers(contract, registry, queues, now=NOW)
 

@@ -108,7 +108,7 @@ def test_observed_moves_read_the_recorders_sessions_and_say_when_there_are_none(
     catalog, v1, v2, spec = pair
     now = datetime.now(UTC)
     with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
-        assert {m.state for m in observed_moves(catalog, v1, v2, spec, registry, now=now)} == {"unknown"}
+        assert {m.state for m in observed_moves(catalog, v1, v2, registry, now=now)} == {"unknown"}
         since = now - v1.retirement.observation_span - timedelta(hours=1)
         registry.open_coverage_segment("s", started_at=since, host="t")
         registry.extend_coverage("s", covered_from=since, until=now)
@@ -116,7 +116,7 @@ def test_observed_moves_read_the_recorders_sessions_and_say_when_there_are_none(
         fields = {"queue": v2_queue, "consumer_tag": "c1", "channel": "<ch1>"}
         registry.store_broker_events([BrokerEvent("e1", "consumer.created", now - timedelta(hours=2), "/", fields)])
 
-        moves = observed_moves(catalog, v1, v2, spec, registry, now=now)
+        moves = observed_moves(catalog, v1, v2, registry, now=now)
 
     assert [(m.service, m.state) for m in moves] == [
         ("accounting-service", "moved"),

@@ -69,3 +69,28 @@ def test_check_replay_shows_each_consumers_rejections(capsys, tmp_path: Path, ca
     by_service = {c["service"]: c for c in replayed["figures"]["consumers"]}
     assert by_service["fulfillment-service"]["archived_rejected"] == 3
     assert by_service["analytics-service"]["in_flight_rejected"] is None  # the broker was not read
+
+
+def test_a_migration_counts_per_old_consumer_the_messages_whose_read_fields_it_changes(catalog_dir: Path) -> None:
+    """billing.invoice-issued.v2 replays v1's traffic migrated: both v1 consumers read /payload/amount, which the
+    migration transforms into minor units, so every migrated message changes what they read."""
+    from benchmarks.generate_archive import archive_record
+
+    from contract_platform.catalog import load_catalog
+    from contract_platform.replay.run import replay_targets
+
+    catalog = load_catalog(catalog_dir)
+    v1 = catalog.get("billing.invoice-issued.v1")
+    [target] = replay_targets(catalog, lambda _c: [], ["billing.invoice-issued.v2"])
+    template = json.loads(
+        (catalog_dir / "billing/invoice-issued/v1/fixtures/valid/eur-issued-net30-inv-10001.json").read_text()
+    )
+    judge = judge_for(CatalogBundle.read(str(catalog_dir)), target.plan)
+    tally = Tally()
+    for number in range(4):
+        envelope = json.loads(json.dumps(template))
+        envelope["metadata"]["messageId"] = f"m-{number}"
+        judge.replay(json.dumps(archive_record(v1, envelope, datetime.now(UTC).isoformat())), tally)
+
+    assert tally.replayed == 4 and tally.rejected == 0
+    assert dict(tally.changed) == {"accounting-service": 4, "notification-service": 4}

@@ -52,3 +52,32 @@ def test_run_pages_and_the_catalogue_read_in_batches_what_they_read_per_type(sql
         )  # type: ignore[arg-type]
         now = seeded.now
         assert views.catalogue(catalog, registry, now) == views.catalogue(catalog, alone, now)  # type: ignore[arg-type]
+
+
+def test_the_task_page_reads_its_runs_a_page_at_a_time(sqlite_url: str, catalog) -> None:
+    """Seven runs of envelope_quality, newest first, five a page: the second page holds the two oldest, the same
+    whether the store reads only those runs or every type's history."""
+    from datetime import UTC, datetime, timedelta
+
+    from contract_platform_airflow.ui import views
+
+    base = datetime(2026, 11, 1, tzinfo=UTC)
+    runs = [f"scheduled__2026-11-0{day}T01:00:00+00:00" for day in range(1, 8)]
+    with Registry.open(sqlite_url) as registry:
+        for day, run_id in enumerate(runs):
+            registry.add_evidence(
+                "order.order-created.v1",
+                contract_version="1.2.0",
+                kind="envelope_quality",
+                verdict="pass",
+                figures={},
+                run_id=run_id,
+                collected_at=base + timedelta(days=day),
+            )
+        alone = _OneTypeAtATime(registry)
+        size = views.RUNS_PER_PAGE
+        first = views.dag_activity(catalog, registry, "envelope_quality", limit=size)
+        second = views.dag_activity(catalog, registry, "envelope_quality", limit=size, offset=size)
+        assert [r.run_id for r in first] == runs[::-1][:size]
+        assert [r.run_id for r in second] == runs[::-1][size:]
+        assert second == views.dag_activity(catalog, alone, "envelope_quality", limit=size, offset=size)  # type: ignore[arg-type]
