@@ -80,6 +80,17 @@ class RefusalRecord:
 
 
 @dataclass(frozen=True)
+class EvidenceMark:
+    """What a run recorded of one type, without the figures: enough to list a run's evidence."""
+
+    message_type: str
+    kind: EvidenceKind
+    verdict: Verdict
+    collected_at: datetime
+    run_id: str | None
+
+
+@dataclass(frozen=True)
 class EvidenceRecord:
     """One piece of evidence; ``figures`` is the stored JSON (snake_case keys), typed by ``figures_of``."""
 

@@ -26,6 +26,7 @@ from contract_platform.store.records import (
     CoverageGap,
     CoverageSegment,
     EvidenceKind,
+    EvidenceMark,
     EvidenceRecord,
     Observation,
     ObservationSource,
@@ -367,16 +368,22 @@ class Registry:
 
     def evidence_of_runs(
         self, kinds: Iterable[EvidenceKind | str], run_ids: Iterable[str] | None = None
-    ) -> list[EvidenceRecord]:
-        """Every piece of evidence of ``kinds`` that names a run (in ``run_ids`` only, if given), of every type."""
+    ) -> list[EvidenceMark]:
+        """Every piece of evidence of ``kinds`` that names a run (in ``run_ids`` only, if given), of every type:
+        its type, kind, verdict and time, not its figures (a run of an estate records thousands, and the run
+        pages list them; reading and parsing each one's JSON was most of their cost)."""
         wanted = sorted({values.member(EvidenceKind, kind, "evidence kind").value for kind in kinds})
         if not wanted:
             return []
-        query = select(evidence).where(evidence.c.kind.in_(wanted), evidence.c.run_id.is_not(None))
+        columns = (evidence.c.message_type, evidence.c.kind, evidence.c.verdict, evidence.c.collected_at)
+        query = select(*columns, evidence.c.run_id).where(evidence.c.kind.in_(wanted), evidence.c.run_id.is_not(None))
         if run_ids is not None:
             query = query.where(evidence.c.run_id.in_(sorted(set(run_ids))))
         with self._connect("reading the evidence of runs") as conn:
-            return [rows.evidence_record(row._mapping) for row in conn.execute(query.order_by(evidence.c.id))]
+            return [
+                EvidenceMark(message_type, EvidenceKind(kind), Verdict(verdict), collected_at, run_id)
+                for message_type, kind, verdict, collected_at, run_id in conn.execute(query.order_by(evidence.c.id))
+            ]
 
     def run_times(self, actor: str, kinds: Iterable[EvidenceKind | str]) -> dict[str, datetime]:
         """Each run id ``actor`` applied or refused a step in, or that recorded evidence of ``kinds``, with the

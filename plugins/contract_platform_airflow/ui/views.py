@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol, cast
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
 from contract_platform.evidence import EvidenceKind, Registry
-from contract_platform.evidence.records import EvidenceRecord, RefusalRecord, TransitionRecord
+from contract_platform.evidence.records import EvidenceMark, EvidenceRecord, RefusalRecord, TransitionRecord
 from contract_platform.impact.moves import ConsumerMove
 from contract_platform.lifecycle import GuardContext, check_step
 from contract_platform.retirement.observed import observed_moves
@@ -561,7 +561,7 @@ class RunReads(Registry, Protocol):
 
     def evidence_of_runs(
         self, kinds: Iterable[EvidenceKind | str], run_ids: Iterable[str] | None = None
-    ) -> list[EvidenceRecord]: ...
+    ) -> list[EvidenceMark]: ...
 
     def run_times(self, actor: str, kinds: Iterable[EvidenceKind | str]) -> dict[str, datetime]: ...
 
@@ -917,13 +917,14 @@ def _touches(
     actor = f"dag:{dag_id}"
     kinds = _claimed_kinds(dag_id)
     runs = _run_reads(registry)
+    evidence: list[EvidenceMark | EvidenceRecord] = []
     if runs is not None:
         only = [run_id] if run_id is not None else run_ids
         transitions = [t for t in runs.transitions_by(actor, only) if t.message_type in known]
         refusals = [r for r in runs.refusals_by(actor, only) if r.message_type in known]
-        evidence = [e for e in runs.evidence_of_runs(kinds, only) if e.message_type in known]
+        evidence += [e for e in runs.evidence_of_runs(kinds, only) if e.message_type in known]
     else:
-        transitions, refusals, evidence = [], [], []
+        transitions, refusals = [], []
         for message_type in sorted(known):
             transitions += [t for t in registry.history(message_type) if t.actor == actor and t.run_id]
             refusals += [r for r in registry.refusals(message_type, limit=_MANY) if r.actor == actor and r.run_id]
@@ -977,15 +978,20 @@ def dag_activity(
     With the SQL store only those runs are read (``RunReads.run_times`` first), never the whole history.
     """
     reads = _run_reads(registry)
-    candidates = None
+    runs: dict[str, list[_Touch]] = {}
     if reads is not None:
         times = reads.run_times(f"dag:{dag_id}", _claimed_kinds(dag_id))
         newest = sorted(times, key=lambda run: times[run], reverse=True)
-        candidates = newest[offset : offset + limit + 20]  # some may touch no known type
-        offset = 0  # the candidates start at the page already
-    runs: dict[str, list[_Touch]] = {}
-    for touch in _touches(catalog, registry, dag_id, None, run_ids=candidates):
-        runs.setdefault(touch.run_id, []).append(touch)
+        position = offset
+        while len(runs) < limit and position < len(newest):  # a run may touch no known type: read on
+            batch = newest[position : position + limit - len(runs)]
+            position += len(batch)
+            for touch in _touches(catalog, registry, dag_id, None, run_ids=batch):
+                runs.setdefault(touch.run_id, []).append(touch)
+        offset = 0  # the batches started at the page already
+    else:
+        for touch in _touches(catalog, registry, dag_id, None):
+            runs.setdefault(touch.run_id, []).append(touch)
     latest = sorted(runs.items(), key=lambda item: max(t.at for t in item[1]), reverse=True)[offset : offset + limit]
     return [_activity(dag_id, run_id, touches) for run_id, touches in latest]
 
