@@ -166,6 +166,12 @@ def _check_annotations(
             annotations.append(
                 Annotation(level, str(contract.contract_file), "/version", "version", printable(problem))
             )
+        broken = result.broken_consumers()  # whom the author must tell (docs/consumer-impact.md)
+        if broken:
+            said = f"breaks {len(broken)} of {len(contract.consumers)} consumers: {'; '.join(broken)}"
+            annotations.append(
+                Annotation(level, str(contract.contract_file), "/consumers", "consumers", printable(said))
+            )
     for replay_result in replayed:
         if not replay_result.decision.refuses:
             continue
@@ -316,6 +322,7 @@ def check_output(
             for c in result.changes
             if not c.get("compatible")
         ] + [f"version: {problem}" for problem in result.semver_problems]
+        lines += [f"breaks consumer {line}" for line in result.broken_consumers()]
         message = f"{result.mode} against {', '.join(result.against)}: {len(lines)} problems"
         if result.message_type in lifted:
             for line in lines:

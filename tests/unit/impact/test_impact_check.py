@@ -207,3 +207,25 @@ def test_observed_readers_come_from_the_recorder_and_its_gaps_are_named(perspect
     unseen = observe_readers(contract, registry, BrokerReaders(problem="management API off"), now=NOW)
     assert "management API off" in unseen.blind[0]
     registry.close()
+
+
+def test_ci_formats_name_the_broken_consumer_at_the_contracts_consumers(capsys, tmp_path, catalog_dir) -> None:
+    import xml.etree.ElementTree as ET
+
+    catalogue = catalogue_repo(tmp_path / "repo", catalog_dir)
+    _narrow(catalogue, "productName")
+    argv = ["check", str(catalogue), "--against", "main", "--no-in-flight"]
+
+    code, out, _ = run_cli(capsys, *argv, "--format", "github")
+
+    assert code == 1
+    [annotation] = [line for line in out.splitlines() if line.startswith("::error") and "title=consumers" in line]
+    contract = catalogue / "order/order-created/v1/contract.yaml"
+    line = next(n for n, text in enumerate(contract.read_text().splitlines(), 1) if text.startswith("consumers:"))
+    assert (
+        f"line={line}," in annotation and "breaks 1 of 2 consumers: fulfillment-service (fulfillment-ops" in annotation
+    )
+    code, out, _ = run_cli(capsys, *argv, "--format", "junit")
+    suite = ET.fromstring(out.encode("utf-8")).find("testsuite")
+    [failure] = [c.find("failure") for c in suite.findall("testcase") if c.get("name") == "compatibility"]
+    assert "breaks consumer fulfillment-service (fulfillment-ops" in (failure.text or "")
