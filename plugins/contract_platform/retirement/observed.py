@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ContractPlatformError
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog
     from contract_platform.evidence import Registry
     from contract_platform.impact.moves import ConsumerMove
+    from contract_platform.retirement.snapshot import TopologySnapshot
 
 __all__ = [
     "BrokerReaders",
@@ -55,23 +56,12 @@ class BrokerReaders:
     problem: str | None = None
 
 
-def broker_readers(contract: Contract, connection: BrokerConnection, *, snapshot: Any = None) -> BrokerReaders:
-    """Every queue that receives ``contract`` in the watched virtual hosts, and the consumers on them now.
-
-    ``snapshot``: the broker's topology read once for many versions (``retirement.snapshot``)."""
+def broker_readers(contract: Contract, snapshot: TopologySnapshot) -> BrokerReaders:
+    """Every queue that receives ``contract`` in the watched virtual hosts, and the consumers on them now, from
+    the broker's topology read once for many versions (``ReadersSource``; ``retirement.snapshot``)."""
     from contract_platform.amqp import plan_topology
-    from contract_platform.amqp.management import management_client, probe_management
-    from contract_platform.retirement.snapshot import TopologySnapshot
 
     try:
-        if snapshot is None:
-            management = management_client(connection)
-            if management is None:
-                return BrokerReaders(problem="the broker's management API is not known for this connection")
-            problem = probe_management(management)
-            if problem is not None:
-                return BrokerReaders(problem=problem)
-            snapshot = TopologySnapshot.read(management, keep_alive=connection)
         discovery = snapshot.discover(contract, plan_topology(contract))
     except ContractPlatformError as exc:
         return BrokerReaders(problem=f"the broker's topology could not be read: {exc}")
@@ -151,7 +141,7 @@ class ReadersSource:
         self.registry = registry
         self.connect = connect
         self._read = False
-        self._snapshot: Any = None
+        self._snapshot: TopologySnapshot | None = None
         self._connection: BrokerConnection | None = None
         self._problem: str | None = None
 
@@ -177,10 +167,10 @@ class ReadersSource:
 
     def __call__(self, contract: Contract) -> ObservedReaders:
         self._topology()
-        if self._snapshot is None or self._connection is None:  # a snapshot is read over a connection
+        if self._snapshot is None:
             broker = BrokerReaders(problem=self._problem or "the broker's topology could not be read")
         else:
-            broker = broker_readers(contract, self._connection, snapshot=self._snapshot)
+            broker = broker_readers(contract, self._snapshot)
         return observe_readers(contract, self.registry, broker)
 
     def close(self) -> None:
