@@ -159,6 +159,7 @@ def _consumer_lines(result: Any) -> list[str]:
     """Per consumer (docs/consumer-impact.md): how many the change breaks, each broken one with its owner and
     contact, the ones it leaves untouched; then the readers perspective's decision when it was asked."""
     from contract_platform.compat.rules import ANNOTATION_RULES
+    from contract_platform.errors import printable
 
     lines = []
     impact = result.impact
@@ -174,7 +175,7 @@ def _consumer_lines(result: Any) -> list[str]:
     if result.perspective is not None:
         decision = result.perspective
         said = decision.message if not decision.accepted else f"readers perspective accepted: {decision.message}"
-        lines.append(f"{said} [{decision.condition}]")
+        lines.append(f"{printable(said)} [{decision.condition}]")  # names other clients chose, escaped
     return lines
 
 

@@ -229,3 +229,13 @@ def test_ci_formats_name_the_broken_consumer_at_the_contracts_consumers(capsys, 
     suite = ET.fromstring(out.encode("utf-8")).find("testsuite")
     [failure] = [c.find("failure") for c in suite.findall("testcase") if c.get("name") == "compatibility"]
     assert "breaks consumer fulfillment-service (fulfillment-ops" in (failure.text or "")
+
+
+def test_a_readers_name_chosen_by_a_client_is_printed_escaped(perspective_catalogue: Path, capsys) -> None:
+    from contract_platform.cli.check import _consumer_lines
+
+    hostile = ObservedReaders([_session("adhoc.order-created", "nb\x1b[2J\nfake: OK")], ())
+    lines = _consumer_lines(_result(perspective_catalogue, hostile))
+
+    [said] = [line for line in lines if "undeclared-reader" in line or "outside the declared" in line]
+    assert "\x1b" not in said and "\n" not in said and "nb\\x1b[2J\\nfake: OK" in said
