@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -49,8 +50,9 @@ def _die_with_parent() -> None:
 
 def _serve(connection: Any, parents_end: Any, prepare: Callable[[bytes], Any], parent: int) -> None:
     parents_end.close()  # else a dead parent's end stays open here and a write to it blocks forever
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handlers were inherited by the fork
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which then stops us
+    with contextlib.suppress(ValueError):  # the fork's one thread is its main thread; this is belt and braces
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handlers were inherited by the fork
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which then stops us
     _die_with_parent()
     if os.getppid() != parent:  # it died before the line above
         return
@@ -75,17 +77,31 @@ class OffloadWorker:
     def __init__(self, prepare: Callable[[bytes], Any]) -> None:
         self.prepare = prepare
         self._connection: Any = None
-        self._process: Any = None
+        self._pid: int | None = None
+        self._exit_code: int | None = None
 
     def start(self) -> None:
-        context = multiprocessing.get_context("fork")
-        ours, theirs = context.Pipe(duplex=True)
-        self._process = context.Process(
-            target=_serve, args=(theirs, ours, self.prepare, os.getpid()), name="relay-offload", daemon=True
-        )
-        self._process.start()
+        """Fork the helper with ``os.fork`` (see the module docstring for why not ``multiprocessing.Process``)."""
+        ours, theirs = multiprocessing.Pipe(duplex=True)
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the helper: serve, then leave without running the parent's atexit handlers or finalizers
+            code = 0
+            try:
+                _serve(theirs, ours, self.prepare, parent)
+            except BaseException:  # noqa: B036 - whatever happens, the helper must not return into the relay's code
+                code = 1
+            finally:
+                os._exit(code)
         theirs.close()
         self._connection = ours
+        self._pid = pid
+        self._exit_code = None
+
+    @property
+    def pid(self) -> int | None:
+        """The helper's process id while it runs (None before ``start`` and after ``close``)."""
+        return self._pid
 
     def fileno(self) -> int:
         return int(self._connection.fileno())
@@ -112,15 +128,32 @@ class OffloadWorker:
                 self._connection.send(None)
             self._connection.close()
             self._connection = None
-        if self._process is not None:
-            self._process.join(timeout)
-            if self._process.is_alive():
-                self._process.kill()
-                self._process.join(timeout)
-            self._process = None
+        if self._pid is not None:
+            if not self._wait(timeout):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._pid, signal.SIGKILL)
+                self._wait(timeout)
+            self._pid = None
+
+    def _wait(self, timeout: float) -> bool:
+        """Reap the helper within ``timeout`` seconds; True when it has exited (and its exit code is kept)."""
+        if self._pid is None:
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                pid, status = os.waitpid(self._pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (a SIGCHLD handler of the host process)
+                return True
+            if pid:
+                self._exit_code = os.waitstatus_to_exitcode(status)
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
 
     def _describe(self) -> str:
-        process = self._process
-        if process is None:
+        if self._pid is None:
             return "not started"
-        return f"pid {process.pid}, exit code {process.exitcode}"
+        self._wait(0)
+        return f"pid {self._pid}, exit code {self._exit_code}"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.waiting import wait_until
@@ -47,12 +49,40 @@ def test_an_exception_in_the_helper_is_raised_in_the_parent() -> None:
 def test_a_dead_helper_is_reported() -> None:
     worker = OffloadWorker(shout)
     worker.start()
-    worker._process.kill()  # the helper dies (e.g. out of memory)
-    worker._process.join(5)
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGKILL)  # the helper dies (e.g. out of memory)
+    wait_until(lambda: not _alive(worker.pid), 5, what="the helper gone")  # type: ignore[arg-type]
     with pytest.raises(WorkerFailed, match="died|gone"):
         worker.send([b"a"])
         worker.receive()
     worker.close()
+
+
+def _translate_in_a_daemonic_process(results: Any) -> None:
+    worker = OffloadWorker(shout)
+    worker.start()
+    try:
+        worker.send([b"a", b"b"])
+        results.put(worker.receive())
+    finally:
+        worker.close()
+    results.put(worker.pid)
+
+
+def test_the_helper_starts_from_a_daemonic_process_as_a_celery_prefork_task_runs() -> None:
+    """Celery's default pool runs each task in a daemonic process, from which multiprocessing refuses children."""
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    task = context.Process(target=_translate_in_a_daemonic_process, args=(results,), daemon=True)
+    task.start()
+    try:
+        assert results.get(timeout=30) == [b"A", b"B"]
+        assert results.get(timeout=30) is None  # closed: the helper was reaped
+        task.join(30)
+        assert task.exitcode == 0
+    finally:
+        if task.is_alive():
+            task.kill()
 
 
 HOLDER = """
@@ -66,7 +96,7 @@ def slow(body):
 worker = OffloadWorker(slow)
 worker.start()
 worker.send([b"x"] * 4)
-print(worker._process.pid, flush=True)
+print(worker.pid, flush=True)
 time.sleep(60)
 """
 
