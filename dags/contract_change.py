@@ -53,6 +53,7 @@ from contract_platform_airflow.runtime import (
     fail_on_bad_input,
     registry,
     run_id_of,
+    run_type_of,
 )
 from contract_platform_airflow.spark import spark_submit
 
@@ -69,8 +70,7 @@ def change_scope(catalog: Any, context: Any) -> set[str] | None:
     (everything) for a run triggered by hand or by an event that does not name its versions."""
     from contract_platform.change import affected_contracts, scope_of_events, unseen_contracts
 
-    run_type = getattr(context.get("dag_run"), "run_type", None)
-    if getattr(run_type, "value", run_type) != "asset_triggered":
+    if run_type_of(context) != "asset_triggered":
         return None
     events = [event for found in context.get("triggering_asset_events", {}).values() for event in found]
     named = scope_of_events(event.extra for event in events)
@@ -150,8 +150,9 @@ def contract_change() -> None:
     @fail_on_bad_input
     def plan_replay(_compat: dict[str, Any]) -> dict[str, str]:
         from contract_platform import settings
+        from contract_platform.runs import run_file_name
 
-        run = "".join(c if c.isalnum() or c in "-_" else "-" for c in (run_id_of(get_current_context()) or "run"))
+        run = run_file_name(run_id_of(get_current_context()))
         reports = settings.data_dir() / "reports" / "replay"
         reports.mkdir(parents=True, exist_ok=True)
         settings.archive_dir().mkdir(parents=True, exist_ok=True)  # nothing archived yet: replay finds no traffic

@@ -72,12 +72,13 @@ def envelope_quality() -> None:
     @task(task_id=PLAN, retries=0)
     @fail_on_bad_input
     def plan_run(params: Mapping[str, Any] | None = None) -> dict[str, str]:
-        import re
         from pathlib import Path
 
         from contract_platform import settings
         from contract_platform.catalog import load_catalog
         from contract_platform.errors import ArchiveError
+        from contract_platform.quality.runner import default_context_root
+        from contract_platform.runs import run_file_name
 
         context = get_current_context()
         given: dict[str, Any] = dict(params or {})
@@ -86,11 +87,11 @@ def envelope_quality() -> None:
         if "://" not in archive and not Path(archive).exists():
             raise ArchiveError(f"{archive}: archive path does not exist; give another in the trigger form")
         since, until = run_range(dict(context), given)
-        run = re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id_of(context) or "manual")
+        run = run_file_name(run_id_of(context))
         return {
             "archive": archive,
             "catalog": str(catalog.root),
-            "gx_root": str(settings.data_dir() / "gx"),
+            "gx_root": str(default_context_root()),
             "report": str(settings.data_dir() / "reports" / "envelope_quality" / f"{run}.json"),
             "since": since,
             "until": until,

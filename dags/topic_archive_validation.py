@@ -84,10 +84,11 @@ def topic_archive_validation() -> None:
     @fail_on_bad_input
     def plan_paths(_archived: dict[str, Any], params: Mapping[str, Any] | None = None) -> dict[str, str]:
         from contract_platform import settings
+        from contract_platform.runs import run_file_name
 
         context = get_current_context()
         since, until = run_range(dict(context), dict(params or {}))
-        run = "".join(c if c.isalnum() or c in "-_" else "-" for c in (run_id_of(context) or "run"))
+        run = run_file_name(run_id_of(context))
         reports = settings.data_dir() / "reports" / "archive-validation"
         reports.mkdir(parents=True, exist_ok=True)
         return {

@@ -18,6 +18,7 @@ from typing import Any
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from contract_platform.days import check_range, parse_day
+from contract_platform_airflow.runtime import run_type_of
 
 __all__ = ["DAILY", "INTERVAL_RUN_TYPES", "run_range"]
 
@@ -38,13 +39,7 @@ def run_range(context: dict[str, Any], params: dict[str, Any] | None = None) -> 
         first, end = parse_day(since, "since"), parse_day(until, "until")
         check_range(first, end)
         return (first.isoformat() if first else "", end.isoformat() if end else "")
-    run = context.get("dag_run")
     start, end = context.get("data_interval_start"), context.get("data_interval_end")
-    if (
-        str(getattr(run, "run_type", "")) in INTERVAL_RUN_TYPES
-        and start is not None
-        and end is not None
-        and end > start
-    ):
+    if run_type_of(context) in INTERVAL_RUN_TYPES and start is not None and end is not None and end > start:
         return start.date().isoformat(), _end_day(end).isoformat()
     return "", ""

@@ -54,6 +54,17 @@ def run_id_of(context: Mapping[str, Any] | None) -> str | None:
     return getattr(run, "run_id", None) or context.get("run_id")
 
 
+def run_type_of(context: Mapping[str, Any] | None) -> str:
+    """The run's type by value (``"scheduled"``, ``"manual"``, ``"asset_triggered"``, ``"backfill"``), ``""`` if none.
+
+    Inside a real task the dag run's ``run_type`` is the task SDK's ``DagRunType``, a ``str`` enum whose
+    ``str()`` is ``'DagRunType.SCHEDULED'``: compare its value, never ``str()`` or ``repr()`` of it.
+    """
+    run_type = getattr((context or {}).get("dag_run"), "run_type", None)
+    value = getattr(run_type, "value", run_type)
+    return value if isinstance(value, str) else ""
+
+
 def actor_of(context: Mapping[str, Any] | None) -> str:
     dag = (context or {}).get("dag")
     return f"dag:{getattr(dag, 'dag_id', 'unknown')}"

@@ -19,13 +19,18 @@ END = pendulum.datetime(2026, 7, 3, tz="UTC")
 
 
 def context(run_type: str, start: datetime | None = START, end: datetime | None = END) -> dict[str, Any]:
-    run = SimpleNamespace(run_type=run_type, run_id=f"{run_type}__2026-07-03")
+    """The run as a task sees it: its ``run_type`` is the task SDK's ``DagRunType``, as in a real task
+    (``tests/e2e/test_celery_workers.py`` runs scheduled runs under the real scheduler)."""
+    from airflow.sdk.api.datamodels._generated import DagRunType
+
+    run = SimpleNamespace(run_type=DagRunType(run_type), run_id=f"{run_type}__2026-07-03")
     return {"dag_run": run, "run_id": run.run_id, "data_interval_start": start, "data_interval_end": end}
 
 
 def test_a_scheduled_or_backfill_run_covers_its_data_interval_and_a_manual_one_its_params() -> None:
     from contract_platform_airflow.intervals import run_range
 
+    assert str(context("scheduled")["dag_run"].run_type) == "DagRunType.SCHEDULED"  # why str() cannot compare
     assert run_range(context("scheduled")) == ("2026-07-02", "2026-07-03")
     assert run_range(context("backfill")) == ("2026-07-02", "2026-07-03")
     assert run_range(context("manual")) == ("", "")  # the whole archive

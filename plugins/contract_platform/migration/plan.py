@@ -14,7 +14,6 @@ file name (``run_file_name``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,19 +24,11 @@ from contract_platform.amqp.topology import tap_queue_name
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.errors import UsageError
 from contract_platform.migration.parity import ParityMode
+from contract_platform.runs import run_file_name
 
-__all__ = ["MODES", "MigrationPlan", "parse_mode", "parse_since", "plan_migration", "run_file_name"]
+__all__ = ["MODES", "MigrationPlan", "parse_mode", "parse_since", "plan_migration"]
 
 MODES = tuple(mode.value for mode in ParityMode)  # the trigger form's choices
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def run_file_name(run_id: str | None) -> str:
-    """A DAG run id as part of a file name: each character but letters, digits, ``_``, ``.`` and ``-`` becomes
-    ``_`` (a scheduled run's id holds ``:`` and ``+``); ``manual`` when there is no run id."""
-    return _UNSAFE.sub("_", run_id or "manual")
-
-
 def parse_mode(value: str | None) -> ParityMode:
     """The trigger form's *mode*; empty means ``bridge``."""
     text = (value or "").strip() or ParityMode.BRIDGE.value

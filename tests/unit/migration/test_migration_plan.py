@@ -11,7 +11,8 @@ import pytest
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import UsageError
 from contract_platform.migration.parity import ParityMode
-from contract_platform.migration.plan import MigrationPlan, plan_migration, run_file_name
+from contract_platform.migration.plan import MigrationPlan, plan_migration
+from contract_platform.runs import run_file_name
 
 V1 = "billing.invoice-issued.v1"
 V2 = "billing.invoice-issued.v2"
