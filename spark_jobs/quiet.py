@@ -11,7 +11,8 @@ standard output and error (file descriptors 1 and 2 point there during the launc
 platform's own lines still reach the terminal), and pyspark's and py4j's Python log records and
 Python warnings go to the same file. The log's path is printed on stderr when the verb fails (an
 exception or a non-zero exit code) or always with ``--verbose``; a verb that never launched a JVM (a
-session already active, bad input found first) has no log and prints nothing.
+session already active, bad input found first) has no log and prints nothing, nor does a verb whose
+reader left (``contractctl quality ... | head -1``: a closed pipe is no failure).
 
 ``local_session`` is the one start-Spark/stop-Spark block of the verbs' runners (``spark_jobs/runners.py``)
 and the benchmarks: a session, stopped at the end when it was created here (``spark_jobs/session.py``).
@@ -109,6 +110,9 @@ def quiet_spark(verb: str, *, verbose: bool = False, defer: bool = False) -> Ite
             warnings.showwarning = to_log
             yield log
         failed = log.exit_code not in (None, 0)
+    except BrokenPipeError:  # the reader of the output left (``| head``): no failure, and nothing more is said
+        log.announced = True
+        raise
     finally:
         for logger, propagate in saved:
             logger.removeHandler(handler)

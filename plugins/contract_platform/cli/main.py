@@ -1,7 +1,9 @@
 """Entry point of ``contractctl``: parse arguments, run one verb, turn errors into exit codes.
 
 Exit codes: 0 ok, 1 the check found problems, 2 bad input or usage, 3 a service (broker, store)
-is not reachable. No traceback reaches a user; ``CONTRACTCTL_DEBUG=1`` shows one.
+is not reachable, 141 the reader of the output went away (``contractctl lint | head -1``): the
+status a shell reports for git, which dies of SIGPIPE there. No traceback reaches a user;
+``CONTRACTCTL_DEBUG=1`` shows one.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections.abc import Sequence
 
 from contract_platform.errors import CatalogError, ContractPlatformError
 
-__all__ = ["main"]
+__all__ = ["READER_GONE", "main"]
+
+READER_GONE = 141  # what a shell reports for git when the reader leaves: it dies of SIGPIPE (128 + 13)
 
 # verb -> module under contract_platform.cli; imported only when that verb runs, so that
 # ``contractctl diff`` does not pay for Spark, SQLAlchemy or Airflow.
@@ -56,6 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            return _run(argv)
+        finally:  # output still buffered is written here, where a reader that left is handled, not at exit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -70,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("contractctl: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader left: main's to handle, no bug
+        raise
     except Exception as exc:  # the last edge: a user never sees a traceback
         if os.environ.get("CONTRACTCTL_DEBUG"):
             raise
@@ -78,6 +94,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(this is a bug; rerun with CONTRACTCTL_DEBUG=1 for details and report it)\n"
         )
         return 70
+
+
+def _reader_gone() -> int:
+    """The reader of the output went away (``contractctl check ... | head -5``): a normal end, said nothing of.
+
+    Standard output, and standard error when it too can no longer be written, are pointed at /dev/null, so
+    the interpreter's last flush of what is still buffered does not fail again and complain on its own."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+        try:
+            sys.stderr.flush()
+        except OSError:
+            os.dup2(devnull, sys.stderr.fileno())
+    finally:
+        os.close(devnull)
+    return READER_GONE
 
 
 if __name__ == "__main__":  # pragma: no cover

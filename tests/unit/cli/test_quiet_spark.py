@@ -8,6 +8,7 @@ process started there stands in for the JVM (it inherits them the same way). The
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import warnings
@@ -70,6 +71,25 @@ def test_an_exception_prints_the_path(capfd, data_dir: Path) -> None:
         run_quietly("audit", False, verb)
     [log] = logs(data_dir)
     assert f"Spark and JVM log: {log}" in capfd.readouterr().err
+
+
+def test_a_reader_that_left_is_no_failure_and_the_path_is_not_printed(capfd, data_dir: Path) -> None:
+    """``contractctl quality ... | head -1``: the verb's table meets a closed pipe; contractctl ends quietly."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone
+
+    def verb() -> int:
+        launch_like_the_jvm()
+        os.write(write_end, b"TYPE  EXPECTATION  MOSTLY\n")
+        return 0
+
+    try:
+        with pytest.raises(BrokenPipeError):
+            run_quietly("quality", False, verb)
+    finally:
+        os.close(write_end)
+    assert logs(data_dir)  # a JVM was launched: there is a log it could have pointed at
+    assert "Spark and JVM log" not in capfd.readouterr().err
 
 
 def test_python_warnings_and_pyspark_logs_go_to_the_log(capfd, data_dir: Path) -> None:
