@@ -30,6 +30,8 @@ from typing import Any
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from contract_platform.quality.telemetry import analytics_environment
+
 __all__ = [
     "DRIVER_MEMORY_RANGE",
     "QUICK_START_BYTES",
@@ -137,13 +139,16 @@ def _finish_class_archive() -> None:
 
 
 def session_conf(spark_conf: SparkConf, conf: Mapping[str, str] | None = None) -> SparkConf:
-    """``spark_conf`` completed with the platform's defaults (what is already set wins: spark-submit's, the caller's)."""
+    """``spark_conf`` completed with the platform's defaults (what is already set wins: spark-submit's, the caller's),
+    and the executors' environment without Great Expectations' usage analytics (``quality.telemetry``)."""
     for key, value in (conf or {}).items():
         spark_conf.setIfMissing(key, value)
     if not spark_conf.contains("spark.master"):
         spark_conf.setMaster(DEFAULT_MASTER)
     for key, value in SESSION_DEFAULTS.items():
         spark_conf.setIfMissing(key, value)
+    for name, value in analytics_environment().items():  # GX's usage analytics, off on the executors too
+        spark_conf.setIfMissing(f"spark.executorEnv.{name}", value)
     if spark_conf.get("spark.master", "").startswith("local"):
         spark_conf.setIfMissing("spark.driver.host", "127.0.0.1")  # no host name lookup on a laptop
         spark_conf.setIfMissing("spark.driver.bindAddress", "127.0.0.1")

@@ -11,7 +11,7 @@ Everything that runs the platform's DAGs takes its Airflow settings from here, s
 What is defined here:
 
 - ``FIXED``: the same on every deployment (examples off, DAGs unpaused at creation so the asset
-  watcher and the schedules work at once, LocalExecutor);
+  watcher and the schedules work at once, LocalExecutor, Great Expectations' usage analytics off);
 - the DAGs folder (the repository's ``dags/``) and the data folders, for a checkout;
 - parallelism and the Spark pool, sized for the machine's cores (``sizing``);
 - the platform's three connections, as ``AIRFLOW_CONN_*`` values every component inherits:
@@ -36,6 +36,8 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from contract_platform.quality.telemetry import analytics_environment
 
 __all__ = [
     "AIRFLOW_DB_URL_VARIABLE",
@@ -79,6 +81,8 @@ FIXED: dict[str, str] = {
     # attempts give up after ~15 s and the task fails "with state failed, but ... queued". 10 attempts
     # (exponential waits up to 90 s) outlast a slow start.
     "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "10",
+    # Great Expectations' usage analytics off in every component and task (contract_platform.quality.telemetry).
+    **analytics_environment({}),
 }
 
 

@@ -3,6 +3,7 @@
     suite_for(contract)          -> [ExpectationSpec]   the table in ``quality.suite`` (ids documented there)
     run_suite(envelopes, catalog) -> QualityReport      GX on Spark, file context, Data Docs
     record_quality(report, ...)  -> evidence            ``envelope_quality`` per type, read by the guards
+    telemetry.analytics_off()    -> "False"             GX's usage analytics off before GX is imported
 
 The envelopes frame (``quality.columns``) is built by ``spark_jobs/envelope_quality.py``; the
 ``envelope_quality`` DAG and ``contractctl quality`` run that job. Importing this package imports

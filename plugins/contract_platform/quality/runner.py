@@ -9,7 +9,7 @@ suite from ``suite_for``, a validation definition and a checkpoint of the same n
 The context lives in ``<data>/gx`` (``settings.data_dir()``) unless ``context_root`` says otherwise;
 the Data Docs in ``<gx>/uncommitted/data_docs/local_site/index.html``, and beside them
 ``envelope_quality.html``, the same results readable offline (``quality.results_page``). Neither Great Expectations
-nor PySpark is imported until ``run_suite`` runs.
+nor PySpark is imported until ``run_suite`` runs, and GX's usage analytics are off before it is (``quality.telemetry``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from contract_platform.quality.report import NO_TYPE, ExpectationResult, Quality
 from contract_platform.quality.results_page import RESULTS_PAGE_NAME, write_results_page
 from contract_platform.quality.samples import sample_message_ids
 from contract_platform.quality.suite import ExpectationSpec, suite_for
+from contract_platform.quality.telemetry import analytics_off
 
 __all__ = [
     "DATA_DOCS_INDEX",
@@ -126,6 +127,7 @@ def _count_types(envelopes_df: Any, catalog: Catalog) -> tuple[dict[str, int], d
 
 
 def _open_context(root: Path) -> Any:
+    analytics_off()  # before GX's first import, which is where GX reads it (quality.telemetry)
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
     from great_expectations.exceptions import GreatExpectationsError
