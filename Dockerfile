@@ -40,7 +40,7 @@ COPY --chown=airflow:0 pyproject.toml README.md LICENSE /opt/contract-platform/s
 COPY --chown=airflow:0 plugins /opt/contract-platform/src/plugins
 # spark_jobs/ is part of the distribution: spark-submit runs the installed copy (contract_platform_airflow.spark).
 COPY --chown=airflow:0 spark_jobs /opt/contract-platform/src/spark_jobs
-RUN pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" /opt/contract-platform/src \
+RUN pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" "/opt/contract-platform/src[celery]" \
  && python -c "import importlib.metadata as md, pyspark, spark_jobs; \
 from contract_platform.catalog.loading import load_contract_schema; load_contract_schema(); \
 md.version('apache-airflow-providers-fab'); v = md.version('pyspark-client'); \

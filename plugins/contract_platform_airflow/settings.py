@@ -17,6 +17,10 @@ What is defined here:
 - the platform's three connections, as ``AIRFLOW_CONN_*`` values every component inherits:
   ``spark_default`` (``local[*]`` on a laptop), ``rabbitmq_default`` and ``contract_registry_default``
   (both from the platform's own settings, so Airflow and ``contractctl`` reach the same broker and store).
+- CeleryExecutor (``celery_environment``): the executor, its broker and its result backend for every
+  component of a deployment with workers on several machines (docs/deploy.md#several-machines), and the
+  Celery queue the Spark tasks go to (``SPARK_QUEUE_VARIABLE``), so workers with the Spark client and
+  the cores can serve them alone;
 - the served Airflow's metadata DB (``metadata_database``): a PostgreSQL database of its own,
   ``contract_platform_airflow`` on the local server (``$CONTRACT_AIRFLOW_DB_URL`` names another),
   created when missing; SQLite only when PostgreSQL does not answer, with a warning that says why. Four
@@ -48,9 +52,12 @@ __all__ = [
     "MetadataDatabase",
     "MetadataDatabaseUnavailable",
     "SPARK_POOL",
+    "SPARK_QUEUE_VARIABLE",
     "Sizing",
     "airflow_environment",
     "apply",
+    "celery_environment",
+    "celery_result_backend",
     "connection_env_name",
     "ensure_pools",
     "ensure_postgres_database",
@@ -60,6 +67,7 @@ __all__ = [
     "registry_connection",
     "sizing",
     "spark_connection",
+    "spark_queue",
 ]
 
 SPARK_DEFAULT = "spark_default"
@@ -70,6 +78,10 @@ CONNECTION_IDS = (SPARK_DEFAULT, RABBITMQ_DEFAULT, REGISTRY_DEFAULT)
 # Every Spark task of the platform's DAGs runs in this pool: a Spark driver with local executors
 # takes whole cores, so the pool, not Airflow's parallelism, decides how many run at once.
 SPARK_POOL = "contract_platform_spark"
+# Under CeleryExecutor the Spark tasks go to this Celery queue when it is set (read where the DAGs are
+# parsed): workers started with ``airflow celery worker --queues <it>`` serve them. Unset, they go to
+# Airflow's default queue like every other task. Other executors ignore queues.
+SPARK_QUEUE_VARIABLE = "CONTRACT_SPARK_QUEUE"
 
 FIXED: dict[str, str] = {
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -112,6 +124,45 @@ def sizing(cpus: int | None = None) -> Sizing:
         spark_slots=max(1, cores // 2),
         parsing_processes=max(1, min(2, cores // 2)),
     )
+
+
+def spark_queue(environ: Mapping[str, str] | None = None) -> str | None:
+    """The Celery queue of the platform's Spark tasks (``$CONTRACT_SPARK_QUEUE``), or None: Airflow's default."""
+    value = (os.environ if environ is None else environ).get(SPARK_QUEUE_VARIABLE, "").strip()
+    return value or None
+
+
+# celery 5.7.0 fails to import with apache-airflow-providers-celery 3.26 (``cannot import name 'retry' from
+# 'celery.backends.database'``); pyproject.toml's ``celery`` extra pins what works (docs/deploy.md).
+CELERY_RESULT_SCHEMES = ("postgresql", "postgresql+psycopg2", "postgres")
+CELERY_VISIBILITY_TIMEOUT = 24 * 3600  # seconds
+
+
+def celery_result_backend(metadata_url: str) -> str:
+    """Celery's result backend on Airflow's PostgreSQL metadata DB: ``db+postgresql+psycopg2://...``.
+
+    The driver is named: under SQLAlchemy 2.1 a plain ``db+postgresql://`` picks psycopg 3, which the platform
+    does not install. Another database is refused (``ValueError``) rather than guessed.
+    """
+    scheme, sep, rest = metadata_url.partition("://")
+    if not sep or scheme not in CELERY_RESULT_SCHEMES:
+        raise ValueError(
+            f"Celery's result backend needs Airflow's metadata on PostgreSQL (postgresql+psycopg2://...), not {scheme}://"
+        )
+    return f"db+postgresql+psycopg2://{rest}"
+
+
+def celery_environment(broker_url: str, metadata_url: str) -> dict[str, str]:
+    """CeleryExecutor for every component (scheduler, dag-processor, triggerer, api-server and the workers)."""
+    return {
+        "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+        "AIRFLOW__CELERY__BROKER_URL": broker_url,
+        "AIRFLOW__CELERY__RESULT_BACKEND": celery_result_backend(metadata_url),
+        # Redis hands a task that was not acknowledged within this to another worker, which would run it twice
+        # (a bridge or a Spark job at once on two machines). Longer than any task of the platform may take;
+        # set explicitly, as the provider asks on every start when it is not.
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT": str(CELERY_VISIBILITY_TIMEOUT),
+    }
 
 
 def connection_env_name(conn_id: str) -> str:

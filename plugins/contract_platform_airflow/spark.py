@@ -6,7 +6,8 @@
   with one line that says how to set the connection. On embedded defaults it is ``local[*]``, in
   production a ``spark://``, YARN or Kubernetes master — nothing else changes.
 - Every Spark task runs in the ``contract_platform_spark`` pool, sized for the machine
-  (``settings.sizing``), so Spark jobs do not fight over the cores.
+  (``settings.sizing``), so Spark jobs do not fight over the cores; under CeleryExecutor it goes to the
+  Celery queue ``$CONTRACT_SPARK_QUEUE`` when that is set (``settings.spark_queue``).
 - The ``spark-submit`` shipped inside the pinned pyspark wheel is used, so the driver's Spark
   matches the platform's pyspark exactly.
 - A job that exits with ``BAD_INPUT`` (2: bad arguments, a catalogue that does not load, a missing
@@ -29,7 +30,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 import spark_jobs
 from contract_platform.errors import ContractPlatformError
-from contract_platform_airflow.settings import SPARK_POOL
+from contract_platform_airflow.settings import SPARK_POOL, spark_queue
 
 __all__ = [
     "JOBS_DIR",
@@ -181,6 +182,9 @@ def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwarg
         "PYSPARK_DRIVER_PYTHON": _python(),
         **kwargs.pop("env_vars", {}),
     }
+    queue = kwargs.pop("queue", None) or spark_queue()
+    if queue:
+        kwargs["queue"] = queue
     return PlatformSparkSubmitOperator(
         task_id=task_id,
         conn_id="spark_default",

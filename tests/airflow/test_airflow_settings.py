@@ -120,7 +120,10 @@ def compose() -> dict:
 
 
 def compose_airflow_env() -> dict[str, str]:
-    return {key: str(value) for key, value in compose()["x-airflow-env"].items()}
+    """The Airflow environment of the default stack: ``${NAME:-default}`` is its default (.env leaves it unset)."""
+    return {
+        key: re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", str(value)) for key, value in compose()["x-airflow-env"].items()
+    }
 
 
 def test_compose_sets_the_fixed_settings_and_the_sizing_of_its_two_core_worker():
@@ -129,6 +132,39 @@ def test_compose_sets_the_fixed_settings_and_the_sizing_of_its_two_core_worker()
 
     expected = {**FIXED, **sizing(cores).environment()}
     assert {key: env.get(key) for key in expected} == expected
+
+
+def test_compose_s_celery_settings_are_the_platform_s():
+    env = compose_airflow_env()
+    expected = settings.celery_environment("redis://redis:6379/0", env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
+    expected.pop("AIRFLOW__CORE__EXECUTOR")  # LocalExecutor by default; CeleryExecutor with the celery profile
+    assert {key: env.get(key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("metadata", "backend"),
+    [
+        ("postgresql+psycopg2://u:p@db:5432/airflow", "db+postgresql+psycopg2://u:p@db:5432/airflow"),
+        ("postgresql://u:p@db/airflow", "db+postgresql+psycopg2://u:p@db/airflow"),
+        ("postgres://db/airflow", "db+postgresql+psycopg2://db/airflow"),
+    ],
+)
+def test_celery_s_result_backend_names_the_driver_the_platform_installs(metadata, backend):
+    assert settings.celery_result_backend(metadata) == backend
+    assert settings.celery_environment("redis://r:6379/3", metadata)["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+
+
+@pytest.mark.parametrize("metadata", ["sqlite:////tmp/airflow.db", "mysql://u:p@db/airflow", "not a url"])
+def test_celery_s_result_backend_is_refused_on_another_database_without_the_password(metadata):
+    with pytest.raises(ValueError, match="PostgreSQL") as error:
+        settings.celery_result_backend(metadata)
+    assert ":p@" not in str(error.value)
+
+
+def test_the_spark_queue_is_optional():
+    assert settings.spark_queue({}) is None
+    assert settings.spark_queue({"CONTRACT_SPARK_QUEUE": " "}) is None
+    assert settings.spark_queue({"CONTRACT_SPARK_QUEUE": "spark"}) == "spark"
 
 
 def test_compose_defines_every_platform_connection():

@@ -38,6 +38,7 @@ AIRFLOW_SERVICES = (
     "airflow-triggerer",
 )
 LONG_RUNNING_AIRFLOW = AIRFLOW_SERVICES[1:]
+CELERY_WORKERS = ("airflow-worker-1", "airflow-worker-2")  # the celery profile
 REQUIRED_SERVICES = ("postgres", "rabbitmq", "spark-master", "spark-worker", *AIRFLOW_SERVICES)
 PATH_SETTINGS = ("CONTRACT_PLATFORM_HOME", "CONTRACT_ARCHIVE_DIR", "CONTRACT_DOCS_DIR")
 SECRET = re.compile(r"(KEY|SECRET|PASSWORD)$")
@@ -80,11 +81,14 @@ def filled_env() -> dict[str, str]:
     return values
 
 
-def render(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def render(tmp_path: Path, env: dict[str, str], profiles: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     command, as_json = compose_command()
     env_file = tmp_path / ".env"
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()), "utf-8")
-    argv = [*command, "--env-file", str(env_file), "-f", str(COMPOSE_FILE), "--project-directory", str(REPO), "config"]
+    argv = [*command, "--env-file", str(env_file), "-f", str(COMPOSE_FILE), "--project-directory", str(REPO)]
+    for profile in profiles:
+        argv += ["--profile", profile]
+    argv.append("config")
     if as_json:
         argv += ["--format", "json"]
     # A clean environment: the caller's AIRFLOW_CONN_* or passwords must not leak into the rendering.
@@ -92,11 +96,21 @@ def render(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[s
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=clean, cwd=REPO)
 
 
-@pytest.fixture(scope="module")
-def config(tmp_path_factory) -> dict[str, Any]:
-    result = render(tmp_path_factory.mktemp("compose"), filled_env())
+def rendered(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert result.returncode == 0, f"compose config failed:\n{result.stderr}"
     return dict(json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else yaml.safe_load(result.stdout))
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> dict[str, Any]:
+    return rendered(render(tmp_path_factory.mktemp("compose"), filled_env()))
+
+
+@pytest.fixture(scope="module")
+def celery_config(tmp_path_factory) -> dict[str, Any]:
+    """The stack with the celery profile, as docs/deploy.md#celeryexecutor sets it in .env."""
+    env = filled_env() | {"AIRFLOW_EXECUTOR": "CeleryExecutor"}
+    return rendered(render(tmp_path_factory.mktemp("compose-celery"), env, profiles=("celery",)))
 
 
 def service(config: dict[str, Any], name: str) -> dict[str, Any]:
@@ -208,6 +222,39 @@ def test_airflow_services_run_the_platform_image(config):
         assert environment(service(config, name))["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor", name
 
 
+def test_the_default_stack_starts_no_celery_service(config):
+    """Compose v2 leaves an inactive profile's services out; docker-compose 1.29 lists them with their profile."""
+    for name in ("redis", *CELERY_WORKERS):
+        if name in config["services"]:
+            assert service(config, name).get("profiles") == ["celery"], name
+
+
+def test_the_celery_profile_runs_two_prefork_workers_on_redis(celery_config):
+    from contract_platform_airflow.settings import celery_environment
+
+    config = celery_config
+    assert {"redis", *CELERY_WORKERS} <= set(config["services"])
+    names = (*AIRFLOW_SERVICES, *CELERY_WORKERS)
+    for name in names:
+        env = environment(service(config, name))
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor", name
+        expected = celery_environment("redis://redis:6379/0", env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
+        assert {key: env.get(key) for key in expected} == expected, name
+    images = {service(config, name)["image"] for name in names}
+    assert len(images) == 1, f"workers and Airflow services run different images: {images}"
+    hostnames = [service(config, name).get("hostname") for name in CELERY_WORKERS]
+    assert all(hostnames) and len(set(hostnames)) == len(hostnames), hostnames
+    scheduler_mounts = mounts(service(config, "airflow-scheduler"))
+    for name in CELERY_WORKERS:
+        worker = service(config, name)
+        command = " ".join(worker["command"])
+        assert "airflow celery worker" in command and "--pool" not in command, command  # the default prefork pool
+        assert depends(worker).get("redis") == "service_healthy", name
+        for setting in PATH_SETTINGS:
+            path = environment(worker)[setting]
+            assert mounts(worker).get(path) == scheduler_mounts[path], f"{name} does not share {setting}"
+
+
 def test_spark_master_and_worker_run_the_pinned_pyspark_version(config):
     version = pinned_pyspark()
     assert service(config, "spark-master")["image"] == f"apache/spark:{version}"
@@ -230,7 +277,7 @@ def test_dockerfile_installs_java_and_the_platform():
     dockerfile = DOCKERFILE.read_text("utf-8")
     assert "openjdk-17-jre-headless" in dockerfile
     assert re.search(
-        r"pip install [^\n]*\"apache-airflow==\$\{AIRFLOW_VERSION\}\" /opt/contract-platform/src", dockerfile
+        r"pip install [^\n]*\"apache-airflow==\$\{AIRFLOW_VERSION\}\" \"/opt/contract-platform/src\[celery\]\"", dockerfile
     )
     for folder in ("plugins", "contracts", "dags", "spark_jobs"):
         assert re.search(rf"^COPY [^\n]*\b{folder} ", dockerfile, re.MULTILINE), f"the image does not copy {folder}/"

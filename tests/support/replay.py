@@ -15,7 +15,7 @@ from benchmarks.generate_archive import archive_record
 
 from contract_platform.catalog import load_catalog
 
-__all__ = ["NOW", "OLD_PATTERN", "ORDER", "STRICTER", "mixed_archive", "tighten", "write_archive"]
+__all__ = ["NOW", "OLD_PATTERN", "ORDER", "STRICTER", "mixed_archive", "tighten", "write_archive", "write_order_day"]
 
 ORDER = "order.order-created.v1"
 FIXTURE = (
@@ -57,6 +57,29 @@ def write_archive(root: Path, catalog_dir: Path, numbers: list[int], day: dateti
         envelope["metadata"]["partitionKey"] = envelope["payload"]["orderId"] = f"ord-{number}"
         lines.append(json.dumps(archive_record(contract, envelope, day.isoformat())))
     (folder / "part-0000.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def write_order_day(root: Path, catalog_dir: Path, day: datetime, count: int, keys: int = 5) -> Path:
+    """A day of order.order-created.v1 traffic as the archiver writes it: ``count`` messages over ``keys`` orders,
+    each order's ``aggregateVersion`` rising in arrival order, one second apart from ``day``'s noon on, in
+    ``<exchange>/date=<day>/part-0001.jsonl``. Valid for archive validation and for the envelope quality suite
+    (several messages per partition key)."""
+    contract = load_catalog(catalog_dir).get(ORDER)
+    assert contract is not None
+    template = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    start = day.replace(hour=12, minute=0, second=0, microsecond=0)
+    folder = root / contract.transport.exchange / f"date={start.date().isoformat()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for n in range(count):
+        envelope = json.loads(json.dumps(template))
+        envelope["metadata"]["messageId"] = str(uuid.uuid4())
+        envelope["metadata"]["partitionKey"] = envelope["payload"]["orderId"] = f"ord-{30_000 + n % keys}"
+        envelope["payload"]["aggregateVersion"] = n // keys + 1
+        received = (start + timedelta(seconds=n)).isoformat()
+        lines.append(json.dumps(archive_record(contract, envelope, received)))
+    (folder / "part-0001.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
 
 

@@ -63,6 +63,7 @@ class Served:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = work / "airflow-local.log"
+        self.task_logs = self.home / "logs"  # where task logs are written (AIRFLOW__LOGGING__BASE_LOG_FOLDER)
         self.env = user_environment(
             vhost,
             AIRFLOW_HOME=str(self.home),
@@ -227,7 +228,7 @@ class Served:
         for ti in tis:
             lines.append(f"  {ti['task_id']}[{ti['map_index']}]: {ti['state']} (try {ti['try_number']})")
             if ti["state"] not in ("success", "skipped", None):
-                folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={ti['task_id']}"
+                folder = self.task_logs / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={ti['task_id']}"
                 for log in sorted(folder.rglob("*.log"))[-1:]:
                     lines.extend(f"    {event}" for event in task_log_tail(log))
         lines.append("airflow-local output (tail):")
