@@ -89,25 +89,6 @@ def test_lint_records_evidence_for_the_scope_only_and_each_finding_under_its_own
         registry.close()
 
 
-def test_the_passive_declare_log_filter_never_breaks_another_threads_channel():
-    """While one thread's passive declare holds the filter on ``pika.channel``, another thread's records pass
-    through it; pika's AMQP objects raise from ``__eq__`` against a tuple of ints, which killed the connection."""
-    import logging
-
-    from contract_platform.amqp.inspection import _EXPECTED_NOT_FOUND
-
-    class Frame:  # as pika.amqp_object.AMQPObject compares
-        def __eq__(self, other):
-            return self.__dict__ == other.__dict__
-
-    def record(*args):
-        return logging.LogRecord("pika.channel", logging.INFO, __file__, 1, "%s %s", args, None)
-
-    assert _EXPECTED_NOT_FOUND.filter(record(Frame(), "closed")) is True
-    assert _EXPECTED_NOT_FOUND.filter(record(404, "NOT_FOUND - no queue")) is False
-    assert _EXPECTED_NOT_FOUND.filter(record(406, "PRECONDITION_FAILED")) is True
-
-
 def test_a_broker_lost_while_provisioning_says_it_ran_out_of_file_handles(monkeypatch):
     from contract_platform.amqp import management
     from contract_platform.change import _out_of_resources_said

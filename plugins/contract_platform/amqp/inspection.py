@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import logging
 import ssl
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, unquote, urlsplit
 
 import httpx
+import pika.channel
 import pika.exceptions as px
 
 from contract_platform.amqp.connection import broker_errors, describe_broker
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.settings import redact_url
+
+if TYPE_CHECKING:
+    from pika.adapters.blocking_connection import BlockingChannel
 
 __all__ = [
     "ManagementClient",
@@ -34,6 +39,7 @@ __all__ = [
     "exchange_exists",
     "inspect_queue",
     "passive_queue",
+    "probing",
     "resolve_management",
 ]
 
@@ -238,30 +244,62 @@ def describe_owner(details: Any, connection: Any = None) -> str:
     return who + (f" from {peer}" if peer else "") + (f" as {user}" if user else "")
 
 
-class _ExpectedNotFound(logging.Filter):
-    """Drops pika's warning about the Channel.Close that a passive declare of a missing object (404) or of
-    another connection's exclusive queue (405) causes: both are answers here, not faults."""
+class _ProbeAnswers(logging.Filter):
+    """Drops pika's warning about the Channel.Close with which the broker answers a passive declare of a missing
+    object (404) or of another connection's exclusive queue (405): both are answers here, not faults.
+
+    Only for a channel a probe runs on (``probing``), in the thread running it: another thread's or another
+    channel's 404 is not the probe's answer, and is still a warning. A blocking connection handles its
+    channels' frames in the thread that waits on it, so the probe's own Channel.Close is logged there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    @contextmanager
+    def probing(self, channel: BlockingChannel) -> Iterator[None]:
+        numbers: list[int] = self._local.__dict__.setdefault("channels", [])
+        numbers.append(channel.channel_number)
+        _PIKA_CHANNEL_LOG.addFilter(self)  # once: a filter already there is not added twice
+        try:
+            yield
+        finally:
+            numbers.remove(channel.channel_number)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        probed: list[int] = getattr(self._local, "channels", [])
+        if not probed or not isinstance(record.args, tuple) or len(record.args) != 3:
+            return True
         # Only an int is compared: pika's AMQP objects raise from __eq__ against anything else, and the
-        # filter sees every pika.channel record while it is installed (other threads' too).
-        first = record.args[0] if isinstance(record.args, tuple) and record.args else None
-        return not (type(first) is int and first in (NOT_FOUND, RESOURCE_LOCKED))
+        # filter sees every pika.channel record (other threads' too).
+        code, _, channel = record.args
+        number = channel.channel_number if isinstance(channel, pika.channel.Channel) else None
+        return not (
+            type(code) is int and code in (NOT_FOUND, RESOURCE_LOCKED) and type(number) is int and number in probed
+        )
 
 
 _PIKA_CHANNEL_LOG = logging.getLogger("pika.channel")
-_EXPECTED_NOT_FOUND = _ExpectedNotFound()
+_PROBE_ANSWERS = _ProbeAnswers()
 
 
 @contextmanager
-def _throwaway_channel(connection: BrokerConnection) -> Iterator[Any]:
+def probing(channel: BlockingChannel) -> Iterator[None]:
+    """While the block runs, the broker closing ``channel`` with 404 or 405 (its answer to a passive declare
+    there) is logged as no warning; in this thread, on this channel only. Wrap exactly the passive declares
+    whose refusal the caller handles as an answer."""
+    with _PROBE_ANSWERS.probing(channel):
+        yield
+
+
+@contextmanager
+def _throwaway_channel(connection: BrokerConnection) -> Iterator[BlockingChannel]:
     """A channel that may be closed by the broker (404 on a passive declare) without harm or log noise."""
     channel = connection.channel()
-    _PIKA_CHANNEL_LOG.addFilter(_EXPECTED_NOT_FOUND)
     try:
-        yield channel
+        with probing(channel):
+            yield channel
     finally:
-        _PIKA_CHANNEL_LOG.removeFilter(_EXPECTED_NOT_FOUND)
         if channel.is_open:
             channel.close()
 

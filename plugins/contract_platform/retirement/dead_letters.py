@@ -39,7 +39,7 @@ import pika
 
 from contract_platform import settings
 from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
-from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, ManagementClient
+from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, ManagementClient, probing
 from contract_platform.amqp.management import BrokerTopology, QueueInfo
 from contract_platform.amqp.peek import PeekOutcome, peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan
@@ -357,7 +357,8 @@ class Probe:
         if channel is None or not channel.is_open:
             channel = self.channels[vhost] = self.connect(vhost).channel()
         try:
-            ok = channel.queue_declare(queue, passive=True)
+            with probing(channel):  # a refusal is the answer here: no warning of pika's
+                ok = channel.queue_declare(queue, passive=True)
         except pika.exceptions.ChannelClosedByBroker as exc:
             if exc.reply_code == NOT_FOUND:
                 return GONE
