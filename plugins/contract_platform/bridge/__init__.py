@@ -29,12 +29,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -56,6 +53,7 @@ from contract_platform.errors import (
     TopologyConflict,
     UsageError,
 )
+from contract_platform.signals import stop_on_signals
 
 __all__ = [
     "Bridge",
@@ -224,7 +222,7 @@ class Bridge:
         if relay is not None:
             relay.request_stop()
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
+    def _on_signal(self) -> None:
         """SIGTERM/SIGINT: set flags only (a signal handler must not take a lock the main thread may hold)."""
         self._stopped = True
         relay = self._relay
@@ -236,7 +234,7 @@ class Bridge:
         started = time.monotonic()
         deadline = started + self.config.max_seconds if self.config.max_seconds is not None else None
         delay = self.config.reconnect_delay
-        with self._signals_stop():
+        with stop_on_signals(self._on_signal):
             while not self._stopped:
                 consumed_before = run.stats.consumed
                 try:
@@ -289,19 +287,6 @@ class Bridge:
             return self._relay.run()
         finally:
             self._relay = None
-
-    @contextlib.contextmanager
-    def _signals_stop(self) -> Iterator[None]:
-        """SIGTERM and SIGINT stop the bridge gracefully while it runs (only the main thread may set them)."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
 
     def _report(self, run: _Run) -> BridgeReport:
         stats = run.stats
