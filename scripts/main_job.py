@@ -229,33 +229,20 @@ def replay_pull_request(catalog_dir: Path, work: Path) -> dict[str, Any]:
         note(f"contractctl check --replay ended with exit code {done.returncode} and no report (see the step log)")
         return {"ok": False, "replay": []}
     shown = [r for r in report.get("replay", []) if r["messageType"] == REPLAYED]
-    for result in shown:
-        figures = result["figures"]
-        note(
-            f"{REPLAYED} {result['version']}: {figures['decision']} "
-            f"({figures['rejected']} of {figures['replayed']} archived messages rejected)"
-        )
-    impact = next((c.get("impact") for c in report.get("compatibility", []) if c["messageType"] == REPLAYED), None)
-    for line in consumer_lines(impact):
-        note(line)
-    return {"ok": done.returncode == 0, "replay": shown, "impact": impact}
+    said = pull_request_statement(report)
+    if said is not None:
+        note(said)
+    return {"ok": done.returncode == 0, "replay": shown, "statement": said}
 
 
-def consumer_lines(impact: dict[str, Any] | None) -> list[str]:
-    """The pull request's per-consumer impact (docs/consumer-impact.md), for the step's one console line:
-    whom the change breaks, with owners and contacts, and whom it leaves untouched."""
-    if not impact:
-        return []
-
-    def who(consumer: dict[str, Any]) -> str:
-        return f"{consumer['service']} ({consumer['team'] or 'owner unknown'}, {consumer['contact'] or 'no contact'})"
-
-    broken = [who(c) for c in impact["consumers"] if c["broken"]]
-    line = f"consumers: {len(broken)} of {len(impact['consumers'])} broken by the change"
-    lines = [line + (f": {', '.join(broken)}" if broken else "")]
-    if impact["untouched"]:
-        lines.append(f"untouched: {', '.join(impact['untouched'])}")
-    return lines
+def pull_request_statement(report: dict[str, Any]) -> str | None:
+    """What ``contractctl check`` says of the replayed version, for the step's one console line: which evidence
+    decided, and what the consumers' reads and their archived messages each showed (``replay.statement``)."""
+    for entry in report.get("compatibility", []):
+        if entry["messageType"] == REPLAYED and entry.get("statement"):
+            versions = [r["version"] for r in report.get("replay", []) if r["messageType"] == REPLAYED]
+            return f"{' '.join([REPLAYED, *versions[:1]])}: {entry['statement']['headline']}"
+    return None
 
 
 def publish_traffic(per_type: int) -> dict[str, int]:

@@ -19,7 +19,7 @@ from contract_platform.evidence.figures import CompatibilityFigures
 from contract_platform.lint import Finding, Severity, lint_catalog
 
 if TYPE_CHECKING:
-    from contract_platform.impact import ConsumerImpact, ObservedReaders, PerspectiveDecision
+    from contract_platform.impact import ConsumerImpact, ConsumerReport, ObservedReaders, PerspectiveDecision
 
 __all__ = ["CheckReport", "CompatibilityResult", "check_catalog", "compatibility_of"]
 
@@ -85,14 +85,19 @@ class CompatibilityResult:
         """One line per consumer this change breaks: service, owner, contact and the first breaking places."""
         if self.impact is None:
             return []
-        lines = []
-        for consumer in self.impact.broken:
-            places = [self.impact.changes[i] for i in consumer.breaking[:3]]
-            why = ", ".join(f"{c.change.rule} at {', '.join(c.pointers) or c.change.path or '/'}" for c in places)
-            if not why and consumer.refusals:
-                why = "its reader schema refuses " + ", ".join(r.path or "/" for r in consumer.refusals[:3])
-            lines.append(f"{consumer.service} ({consumer.who}): {why}")
-        return lines
+        return [
+            f"{consumer.service} ({consumer.who}): {self.breaking_places(consumer)}" for consumer in self.impact.broken
+        ]
+
+    def breaking_places(self, consumer: ConsumerReport) -> str:
+        """The first breaking changes that reach ``consumer`` and where they land, or what its reader schema refuses."""
+        if self.impact is None:
+            return ""
+        places = [self.impact.changes[i] for i in consumer.breaking[:3]]
+        why = ", ".join(f"{c.change.rule} at {', '.join(c.pointers) or c.change.path or '/'}" for c in places)
+        if not why and consumer.refusals:
+            why = "its reader schema refuses " + ", ".join(r.path or "/" for r in consumer.refusals[:3])
+        return why
 
 
 @dataclass

@@ -13,12 +13,13 @@ from contract_platform.cli.common import add_catalog_argument, add_dialect_argum
 from contract_platform.cli.output import emit_json, err, out
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.catalog.selection import Selection
     from contract_platform.checks import CheckReport
     from contract_platform.replay.run import ReplayResult
+    from contract_platform.replay.statement import Statement
     from contract_platform.retirement.observed import ReadersSource
 
 HELP = "lint, fixtures and compatibility of each version with its predecessors"
@@ -66,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from contract_platform.checks import check_catalog
+    from contract_platform.replay.statement import statements_of
 
     catalog, selection = _selected(args)
     history_of: Callable[[Contract], list[tuple[str, object]]] | None = None
@@ -90,38 +92,54 @@ def run(args: argparse.Namespace) -> int:
         report = check_catalog(catalog, history_of, only=only_types, readers=readers)
     if selection is not None and args.format == "text":
         out(selection.describe())
-    ok = report.ok(strict=args.strict)
     only = None if selection is None else selection.selected  # replay too: the versions the change reaches
     replayed = _replay(args, catalog, history_of, only) if args.replay is not None and history_of is not None else None
-    if replayed is not None:
-        ok = _ok_with_replay(report, replayed, strict=args.strict)
+    statements = statements_of(report.compatibility, replayed)  # what each version's evidence decided
+    ok = _passes(report, statements, replayed, strict=args.strict)
     if getattr(args, "spark_log", None) is not None:  # --replay ran Spark: its log's path on failure or --verbose
         args.spark_log.announce(failed=not ok)
+    summary = (
+        f"{report.contracts} contracts checked: {len(report.findings)} lint findings, "
+        f"{sum(1 for s in statements if not s.ok)} compatibility failures — {'OK' if ok else 'FAILED'}"
+    )
     if args.format in ("github", "junit"):  # cli/ci_formats.py: same verdict and exit code as text
         from contract_platform.cli.ci_formats import check_output
 
         checked = None if selection is None else set(selection.selected)
-        return check_output(args.format, catalog, report, replayed, ok=ok, strict=args.strict, checked=checked)
+        return check_output(
+            args.format,
+            catalog,
+            report,
+            replayed,
+            statements,
+            ok=ok,
+            strict=args.strict,
+            summary=summary,
+            checked=checked,
+        )
     if args.format == "json":
         document = report.to_dict(strict=args.strict)
+        document["ok"] = ok
+        for entry, statement in zip(document["compatibility"], statements, strict=True):
+            entry["decidedBy"] = str(statement.decided_by)
+            entry["statement"] = statement.to_dict()
         if selection is not None:
             document["selection"] = selection.to_dict()
         if replayed is not None:
-            document["ok"] = ok
             document["replay"] = [r.to_dict() for r in replayed]
         emit_json(document)
         return 0 if ok else 1
     for finding in report.findings:
         out(str(finding))
-    for result in report.compatibility:
-        state = "ok" if result.ok else "FAIL"
+    for result, statement in zip(report.compatibility, statements, strict=True):
+        state = "ok" if statement.ok else "FAIL"
         out(f"{state} {result.message_type}: {result.mode} against {', '.join(result.against)}")
         for change in result.changes:
             if not change["compatible"]:
                 out(f"     breaking [{change['rule']}] {change['path'] or '/'}: {change['message']}")
         for problem in result.semver_problems:
             out(f"     version: {problem}")
-        for line in _consumer_lines(result):
+        for line in statement.lines():
             out(f"     {line}")
     for replay_result in replayed or []:
         figures = replay_result.figures()
@@ -148,35 +166,8 @@ def run(args: argparse.Namespace) -> int:
                 f"archived{'' if in_flight is None else f' and {in_flight} in-flight'} messages change in what it "
                 "reads (the migration renames, transforms or drops it)"
             )
-    out(
-        f"{report.contracts} contracts checked: {len(report.findings)} lint findings, "
-        f"{sum(1 for r in report.compatibility if not r.ok)} compatibility failures — {'OK' if ok else 'FAILED'}"
-    )
+    out(summary)
     return 0 if ok else 1
-
-
-def _consumer_lines(result: Any) -> list[str]:
-    """Per consumer (docs/consumer-impact.md): how many the change breaks, each broken one with its owner and
-    contact, the ones it leaves untouched; then the readers perspective's decision when it was asked."""
-    from contract_platform.compat.rules import ANNOTATION_RULES
-    from contract_platform.errors import printable
-
-    lines = []
-    impact = result.impact
-    if impact is not None and any(c.change.rule not in ANNOTATION_RULES for c in impact.changes):
-        broken = result.broken_consumers()
-        lines.append(f"consumers: {len(broken)} of {len(impact.consumers)} broken")
-        lines.extend(f"  breaks {line}" for line in broken)
-        reading = [c.service for c in impact.consumers if not c.broken and c.reading]
-        if reading:
-            lines.append(f"  reads what changed, allowed by {result.mode}: {', '.join(reading)}")
-        if impact.untouched:
-            lines.append(f"  untouched: {', '.join(c.service for c in impact.untouched)}")
-    if result.perspective is not None:
-        decision = result.perspective
-        said = decision.message if not decision.accepted else f"readers perspective accepted: {decision.message}"
-        lines.append(f"{printable(said)} [{decision.condition}]")  # names other clients chose, escaped
-    return lines
 
 
 def _readers_source(
@@ -265,9 +256,13 @@ def _replay(
         return replay_on_spark(archive, catalog, history_of, only=only, in_flight=not args.no_in_flight)
 
 
-def _ok_with_replay(report: CheckReport, replayed: list[ReplayResult], *, strict: bool) -> bool:
-    """The check's verdict once replay has spoken: versions accepted on evidence pass, refused ones fail."""
-    lifted = {r.message_type for r in replayed if r.decision.lifts_breaking}
-    lint_ok = report.lint_ok(strict=strict)
-    compatible = all(result.ok or result.message_type in lifted for result in report.compatibility)
-    return lint_ok and compatible and not any(r.decision.refuses for r in replayed)
+def _passes(
+    report: CheckReport, statements: Sequence[Statement], replayed: Sequence[ReplayResult] | None, *, strict: bool
+) -> bool:
+    """The check's verdict: lint, each version's statement (replay's decision taken into account), and no
+    replay refusal of a version the compatibility step did not compare (a new major's migrated traffic)."""
+    return (
+        report.lint_ok(strict=strict)
+        and all(statement.ok for statement in statements)
+        and not any(r.decision.refuses for r in replayed or ())
+    )

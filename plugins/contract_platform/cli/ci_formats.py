@@ -12,8 +12,9 @@ The finding's JSON pointer is resolved to its line and column in the YAML or JSO
 does, and a file that cannot be read is annotated as a whole (no line). Errors are ``::error``,
 warnings ``::warning`` (``::error`` with ``--strict``, where they fail the run), info ``::notice``. A breaking
 compatibility change is annotated in the new version's ``payload.schema.json`` at the changed pointer
-(a warning when replay accepted the version on evidence), a version problem at ``version`` in
-``contract.yaml``, a replay refusal on the schema file. Paths are relative to the working directory,
+(a warning when replay or the readers perspective accepted the version), a version problem at ``version`` in
+``contract.yaml``, a replay refusal on the schema file; the consumers a change reaches, what each piece of
+evidence found of them and which one decided (``replay.statement``, as text mode says it) at ``consumers``. Paths are relative to the working directory,
 as GitHub expects when the step runs at the repository root. Data is escaped per GitHub's workflow
 command rules (``%``, CR, LF; property values also ``:`` and ``,``), so no value can end a command or
 start another one.
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from contract_platform.checks import CheckReport
     from contract_platform.lint.model import Finding
     from contract_platform.replay.run import ReplayResult
+    from contract_platform.replay.statement import Statement
 
 __all__ = [
     "CI_FORMATS",
@@ -138,40 +140,45 @@ def _finding_annotations(findings: Iterable[Finding], *, strict: bool) -> list[A
 
 
 def _check_annotations(
-    catalog: Catalog, report: CheckReport, replayed: Sequence[ReplayResult], *, strict: bool
+    catalog: Catalog,
+    report: CheckReport,
+    replayed: Sequence[ReplayResult],
+    statements: Sequence[Statement],
+    *,
+    strict: bool,
 ) -> list[Annotation]:
+    from contract_platform.replay.statement import DecidedBy
+
     annotations = _finding_annotations(report.findings, strict=strict)
-    lifted = {r.message_type for r in replayed if r.decision.lifts_breaking}
-    for result in report.compatibility:
+    for result, statement in zip(report.compatibility, statements, strict=True):
         contract = catalog.contracts.get(result.message_type)
-        if contract is None or result.ok:
+        if contract is None:
             continue
-        level = "warning" if result.message_type in lifted else "error"
-        against = ", ".join(result.against)
-        for change in result.changes:
-            if change.get("compatible"):
-                continue
-            annotations.append(
-                Annotation(
-                    level,
-                    str(contract.schema_file),
-                    str(change.get("path") or ""),
-                    str(change.get("rule") or "compatibility"),
-                    f"breaking {result.mode} change against {printable(against)} at "
-                    f"{_where(str(change.get('path') or ''))}: {printable(str(change.get('message', '')))}"
-                    + (" (accepted on replay evidence)" if level == "warning" else ""),
+        level = "warning" if statement.ok else "error"  # a breaking change the evidence accepted warns
+        if not result.ok:
+            against = ", ".join(result.against)
+            for change in result.changes:
+                if change.get("compatible"):
+                    continue
+                annotations.append(
+                    Annotation(
+                        level,
+                        str(contract.schema_file),
+                        str(change.get("path") or ""),
+                        str(change.get("rule") or "compatibility"),
+                        f"breaking {result.mode} change against {printable(against)} at "
+                        f"{_where(str(change.get('path') or ''))}: {printable(str(change.get('message', '')))}"
+                        + (f" ({statement.decided_by} decided: accepted)" if statement.ok else ""),
+                    )
                 )
-            )
-        for problem in result.semver_problems:
-            annotations.append(
-                Annotation(level, str(contract.contract_file), "/version", "version", printable(problem))
-            )
-        broken = result.broken_consumers()  # whom the author must tell (docs/consumer-impact.md)
-        if broken:
-            said = f"breaks {len(broken)} of {len(contract.consumers)} consumers: {'; '.join(broken)}"
-            annotations.append(
-                Annotation(level, str(contract.contract_file), "/consumers", "consumers", printable(said))
-            )
+            for problem in result.semver_problems:
+                annotations.append(
+                    Annotation(level, str(contract.contract_file), "/version", "version", printable(problem))
+                )
+        if statement.broken or (statement.consumers and statement.decided_by is not DecidedBy.STATIC):
+            # whom the author must tell, what each piece of evidence found, and which one decided
+            said = "\n".join(printable(line.strip()) for line in statement.lines() or [statement.headline])
+            annotations.append(Annotation(level, str(contract.contract_file), "/consumers", "consumers", said))
     for replay_result in replayed:
         if not replay_result.decision.refuses:
             continue
@@ -291,50 +298,47 @@ def check_output(
     catalog: Catalog,
     report: CheckReport,
     replayed: Sequence[ReplayResult] | None,
+    statements: Sequence[Statement],
     *,
     ok: bool,
     strict: bool,
+    summary: str,
     checked: set[str] | None = None,
 ) -> int:
     """``contractctl check --format github|junit``: prints, and returns text mode's exit code.
 
-    ``checked``: the messageTypes the run checked (``check --against`` selects the versions a change
-    reaches); None: every contract of the catalogue."""
+    ``statements``: what the check says of each compatibility result (``replay.statement``), in their order;
+    ``summary``: text mode's last line. ``checked``: the messageTypes the run checked (``check --against``
+    selects the versions a change reaches); None: every contract of the catalogue."""
+    from contract_platform.replay.statement import DecidedBy
+
     replayed = list(replayed or [])
-    failures = sum(1 for r in report.compatibility if not r.ok)
-    summary = (
-        f"{report.contracts} contracts checked: {len(report.findings)} lint findings, "
-        f"{failures} compatibility failures — {'OK' if ok else 'FAILED'}"
-    )
     if fmt == "github":
-        _print_github(_check_annotations(catalog, report, replayed, strict=strict), summary)
+        _print_github(_check_annotations(catalog, report, replayed, statements, strict=strict), summary)
         return 0 if ok else 1
     suite = _Suite("contractctl check")
     _junit_findings(suite, catalog, report.findings, strict=strict, checked=checked)
-    lifted = {r.message_type for r in replayed if r.decision.lifts_breaking}
-    for result in report.compatibility:
+    for result, statement in zip(report.compatibility, statements, strict=True):
         name = "compatibility"
         suite.case(result.message_type, name)
-        if result.ok:
-            continue
         lines = [
             f"breaking [{c.get('rule')}] {_where(str(c.get('path') or ''))}: {c.get('message')}"
             for c in result.changes
             if not c.get("compatible")
         ] + [f"version: {problem}" for problem in result.semver_problems]
-        lines += [f"breaks consumer {line}" for line in result.broken_consumers()]
-        message = f"{result.mode} against {', '.join(result.against)}: {len(lines)} problems"
-        if result.message_type in lifted:
-            for line in lines:
-                suite.note(result.message_type, name, f"accepted on replay evidence: {line}")
-        else:
+        lines += [line.strip() for line in statement.lines()]
+        if not statement.ok:
+            message = f"{result.mode} against {', '.join(result.against)}: {statement.headline}"
             suite.fail(result.message_type, name, "error", message, "\n".join(lines))
+        elif not result.ok or statement.decided_by is not DecidedBy.STATIC:
+            for line in lines:
+                suite.note(result.message_type, name, line)
     for replay_result in replayed:
         suite.case(replay_result.message_type, "replay")
         if replay_result.decision.refuses:
             problems = replay_result.replay_problems()
             suite.fail(replay_result.message_type, "replay", "error", problems[0], "\n".join(problems))
         else:
-            suite.note(replay_result.message_type, "replay", f"decision: {replay_result.figures()['decision']}")
+            suite.note(replay_result.message_type, "replay", f"decision: {replay_result.decision.decision}")
     _write_junit(suite)
     return 0 if ok else 1

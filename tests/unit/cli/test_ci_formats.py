@@ -154,47 +154,37 @@ def test_clean_catalogue_passes_in_every_format(capsys, catalog_dir: Path) -> No
         assert not commands(out) if fmt == "github" else "<failure" not in out
 
 
-def test_replay_verdicts_in_both_formats(capsys, catalog_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A version replay accepted on evidence is a warning; one replay refuses is an error on its schema file."""
-    from types import SimpleNamespace
+@pytest.mark.parametrize(("numbers", "accepted"), [([10_001, 10_002, 10_003], True), ([10_001, 7, 8], False)])
+def test_replay_verdicts_in_both_formats(capsys, tmp_path, catalog_dir, monkeypatch, numbers, accepted) -> None:
+    """A narrowing replay accepted on evidence is a warning; one replay refuses is an error, and replay's refusal
+    an error on the whole schema file. The stricter orderId pattern of order.order-created.v1 1.3.0, replayed."""
+    from datetime import UTC, datetime
 
-    from contract_platform.catalog import load_catalog
-    from contract_platform.checks import CheckReport, CompatibilityResult
-    from contract_platform.cli.ci_formats import check_output
+    from tests.support.replay import ORDER, tighten, write_archive
 
-    monkeypatch.chdir(catalog_dir.parent)
-    catalog = load_catalog(catalog_dir)
-    breaking = {"rule": "required-added", "path": "/required", "compatible": False, "message": "now required"}
-    report = CheckReport(
-        contracts=len(catalog),
-        compatibility=[
-            CompatibilityResult(t, "BACKWARD", "strict", ["1.0.0 @ main"], False, [breaking], []) for t in (INV1, INV2)
-        ],
+    repo = tmp_path / "repo"
+    catalogue = catalogue_repo(repo, catalog_dir)
+    tighten(catalogue, compatibility={"mode": "BACKWARD", "tightening": "evidence", "minMessages": 3})
+    archive = write_archive(tmp_path / "archive", catalogue, numbers, datetime.now(UTC))
+    monkeypatch.chdir(repo)
+    argv = ["check", "contracts", "--against", "main", "--replay", str(archive), "--no-in-flight", "--engine", "local"]
+
+    code, out, _ = run_cli(capsys, *argv, "--format", "github")
+
+    assert code == (0 if accepted else 1)
+    found = commands(out)
+    levels = {c["title"]: c["level"] for c in found if c["file"].startswith("contracts/order/order-created/v1/")}
+    wanted = "warning" if accepted else "error"
+    assert levels == {"pattern-changed": wanted, "version": wanted, "consumers": wanted} | (
+        {} if accepted else {"replay": "error"}
     )
+    assert all("line" not in c for c in found if c["title"] == "replay")  # the whole schema file
 
-    def replayed(message_type: str, *, refuses: bool) -> SimpleNamespace:
-        return SimpleNamespace(
-            message_type=message_type,
-            target=SimpleNamespace(contract=catalog.contracts[message_type]),
-            decision=SimpleNamespace(refuses=refuses, lifts_breaking=not refuses),
-            replay_problems=lambda: (
-                [f"{message_type}: replay refuses it: 3 of 40 messages rejected"] if refuses else []
-            ),
-            figures=lambda: {"decision": "refused" if refuses else "accepted-on-evidence"},
-        )
-
-    results = [replayed(INV1, refuses=False), replayed(INV2, refuses=True)]
-    assert check_output("github", catalog, report, results, ok=False, strict=False) == 1  # type: ignore[arg-type]
-    found = commands(capsys.readouterr().out)
-    levels = {(c["file"].split("/")[-2], c["title"]): c["level"] for c in found}
-    assert levels == {("v1", "required-added"): "warning", ("v2", "required-added"): "error", ("v2", "replay"): "error"}
-    assert "line" not in next(c for c in found if c["title"] == "replay")  # the whole schema file
-
-    assert check_output("junit", catalog, report, results, ok=False, strict=False) == 1  # type: ignore[arg-type]
-    suite = ET.fromstring(capsys.readouterr().out.encode("utf-8")).find("testsuite")
-    assert suite is not None
+    code, out, _ = run_cli(capsys, *argv, "--format", "junit")
+    suite = ET.fromstring(out.encode("utf-8")).find("testsuite")
+    assert suite is not None and code == (0 if accepted else 1)
     cases = {(c.get("classname"), c.get("name")): c for c in suite.findall("testcase")}
-    assert cases[(INV1, "compatibility")].find("failure") is None
-    assert "accepted on replay evidence" in (cases[(INV1, "compatibility")].findtext("system-out") or "")
-    assert cases[(INV2, "compatibility")].find("failure") is not None
-    assert cases[(INV2, "replay")].find("failure") is not None and cases[(INV1, "replay")].find("failure") is None
+    compatibility, replay = cases[(ORDER, "compatibility")], cases[(ORDER, "replay")]
+    assert (compatibility.find("failure") is None, replay.find("failure") is None) == (accepted, accepted)
+    said = compatibility.findtext("system-out") if accepted else compatibility.find("failure").get("message")
+    assert ("accepted on evidence (replay decided)" if accepted else "refused (replay decided)") in (said or "")

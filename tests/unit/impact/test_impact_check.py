@@ -222,20 +222,19 @@ def test_ci_formats_name_the_broken_consumer_at_the_contracts_consumers(capsys, 
     [annotation] = [line for line in out.splitlines() if line.startswith("::error") and "title=consumers" in line]
     contract = catalogue / "order/order-created/v1/contract.yaml"
     line = next(n for n, text in enumerate(contract.read_text().splitlines(), 1) if text.startswith("consumers:"))
-    assert (
-        f"line={line}," in annotation and "breaks 1 of 2 consumers: fulfillment-service (fulfillment-ops" in annotation
-    )
+    assert f"line={line}," in annotation and "consumers: 1 of 2 broken by the change" in annotation
+    assert "breaks fulfillment-service (fulfillment-ops" in annotation
     code, out, _ = run_cli(capsys, *argv, "--format", "junit")
     suite = ET.fromstring(out.encode("utf-8")).find("testsuite")
     [failure] = [c.find("failure") for c in suite.findall("testcase") if c.get("name") == "compatibility"]
-    assert "breaks consumer fulfillment-service (fulfillment-ops" in (failure.text or "")
+    assert "breaks fulfillment-service (fulfillment-ops" in (failure.text or "")
 
 
 def test_a_readers_name_chosen_by_a_client_is_printed_escaped(perspective_catalogue: Path, capsys) -> None:
-    from contract_platform.cli.check import _consumer_lines
+    from contract_platform.replay.statement import statement_of
 
     hostile = ObservedReaders([_session("adhoc.order-created", "nb\x1b[2J\nfake: OK")], ())
-    lines = _consumer_lines(_result(perspective_catalogue, hostile))
+    lines = statement_of(_result(perspective_catalogue, hostile)).lines()
 
     [said] = [line for line in lines if "undeclared-reader" in line or "outside the declared" in line]
     assert "\x1b" not in said and "\n" not in said and "nb\\x1b[2J\\nfake: OK" in said
