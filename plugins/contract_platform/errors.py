@@ -12,6 +12,8 @@ jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise .
     ├── PatternNotEvaluable         a regular expression the platform will not evaluate (lookaround...)
     │   └── PatternInvalid          ... or that is no regular expression at all
     ├── EnvelopeError               an envelope fails validation before it is published
+    │   └── ContractViolation       ... refused by a service's guard: reason code, JSON pointer and keyword
+    ├── BundleError                 a contract bundle does not load (format version, checksum, missing part)
     ├── MigrationSpecError          a migration.yaml cannot be checked or applied
     ├── MessageNotMigratable        one message cannot be migrated (the bridge parks it with the reason)
     ├── LifecycleError
@@ -41,9 +43,11 @@ __all__ = [
     "ArchiveError",
     "BrokerError",
     "BrokerUnavailable",
+    "BundleError",
     "CatalogError",
     "ConcurrentTransition",
     "ContractPlatformError",
+    "ContractViolation",
     "EnvelopeError",
     "EventExchangeUnavailable",
     "LifecycleError",
@@ -175,6 +179,30 @@ class EnvelopeError(ContractPlatformError):
     def __init__(self, message: str, errors: list[tuple[str, str]] | None = None) -> None:
         self.errors = errors or []
         super().__init__(message)
+
+
+class ContractViolation(EnvelopeError):
+    """An envelope a service's guard refused (``contract_platform.client``), located: ``reason`` is a stable code
+    (``PAYLOAD_INVALID``...), ``pointer`` the JSON pointer into the envelope and ``keyword`` the schema keyword
+    that failed (``required``, ``pattern``...; empty when no schema keyword is at fault)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        pointer: str,
+        keyword: str,
+        message_type: str | None = None,
+        errors: list[tuple[str, str]] | None = None,
+    ) -> None:
+        self.reason, self.pointer, self.keyword, self.message_type = reason, pointer, keyword, message_type
+        super().__init__(message, errors or [(pointer, keyword)])
+
+
+class BundleError(ContractPlatformError):
+    """A contract bundle cannot be used (not JSON, another format version, a bad checksum, a missing part): the
+    message says what, where in the file (a JSON pointer), and how to export a good one."""
 
 
 class MigrationSpecError(ContractPlatformError):

@@ -64,7 +64,9 @@ ALLOWED = {
     "activity": FOUNDATION | {"amqp"},  # the recorder: events in, the store (a protocol) out
     "bridge": FOUNDATION | {"amqp", "migration", "validation"},
     "migration": FOUNDATION | {"amqp"},  # a migration is data the bridge runs, never the other way round
-    "export": FOUNDATION | {"amqp"},
+    "export": FOUNDATION | {"amqp", "client"},  # the contract bundle is written in the format the client reads
+    # the service-side library: guards over the transport, the one validator, the migration engine
+    "client": FOUNDATION | {"amqp", "migration", "validation"},
     "store": FOUNDATION,
     "status": FOUNDATION,
     "lifecycle": FOUNDATION | {"days"},

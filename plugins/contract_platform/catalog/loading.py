@@ -57,6 +57,7 @@ __all__ = [
     "CATALOG_SETTINGS_PATH",
     "ENVELOPE_SCHEMA_PATH",
     "catalog_default_dialect",
+    "contract_from_documents",
     "load_catalog",
     "load_contract_schema",
 ]
@@ -249,6 +250,53 @@ def _load_contract_as(
     contract = _build(str(contract_file), folder, raw, payload_schema, fixtures, migration, problems)
     contract = replace(contract, dialect=reading)
     return raw["messageType"], (contract if len(problems) == before else None)
+
+
+def contract_from_documents(
+    origin: str,
+    raw: Any,
+    payload_schema: Any,
+    *,
+    fixtures: tuple[Fixture, ...] = (),
+    migration: dict[str, Any] | None = None,
+    dialect: str = DEFAULT_DIALECT,
+) -> Contract:
+    """One contract version from documents already in memory (a contract bundle's), checked as ``load_catalog``
+    checks the files: contract.yaml's format, messageType and version, callers, and the payload schema against
+    its draft's metaschema, with its ``$ref`` s local. Nothing is read from disk or network: a consumer's
+    ``readerSchema`` (a file beside contract.yaml, for consumer-impact analysis) is not carried over.
+
+    ``origin`` names where the documents come from in problems (``bundle.json#/contracts/<type>``); every
+    problem found is raised at once as a ``CatalogError``."""
+    problems: list[Problem] = []
+    file = f"{origin}/contract"
+    shape = _shape_problems(file, raw)
+    if shape:
+        raise CatalogError(shape)
+    message_type = raw["messageType"]
+    if not _MESSAGE_TYPE.match(message_type):
+        problems.append(Problem(file, "/messageType", f"{message_type!r} is not <domain>.<name>.v<MAJOR>"))
+    if not _SEMVER.match(raw["version"]):
+        problems.append(Problem(file, "/version", f"{raw['version']!r} is not MAJOR.MINOR.PATCH (e.g. 1.0.0)"))
+    _check_callers(file, raw, problems)
+    schema_file = f"{origin}/payloadSchema"
+    found = schema_problems(schema_file, payload_schema, default=dialect)
+    problems.extend(found)
+    if problems:
+        raise CatalogError(problems)
+    reading = read_dialect(payload_schema, dialect)
+    consumers = [
+        {key: value for key, value in consumer.items() if key != "readerSchema"}
+        for consumer in raw.get("consumers", [])
+    ]
+    plain = {**raw, "consumers": consumers} if "consumers" in raw else raw
+    pinned = {"not": {}} if payload_schema is False else pin_dialect(payload_schema, dialect)
+    contract = _build(
+        file, Path(origin), plain, pinned if isinstance(pinned, dict) else {}, fixtures, migration, problems
+    )
+    if problems:
+        raise CatalogError(problems)
+    return replace(contract, dialect=reading.describe() if reading is not None else "")
 
 
 def _shape_problems(file: str, raw: Any) -> list[Problem]:

@@ -1,7 +1,13 @@
-"""``contractctl export asyncapi [--catalog DIR] [--out FILE]``: the catalogue in another ecosystem's format.
+"""``contractctl export asyncapi|bundle [--catalog DIR] [--out FILE]``: the catalogue in another format.
+
+- ``asyncapi``: the catalogue as an AsyncAPI 3.0 document.
+- ``bundle --service NAME | --type MESSAGE_TYPE ...``: the contract bundle a service loads
+  (``contract_platform.client``, docs/service-client.md): the versions it publishes or consumes, with the
+  envelope standard, payload schemas, migration specs, fixtures and a checksum, in one JSON file.
 
 Without ``--out`` the document goes to stdout as JSON. With ``--out`` its extension picks the
-format (``.json``, ``.yaml``/``.yml``) and a one-line summary is printed (``--format json``: as JSON).
+format (``.json``, ``.yaml``/``.yml``; a bundle is JSON only) and a one-line summary is printed
+(``--format json``: as JSON).
 """
 
 from __future__ import annotations
@@ -17,14 +23,31 @@ from contract_platform.cli.common import add_catalog_argument, add_format_argume
 from contract_platform.cli.output import emit_json, out
 from contract_platform.errors import UsageError
 
-HELP = "export the catalogue as an AsyncAPI 3.0 document (JSON or YAML)"
-TARGETS = ("asyncapi",)
+HELP = "export the catalogue as an AsyncAPI 3.0 document, or a service's contract bundle"
+TARGETS = ("asyncapi", "bundle")
 _SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", choices=TARGETS, help="what to export: asyncapi (AsyncAPI 3.0.0)")
+    parser.add_argument(
+        "target",
+        choices=TARGETS,
+        help="what to export: asyncapi (AsyncAPI 3.0.0), or bundle (the contracts of one service, for its guards)",
+    )
     add_catalog_argument(parser, positional=False)
+    parser.add_argument(
+        "--service",
+        default=None,
+        help="bundle: the service whose versions go in (as owner, caller or consumer in the catalogue)",
+    )
+    parser.add_argument(
+        "--type",
+        dest="message_types",
+        action="append",
+        default=[],
+        metavar="MESSAGE_TYPE",
+        help="bundle: a version to include (repeat for more); with --service, in addition to its own",
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -35,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.target == "bundle":
+        return _bundle(args)
+    if args.service is not None or args.message_types:
+        raise UsageError("--service and --type choose what goes into a bundle: use them with `export bundle`")
     from contract_platform.export import export_asyncapi
 
     if args.out is None:
@@ -61,6 +88,40 @@ def run(args: argparse.Namespace) -> int:
         out(
             f"wrote AsyncAPI {summary['asyncapi']} to {args.out}: {summary['messages']} messages, "
             f"{summary['channels']} channels, {summary['operations']} operations (version {summary['version']})"
+        )
+    return 0
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    from contract_platform.export.bundle import export_bundle
+
+    if args.out is not None and args.out.suffix.lower() != ".json":
+        raise UsageError(f"--out {args.out}: a contract bundle is JSON; name the file *.json")
+    if args.service is None and not args.message_types:
+        raise UsageError("export bundle: choose what goes in with --service NAME and/or --type MESSAGE_TYPE")
+    document = export_bundle(load(args.catalog), service=args.service, message_types=args.message_types)
+    if args.out is None:
+        emit_json(document)
+        return 0
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_bytes(_json(document))
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
+    contracts = document["contents"]["contracts"]
+    summary = {
+        "out": str(args.out),
+        "formatVersion": document["formatVersion"],
+        "checksum": document["checksum"],
+        "service": args.service,
+        "messageTypes": {name: entry["roles"] for name, entry in contracts.items()},
+    }
+    if args.format == "json":
+        emit_json(summary)
+    else:
+        listed = ", ".join(f"{name} ({'/'.join(entry['roles'])})" for name, entry in contracts.items())
+        out(
+            f"wrote the contract bundle {args.out} (format {document['formatVersion']}, {document['checksum'][:19]}...): {listed}"
         )
     return 0
 
