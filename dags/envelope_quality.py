@@ -29,9 +29,9 @@ from datetime import timedelta
 from typing import Any
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import dag, get_current_context, task
 
-from contract_platform_airflow.intervals import DAILY, run_range
+from contract_platform_airflow.intervals import DAILY, archive_param, interval_params, run_range
 from contract_platform_airflow.runtime import actor_of, fail_if, fail_on_bad_input, registry, run_id_of
 from contract_platform_airflow.spark import spark_submit
 
@@ -52,20 +52,8 @@ def _planned(key: str) -> str:
     tags=["contracts", "quality", "spark"],
     doc_md=__doc__,
     params={
-        "archive": Param(
-            "",
-            type="string",
-            title="Archive",
-            description="archive root, exchange or date folder, or one file; empty: the platform's archive root",
-        ),
-        "since": Param(
-            "",
-            type="string",
-            title="Since",
-            description="YYYY-MM-DD: only envelopes received from then on; empty with until empty: everything "
-            "(scheduled runs: their data interval)",
-        ),
-        "until": Param("", type="string", title="Until", description="YYYY-MM-DD: only envelopes received before"),
+        **archive_param("archive root, exchange or date folder, or one file"),
+        **interval_params(),
     },
 )
 def envelope_quality() -> None:

@@ -20,7 +20,7 @@ job's state; the 7-day invalid rate is the sum of the daily runs' evidence.
 5. **report_findings** — ends the run red when records of the validated days are invalid, naming
    the counts and the quarantine; evidence and lifecycle are already done.
 
-Param *archive_path* validates another archive (a folder or one file) instead of the platform's.
+Param *archive* validates another archive (a folder or one file) instead of the platform's.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from datetime import timedelta
 from typing import Any
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import dag, get_current_context, task
 
-from contract_platform_airflow.intervals import DAILY, run_range
+from contract_platform_airflow.intervals import DAILY, archive_param, interval_params, run_range
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
@@ -56,15 +56,8 @@ PATHS = "{{ ti.xcom_pull(task_ids='plan_paths')"
     tags=["contracts", "evidence", "spark"],
     doc_md=__doc__,
     params={
-        "archive_path": Param("", type="string", title="Archive path", description="empty: the platform's archive"),
-        "since": Param(
-            "",
-            type="string",
-            title="Since",
-            description="YYYY-MM-DD: first date partition to validate; empty with until empty: the whole archive "
-            "(scheduled runs: their data interval)",
-        ),
-        "until": Param("", type="string", title="Until", description="YYYY-MM-DD: stop before this date partition"),
+        **archive_param("a folder or one file to validate instead"),
+        **interval_params(),
     },
 )
 def topic_archive_validation() -> None:
@@ -75,8 +68,8 @@ def topic_archive_validation() -> None:
         from contract_platform.archiving import drain_archives
         from contract_platform.catalog import load_catalog
 
-        if (params or {}).get("archive_path"):
-            return {"skipped": "validating the archive given by the archive_path param"}
+        if (params or {}).get("archive"):
+            return {"skipped": "validating the archive given by the archive param"}
         with broker() as connection:
             return drain_archives(load_catalog(), connection, settings.archive_dir())
 
@@ -94,7 +87,7 @@ def topic_archive_validation() -> None:
         return {
             "since": since,
             "until": until,
-            "archive": (params or {}).get("archive_path") or str(settings.archive_dir()),
+            "archive": (params or {}).get("archive") or str(settings.archive_dir()),
             "catalog": str(settings.catalog_dir()),
             "report": str(reports / f"{run}.json"),
             "quarantine": str(settings.data_dir() / "quarantine" / run),

@@ -15,15 +15,37 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from airflow.sdk import Param
 from airflow.timetables.interval import CronDataIntervalTimetable
 
 from contract_platform.days import check_range, parse_day
 from contract_platform_airflow.runtime import run_type_of
 
-__all__ = ["DAILY", "INTERVAL_RUN_TYPES", "run_range"]
+__all__ = ["DAILY", "INTERVAL_RUN_TYPES", "archive_param", "interval_params", "run_range"]
 
 DAILY = CronDataIntervalTimetable("0 0 * * *", timezone="UTC")
 INTERVAL_RUN_TYPES = ("scheduled", "backfill")
+
+
+def interval_params() -> dict[str, Param]:
+    """The trigger form's *since* and *until*, the same in both evidence DAGs (read by ``run_range``)."""
+    return {
+        "since": Param(
+            "",
+            type="string",
+            title="Since",
+            description="YYYY-MM-DD: the first day to cover (the archive's date=YYYY-MM-DD partitions); empty with "
+            "until empty: the whole archive (a scheduled run covers its data interval)",
+        ),
+        "until": Param(
+            "", type="string", title="Until", description="YYYY-MM-DD: the first day not covered (exclusive)"
+        ),
+    }
+
+
+def archive_param(what: str) -> dict[str, Param]:
+    """The trigger form's *archive*: another archive to read than the platform's (``what`` says what it may be)."""
+    return {"archive": Param("", type="string", title="Archive", description=f"{what}; empty: the platform's archive")}
 
 
 def _end_day(moment: datetime) -> date:
