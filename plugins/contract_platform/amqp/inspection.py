@@ -26,6 +26,7 @@ import pika.exceptions as px
 
 from contract_platform.amqp.connection import broker_errors, describe_broker
 from contract_platform.amqp.types import BrokerConnection
+from contract_platform.amqp.urls import vhost_of
 from contract_platform.settings import redact_url
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class ManagementClient:
         """Same host, user, password and vhost as the AMQP URL; HTTP on ``port`` (HTTPS for amqps)."""
         parts = urlsplit(url)
         scheme = "https" if parts.scheme == "amqps" else "http"
-        vhost = unquote(parts.path[1:]) if len(parts.path) > 1 else "/"
+        vhost = vhost_of(url)
         return cls(
             f"{scheme}://{parts.hostname or '127.0.0.1'}:{port}",
             unquote(parts.username or "guest"),

@@ -188,11 +188,10 @@ class ReadersSource:
 
 def platform_vhost() -> str:
     """The platform's virtual host (the one its AMQP URL names), where the declared consumers' queues live."""
-    from urllib.parse import unquote, urlsplit
-
     from contract_platform import settings
+    from contract_platform.amqp.urls import vhost_of
 
-    return unquote(urlsplit(settings.rabbitmq_url()).path[1:]) or "/"
+    return vhost_of(settings.rabbitmq_url())
 
 
 def _distinct(sessions: Sequence[ReaderSession]) -> list[ReaderSession]:
