@@ -7,10 +7,16 @@ answered; ``settle()`` says which ``basic.ack`` / ``basic.nack`` frames to send.
   sequence numbers and delivery tags map one to one. Delivery tags on a channel are 1, 2, 3, ...
 - A delivery becomes *done* when the broker confirms (``basic.ack``) its publish, or *refused* when the
   broker nacks it or returns it as unroutable (``basic.return`` comes before that publish's ack).
+- A publisher with no deliveries at all uses its publish sequence numbers as the tags.
 - ``settle()`` walks up from the last settled tag while tags are done or refused: a run of done tags is
   acknowledged with one ``ack(last, multiple=True)``; a refused tag is nacked with requeue, alone, so it is
   delivered again and nothing is lost. A tag still waiting for its confirm stops the walk, so nothing is
   ever acknowledged before its republication was confirmed.
+- A consumer that republishes only some deliveries (a guard dead-letters the invalid ones with their reasons)
+  tells the tracker about the others: ``done(tag)``, handled here and acknowledged in the same runs, or
+  ``settled_elsewhere(tag)``, already nacked or rejected by the caller, which the walk
+  passes over without ever ending an acknowledgement at it. For such a caller a REQUEUE frame means "the
+  republication was refused"; what it sends then is its own choice (the guard rejects without requeue).
 """
 
 from __future__ import annotations
@@ -50,7 +56,8 @@ class ConfirmTracker:
         self._in_flight: dict[int, _InFlight] = {}
         self._order: deque[int] = deque()  # sequences in publish order (may hold ones already answered)
         self._by_message_id: dict[str | None, set[int]] = {}
-        self._outcome: dict[int, bool] = {}  # delivery tag -> confirmed (True) / refused (False), not yet settled
+        # delivery tag -> confirmed or done (True) / refused (False) / settled elsewhere (None), not yet walked past
+        self._outcome: dict[int, bool | None] = {}
         self._settled_up_to = 0
         self.confirmed: Counter[str] = Counter()  # label given to ``published`` -> publishes the broker confirmed
         self.refused = 0
@@ -76,6 +83,15 @@ class ConfirmTracker:
         self._in_flight[sequence] = _InFlight(delivery_tag, message_id, label)
         self._order.append(sequence)
         self._by_message_id.setdefault(message_id, set()).add(sequence)
+
+    def done(self, delivery_tag: int) -> None:
+        """Delivery ``delivery_tag`` needed no publish: acknowledge it with the runs around it, in order."""
+        self._outcome[delivery_tag] = True
+
+    def settled_elsewhere(self, delivery_tag: int) -> None:
+        """The caller answered delivery ``delivery_tag`` itself (``basic.nack``/``basic.reject``): the walk passes
+        over it, and no acknowledgement ends at it (the broker would refuse an ack of a tag it no longer holds)."""
+        self._outcome[delivery_tag] = None
 
     def returned(self, message_id: str | None) -> int:
         """A publish came back unroutable; its confirm will follow and must count as a refusal.
@@ -126,7 +142,10 @@ class ConfirmTracker:
         run_end, run_length = 0, 0
         tag = self._settled_up_to + 1
         while tag in self._outcome:
-            if self._outcome.pop(tag):
+            outcome = self._outcome.pop(tag)
+            if outcome is None:
+                pass  # settled by the caller: a later ack(multiple) may pass it, never end at it
+            elif outcome:
                 run_end, run_length = tag, run_length + 1
             else:
                 if run_length:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import pika
 import pika.exceptions as px
 
@@ -27,7 +28,7 @@ from contract_platform.envelope import EnvelopeValidator, amqp_properties
 from contract_platform.errors import EnvelopeError, PublishRefused
 from contract_platform.settings import redact_url
 
-__all__ = ["PublishResult", "Publisher", "basic_properties", "encode_body"]
+__all__ = ["PublishResult", "Publisher", "basic_properties", "encode_body", "encode_compact", "plain_properties"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,29 @@ def basic_properties(envelope: Mapping[str, Any]) -> Any:
 def encode_body(envelope: Mapping[str, Any]) -> bytes:
     """Compact JSON, UTF-8 (non-ASCII characters are kept as they are, not escaped)."""
     return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+_PLAIN_PROPERTIES = ("content_type", "content_encoding", "delivery_mode", "correlation_id", "message_id", "type")
+
+
+def plain_properties(properties: Any) -> Any:
+    """A delivery's plain properties as new ``pika.BasicProperties``, without headers or anything pika might fail
+    to encode again: what a copy of a message that cannot keep its original headers is sent with."""
+    kept: dict[str, Any] = {
+        name: value for name in _PLAIN_PROPERTIES if isinstance(value := getattr(properties, name, None), str | int)
+    }
+    return pika.BasicProperties(**kept)
+
+
+def encode_compact(envelope: Mapping[str, Any]) -> bytes:
+    """``encode_body``'s bytes, faster: both write compact UTF-8 JSON with keys in order and non-ASCII kept.
+
+    Only a float may be spelled differently (orjson ``1e-7``, json ``1e-07``), with the same value.
+    """
+    try:
+        return orjson.dumps(envelope)
+    except (orjson.JSONEncodeError, TypeError):  # e.g. an integer past 64 bits: json can write it
+        return encode_body(envelope)
 
 
 class Publisher:

@@ -39,14 +39,9 @@ import pika
 import pika.exceptions as px
 from pika.spec import Basic
 
+from contract_platform.amqp.asynchronous import JoinedWritesConnection, async_parameters
 from contract_platform.amqp.confirms import ConfirmTracker, SettleKind
-from contract_platform.amqp.connection import (
-    DEFAULT_BLOCKED_TIMEOUT,
-    DEFAULT_HEARTBEAT,
-    DEFAULT_SOCKET_TIMEOUT,
-    _url_parameters,
-    map_error,
-)
+from contract_platform.amqp.connection import map_error
 from contract_platform.bridge.offload import OffloadWorker
 from contract_platform.errors import BrokerError, BrokerUnavailable, PublishRefused, QueueMissing
 from contract_platform.settings import redact_url
@@ -118,31 +113,6 @@ class RelayStats:
     last_settled: float | None = None
 
 
-class _JoinedWritesConnection(pika.SelectConnection):
-    """pika sends every frame with its own ``send()`` (three per publish); this joins what one turn of the
-    loop produced into one write, which is what makes thousands of publishes per second affordable."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._pending: list[bytes] = []
-        self._flush_scheduled = False
-        super().__init__(*args, **kwargs)
-
-    def _adapter_emit_data(self, data: bytes) -> None:
-        self._pending.append(data)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.ioloop.call_later(0, self._flush_writes)
-
-    def _flush_writes(self) -> None:
-        self._flush_scheduled = False
-        if self._pending:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            # pika's private transport and its write hook: neither is in pika's stubs
-            if self._transport is not None:  # type: ignore[attr-defined]  # the stream may have gone since: then so has the data
-                super()._adapter_emit_data(data)  # type: ignore[misc]
-
-
 class Relay:
     """One connection: consume ``settings.queue``, publish ``translate(delivery)``, settle on confirms."""
 
@@ -171,13 +141,12 @@ class Relay:
 
     def run(self) -> StopReason:
         """Connect, relay until a stop condition, close; raises the platform error that stopped it."""
-        params = _url_parameters(self.settings.url, DEFAULT_HEARTBEAT, DEFAULT_SOCKET_TIMEOUT, DEFAULT_BLOCKED_TIMEOUT)
-        params.client_properties = {"connection_name": self.settings.connection_name}
+        params = async_parameters(self.settings.url, self.settings.connection_name)
         if self.settings.offload:
             self._worker = OffloadWorker(self.translate.prepare)
             self._worker.start()  # forked before the connection exists: the helper holds no broker socket
         try:
-            self._connection = _JoinedWritesConnection(
+            self._connection = JoinedWritesConnection(
                 params,
                 on_open_callback=self._on_connection_open,
                 on_open_error_callback=self._on_connection_open_error,

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 import pika
 
-from contract_platform.amqp.publisher import encode_body
+from contract_platform.amqp.publisher import encode_compact, plain_properties
 from contract_platform.bridge.relay import Outgoing
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.envelope.properties import amqp_properties
@@ -166,7 +166,7 @@ class Translator:
         if issues:
             return self._invalid(issues)
         try:
-            new_body = _encode(migrated)
+            new_body = encode_compact(migrated)
             properties = amqp_properties(migrated)
         except (KeyError, TypeError, ValueError) as exc:
             return Unmigratable(
@@ -192,15 +192,10 @@ class Translator:
     def failed(self, properties: Any, body: bytes, error: BaseException) -> Outgoing:
         """The parked copy of a delivery whose ``finish`` or publication raised (e.g. headers pika cannot
         encode again): the original body, its plain properties, and only the ``x-park-*`` headers."""
-        kept = {
-            name: getattr(properties, name, None)
-            for name in ("content_type", "content_encoding", "delivery_mode", "correlation_id", "message_id", "type")
-        }
-        kept = {name: value for name, value in kept.items() if isinstance(value, str | int)}
-        parked = pika.BasicProperties(**kept)
+        parked = plain_properties(properties)
         detail = f"publishing it raised {type(error).__name__}; its original headers were left out"
         parked.headers = park_headers(None, ParkReason.FAILED, "", detail, self.route)
-        message_id = kept.get("message_id")
+        message_id = parked.message_id
         return Outgoing(
             "",
             self.parking_lot,
@@ -222,17 +217,6 @@ class Translator:
         if any(pointer == field or pointer.startswith(field + "/") for field in self._pii):
             return "the value is personal data and is not shown"
         return reason
-
-
-def _encode(envelope: Mapping[str, Any]) -> bytes:
-    """``encode_body``'s bytes, faster: both write compact UTF-8 JSON with keys in order and non-ASCII kept.
-
-    Only a float may be spelled differently (orjson ``1e-7``, json ``1e-07``), with the same value.
-    """
-    try:
-        return orjson.dumps(envelope)
-    except (orjson.JSONEncodeError, TypeError):  # e.g. an integer past 64 bits: json can write it
-        return encode_body(envelope)
 
 
 def _parse(body: bytes) -> Any | None:
