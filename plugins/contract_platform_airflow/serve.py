@@ -6,7 +6,8 @@ Beside the main job (``bash scripts/main-job``) and on the same data: the same `
 registry, archives and working catalogue under ``./data``; the repository's ``dags/`` and the
 platform's plugin; examples off; the platform's connections exported as ``AIRFLOW_CONN_*`` for every
 component (``contract_platform_airflow.settings``, the one definition); Airflow's metadata in a
-PostgreSQL database of its own (``contract_platform_airflow`` on the local server, created when missing;
+PostgreSQL database of the data folder's own (``contract_platform_airflow_<folder>_<hash>`` on the local
+server, ``settings.default_metadata_url``, created when missing;
 ``$CONTRACT_AIRFLOW_DB_URL`` names another; SQLite, with a warning, only when PostgreSQL does not
 answer), set as ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` for every component; the venv on ``PATH`` (the
 standalone command starts its components by name). It prints the URL and the admin login, starts the
@@ -69,7 +70,8 @@ def serve_environment(root: Path, port: int, host: str = "127.0.0.1") -> dict[st
 
 def use_metadata_database(env: dict[str, str]) -> MetadataDatabase:
     """Choose Airflow's metadata DB (``settings.metadata_database``) and set it for every component."""
-    database = metadata_database(Path(env["AIRFLOW_HOME"]))
+    data = env.get("CONTRACT_PLATFORM_HOME")
+    database = metadata_database(Path(env["AIRFLOW_HOME"]), data=Path(data) if data else None)
     os.environ[SQL_ALCHEMY_CONN] = env[SQL_ALCHEMY_CONN] = database.url
     return database
 

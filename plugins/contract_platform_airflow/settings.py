@@ -21,9 +21,10 @@ What is defined here:
   component of a deployment with workers on several machines (docs/deploy.md#several-machines), and the
   Celery queue the Spark tasks go to (``SPARK_QUEUE_VARIABLE``), so workers with the Spark client and
   the cores can serve them alone;
-- the served Airflow's metadata DB (``metadata_database``): a PostgreSQL database of its own,
-  ``contract_platform_airflow`` on the local server (``$CONTRACT_AIRFLOW_DB_URL`` names another),
-  created when missing; SQLite only when PostgreSQL does not answer, with a warning that says why. Four
+- the served Airflow's metadata DB (``metadata_database``): a PostgreSQL database of the data folder's
+  own, ``contract_platform_airflow_<folder>_<hash of its path>`` on the local server
+  (``default_metadata_url``; ``$CONTRACT_AIRFLOW_DB_URL`` names another), created when missing, so two
+  checkouts or two data folders never see each other's runs; SQLite only when PostgreSQL does not answer, with a warning that says why. Four
   components writing one SQLite file answer HTTP 500 when a write waits out its lock.
 
 Nothing here imports Airflow: the values must be in the environment before Airflow reads its config.
@@ -46,7 +47,7 @@ from contract_platform.quality.telemetry import analytics_environment
 __all__ = [
     "AIRFLOW_DB_URL_VARIABLE",
     "CONNECTION_IDS",
-    "DEFAULT_AIRFLOW_DB_URL",
+    "DEFAULT_AIRFLOW_DB_SERVER",
     "FIXED",
     "SQL_ALCHEMY_CONN",
     "MetadataDatabase",
@@ -59,6 +60,7 @@ __all__ = [
     "celery_environment",
     "celery_result_backend",
     "connection_env_name",
+    "default_metadata_url",
     "ensure_pools",
     "ensure_postgres_database",
     "main_job_catalog",
@@ -180,7 +182,9 @@ def rabbitmq_connection(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
         raise ValueError(f"not an AMQP URL (amqp://user:password@host:port/vhost): {parts.scheme}://{parts.hostname}")
-    vhost = unquote(parts.path[1:]) if len(parts.path) > 1 else "/"
+    from contract_platform.amqp.urls import vhost_of
+
+    vhost = vhost_of(url)
     conn: dict[str, object] = {
         "conn_type": "amqp",
         "host": parts.hostname,
@@ -282,7 +286,8 @@ def ensure_pools(cpus: int | None = None) -> None:
 SQL_ALCHEMY_CONN = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
 AIRFLOW_DB_URL_VARIABLE = "CONTRACT_AIRFLOW_DB_URL"
 # The local PostgreSQL every machine of the project runs (trust authentication on 127.0.0.1).
-DEFAULT_AIRFLOW_DB_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/contract_platform_airflow"
+DEFAULT_AIRFLOW_DB_SERVER = "postgresql+psycopg2://postgres@127.0.0.1:5432"
+AIRFLOW_DB_PREFIX = "contract_platform_airflow"
 # Where a missing database is created from: the server's own databases, tried in order.
 MAINTENANCE_DATABASES = ("postgres", "test", "template1")
 SQLITE_RISK = (
@@ -352,14 +357,31 @@ def ensure_postgres_database(url: str, *, timeout: int = 5) -> bool:
     raise MetadataDatabaseUnavailable(f"{redact_url(url)}: {reason}")
 
 
+def default_metadata_url(data: Path) -> str:
+    """The served Airflow's own database for the data folder ``data`` on the local PostgreSQL.
+
+    ``contract_platform_airflow_<the folder's parent and name>_<8 hex of its resolved path>``: readable in
+    ``psql -l``, and different for every folder, so two checkouts (or the main job's data and a scratch
+    estate) never share DAG runs or serialized DAGs. At most 63 characters, PostgreSQL's limit.
+    """
+    import hashlib
+
+    resolved = Path(data).resolve()
+    label = re.sub(r"[^a-z0-9]+", "_", f"{resolved.parent.name}_{resolved.name}".lower()).strip("_")[:24].strip("_")
+    digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:8]
+    name = "_".join(part for part in (AIRFLOW_DB_PREFIX, label, digest) if part)
+    return f"{DEFAULT_AIRFLOW_DB_SERVER}/{name}"
+
+
 def metadata_database(
-    airflow_home: Path, environ: Mapping[str, str] | None = None, *, timeout: int = 5
+    airflow_home: Path, environ: Mapping[str, str] | None = None, *, data: Path | None = None, timeout: int = 5
 ) -> MetadataDatabase:
     """Where the served Airflow keeps its metadata.
 
     ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` already set wins (a deployment chose). Else the PostgreSQL
-    database of ``$CONTRACT_AIRFLOW_DB_URL`` or ``DEFAULT_AIRFLOW_DB_URL``, created when missing. When
-    that server does not answer: SQLite in ``airflow_home``, with a warning saying why and how to fix it.
+    database of ``$CONTRACT_AIRFLOW_DB_URL``, or the data folder's own (``default_metadata_url`` of
+    ``data``, by default ``airflow_home``'s parent), created when missing. When that server does not
+    answer: SQLite in ``airflow_home``, with a warning saying why and how to fix it.
     """
     from contract_platform.settings import redact_url
 
@@ -367,7 +389,7 @@ def metadata_database(
     if env.get(SQL_ALCHEMY_CONN):
         chosen = env[SQL_ALCHEMY_CONN]
         return MetadataDatabase(chosen, f"Airflow's metadata in SQLite: {SQLITE_RISK}" if _is_sqlite(chosen) else None)
-    url = env.get(AIRFLOW_DB_URL_VARIABLE) or DEFAULT_AIRFLOW_DB_URL
+    url = env.get(AIRFLOW_DB_URL_VARIABLE) or default_metadata_url(data or Path(airflow_home).resolve().parent)
     if _is_sqlite(url):
         return MetadataDatabase(url, f"Airflow's metadata in SQLite ({AIRFLOW_DB_URL_VARIABLE}): {SQLITE_RISK}")
     try:

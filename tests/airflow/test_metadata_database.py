@@ -8,13 +8,14 @@ import socket
 from unittest import mock
 
 import pytest
-from tests.support.served_airflow import own_database
+from tests.support.served_airflow import drop_database, own_database
 
 from contract_platform_airflow import serve
 from contract_platform_airflow.settings import (
     AIRFLOW_DB_URL_VARIABLE,
-    DEFAULT_AIRFLOW_DB_URL,
+    DEFAULT_AIRFLOW_DB_SERVER,
     SQL_ALCHEMY_CONN,
+    default_metadata_url,
     metadata_database,
 )
 
@@ -39,10 +40,25 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_the_default_is_a_database_of_its_own_on_the_local_postgresql():
-    assert DEFAULT_AIRFLOW_DB_URL.startswith("postgresql") and DEFAULT_AIRFLOW_DB_URL.endswith(
-        "/contract_platform_airflow"
-    )
+def test_the_default_is_a_database_of_the_data_folder_s_own_on_the_local_postgresql(tmp_path):
+    main, scratch = tmp_path / "main" / "data", tmp_path / "estate" / "data"
+    url = default_metadata_url(main)
+
+    assert url.startswith(f"{DEFAULT_AIRFLOW_DB_SERVER}/contract_platform_airflow_main_data_")
+    assert url == default_metadata_url(tmp_path / "main" / "." / "data")  # the folder, however it is written
+    assert default_metadata_url(scratch) != url  # another data folder, another database
+    try:
+        assert metadata_database(main / "airflow", {}, data=main).url == url  # created when missing
+    finally:
+        drop_database(url)
+
+
+@pytest.mark.parametrize("folder", ["a" * 200, "Dätä Földer; DROP DATABASE x", "-"])
+def test_a_data_folder_s_database_name_is_always_one_postgresql_accepts(tmp_path, folder):
+    from contract_platform_airflow.settings import _safe_name
+
+    name = default_metadata_url(tmp_path / folder / "data").rsplit("/", 1)[1]
+    assert len(name) <= 63 and _safe_name(name) == name
 
 
 def test_a_missing_database_is_created_once_and_every_component_gets_it(postgres_url, tmp_path):

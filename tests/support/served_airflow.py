@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -54,7 +55,7 @@ class Served:
         self,
         work: Path,
         vhost: str,
-        database_url: str,
+        database_url: str | None,
         broker_url: str | None = None,
         management_url: str | None = None,
     ) -> None:
@@ -72,7 +73,8 @@ class Served:
             # Budget on a 2-core machine: two Spark cores; DAGs not under test stay paused.
             AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
             AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="True",
-            CONTRACT_AIRFLOW_DB_URL=database_url,
+            # None: the data folder's own database, as a user's serve command chooses it
+            **({"CONTRACT_AIRFLOW_DB_URL": database_url} if database_url else {}),
             **({"CONTRACT_RABBITMQ_URL": broker_url} if broker_url else {}),
             **({"CONTRACT_RABBITMQ_MANAGEMENT_URL": management_url} if management_url else {}),
         )
@@ -276,20 +278,30 @@ def wait_asset_triggered_change(airflow: Served, known: set[str], timeout: float
 def own_database(server_url: str, prefix: str = "contract_platform_airflow_e2e") -> Iterator[str]:
     """The URL of a PostgreSQL database of the caller's own on ``server_url``'s server (the serve command
     creates it); dropped afterwards, with any connection still open to it."""
-    from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    server = make_url(server_url)
+    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
     try:
-        yield server.set(database=name).render_as_string(hide_password=False)
+        yield url
     finally:
-        engine = create_engine(server, isolation_level="AUTOCOMMIT")
-        try:
-            with engine.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        finally:
-            engine.dispose()
+        drop_database(url)
+
+
+def drop_database(url: str) -> None:
+    """Drop the database of ``url`` (if it exists), with any connection still open to it."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    target = make_url(url)
+    name = str(target.database)
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", name), f"not a database name a test made: {name!r}"
+    engine = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        engine.dispose()
 
 
 def first_import(airflow: Served, types: set[str], registry_url: str, timeout: float = 900) -> dict[str, Any]:
