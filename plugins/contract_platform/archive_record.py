@@ -17,7 +17,8 @@ One JSON Lines record per archived delivery. This module is its one definition:
 
   ``type_column`` is the same precedence as a Spark Column expression over a record parsed with
   ``spark_schema``; ``message_type_of`` applies it to a message read from a queue (pika properties and
-  body bytes).
+  body bytes); ``peek_type`` applies steps 2 and 3 alone, the header peek of a consumer that must not parse
+  a body before it knows the type (``contract_platform.client``).
 
 Pure Python (no pika, no Spark at module level): the archiver, the Spark jobs, the record checker
 (``validation.records``), the retirement scan and replay all import it.
@@ -50,6 +51,7 @@ __all__ = [
     "format_received_at",
     "json_safe",
     "message_type_of",
+    "peek_type",
     "record_type",
     "resolve_type",
     "spark_schema",
@@ -280,6 +282,21 @@ def message_type_of(properties: Any, body: bytes | None, envelope: Any = _NOT_RE
         "body": _body(body or b"")[0],
     }
     return resolve_type(view, envelope)
+
+
+def peek_type(properties: Any) -> tuple[str | None, str | None]:
+    """(messageType, its source: ``property`` or ``header:<name>``) from the AMQP properties alone, or (None, None):
+    ``TYPE_PRECEDENCE`` without the body, which is never read here (a header peek)."""
+    found = getattr(properties, "type", None)
+    if type(found) is str and found:
+        return found, "property"
+    headers = getattr(properties, "headers", None)
+    if isinstance(headers, Mapping):
+        for name in TYPE_HEADERS:
+            value = _text(_header_text(headers.get(name)))
+            if value is not None:
+                return value, f"header:{name}"
+    return None, None
 
 
 def _header_text(value: Any) -> Any:

@@ -33,6 +33,8 @@ class EvidenceKind(StrEnum):
     MIGRATION_PARITY = "migration_parity"
     RETIREMENT_AUDIT = "retirement_audit"
     REPLAY = "replay"  # archived and in-flight traffic checked against a candidate version (docs/replay.md)
+    RETIRED_TRAFFIC = "retired_traffic"  # messages received on a version after it was retired: an alarm
+    RUNTIME_VALIDATION = "runtime_validation"  # what services' guards counted at publish and consume (client)
 
 
 class Verdict(StrEnum):

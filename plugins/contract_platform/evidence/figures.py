@@ -36,8 +36,11 @@ __all__ = [
     "LintFigures",
     "MigrationParityFigures",
     "MigrationSpecFigures",
+    "ProducerTraffic",
     "ReplayFigures",
+    "RetiredTrafficFigures",
     "RetirementAuditFigures",
+    "RuntimeValidationFigures",
     "TopologyFigures",
     "figures_of",
     "in_key_style",
@@ -278,6 +281,47 @@ class ArchiveValidationFigures(Figures):
 
 
 @dataclass(frozen=True)
+class ProducerTraffic:
+    """What one producer sent to a retired version (``RetiredTrafficFigures.by_producer``)."""
+
+    producer: str  # "" when the messages named none
+    messages: int
+    first_received_at: str | None
+    last_received_at: str | None
+
+
+@dataclass(frozen=True)
+class RetiredTrafficFigures(Figures):
+    """Messages an archive validation found on a version after its retirement (reason ``RETIRED_TYPE``): who
+    still publishes it, how many, first and last received. Always an alarm: the verdict is fail."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.RETIRED_TRAFFIC
+
+    messages: int = 0
+    first_received_at: str | None = None
+    last_received_at: str | None = None
+    retired_at: str | None = None  # when the version was retired, as the validation read it from the registry
+    # per producer, most messages first: producer ("" unnamed), messages, first_received_at, last_received_at
+    producers: tuple[Mapping[str, Any], ...] = ()
+    interval: Mapping[str, Any] | None = None  # the days the validation covered (since, until)
+
+    @property
+    def by_producer(self) -> tuple[ProducerTraffic, ...]:
+        """``producers``, typed (an entry of the wrong shape reads as what it holds, else as unnamed or 0)."""
+        return tuple(
+            ProducerTraffic(
+                producer=name if isinstance(name := entry.get("producer"), str) else "",
+                messages=count
+                if isinstance(count := entry.get("messages"), int) and not isinstance(count, bool)
+                else 0,
+                first_received_at=first if isinstance(first := entry.get("first_received_at"), str) else None,
+                last_received_at=last if isinstance(last := entry.get("last_received_at"), str) else None,
+            )
+            for entry in self.producers
+        )
+
+
+@dataclass(frozen=True)
 class EnvelopeQualityFigures(Figures):
     """The envelope expectations over real traffic; pass iff every one met its threshold."""
 
@@ -376,6 +420,36 @@ class ReplayFigures(Figures):
     source_consumers: tuple[Mapping[str, Any], ...] = ()
 
 
+@dataclass(frozen=True)
+class RuntimeValidationFigures(Figures):
+    """What one service's guards counted for one message type over one flush period (``contract_platform.client``,
+    docs/service-client.md#runtime-evidence): recorded under the type on the wire, at the bundle's version of it.
+
+    ``checked`` = ``valid`` + ``tolerated`` + ``rejected``: every message a guard judged against the contract
+    (before publishing, or before the handler). ``rejected`` counts contract violations only (``by_reason``,
+    the guard's reason codes); a handler's own refusals are ``business_rejected``, never in the rate.
+    """
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.RUNTIME_VALIDATION
+
+    service: str | None = None
+    side: str | None = None  # "publish" or "consume"
+    since: str | None = None  # ISO 8601, Z: the period the counts cover
+    until: str | None = None
+    checked: int = 0
+    valid: int = 0
+    tolerated: int = 0  # accepted through the tolerant reader (unknown enum values with a policy, added fields)
+    rejected: int = 0
+    by_reason: Mapping[str, int] = field(default_factory=dict)
+    migrated: int = 0  # read through migration.yaml into another major (consume side)
+    migrated_to: Mapping[str, int] = field(default_factory=dict)
+    business_rejected: int = 0
+    dropped: int = 0  # counts of earlier periods this service could not deliver to the registry and dropped
+    bundle: str | None = None  # the bundle's checksum
+    invalid_rate: float | None = None  # rejected / checked
+    invalid_rate_target: float | None = None  # validation.invalidRateTarget of the contract
+
+
 KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {
     figures.KIND: figures
     for figures in (
@@ -389,6 +463,8 @@ KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {
         MigrationParityFigures,
         RetirementAuditFigures,
         ReplayFigures,
+        RuntimeValidationFigures,
+        RetiredTrafficFigures,
     )
 }
 

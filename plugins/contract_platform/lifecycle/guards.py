@@ -29,6 +29,7 @@ from contract_platform.evidence.figures import (
     EnvelopeQualityFigures,
     MigrationParityFigures,
     RetirementAuditFigures,
+    RuntimeValidationFigures,
 )
 from contract_platform.evidence.records import EvidenceRecord, VersionState
 
@@ -44,6 +45,7 @@ __all__ = [
     "guard_no_hold",
     "guard_parity_verified",
     "guard_retirement_audit_fresh",
+    "guard_runtime_validation",
     "guard_successor_active",
     "guard_sunset_set",
     "guard_topology_provisioned",
@@ -155,6 +157,33 @@ def guard_archive_validation(ctx: GuardContext) -> list[str]:
             f"is above the target {target:.3%}: see the quarantine of topic_archive_validation for the reasons"
         )
     return reasons
+
+
+def guard_runtime_validation(ctx: GuardContext) -> list[str]:
+    """What services' guards rejected of this type at publish and consume (``contract_platform.client``), summed over
+    the validation window, is within ``validation.invalidRateTarget``, as archive validation's rate must be.
+
+    Optional evidence: a type no service guards has none, and passes. Handlers' own refusals never count.
+    """
+    days = ctx.contract.validation.window_days
+    records = ctx.collected_since(EvidenceKind.RUNTIME_VALIDATION, ctx.now - timedelta(days=days))
+    figures = [RuntimeValidationFigures.of(record) for record in records]
+    checked = sum(max(f.checked, 0) for f in figures)
+    rejected = sum(max(f.rejected, 0) for f in figures)
+    target = ctx.contract.validation.invalid_rate_target
+    if checked == 0 or rejected / checked <= target:
+        return []
+    by_service: dict[str, int] = {}
+    for f in figures:
+        if f.rejected > 0:
+            name = f"{f.service or 'a service'} ({f.side or 'consume'})"
+            by_service[name] = by_service.get(name, 0) + f.rejected
+    worst = ", ".join(f"{name}: {count}" for name, count in sorted(by_service.items(), key=lambda kv: -kv[1])[:3])
+    return [
+        f"runtime rejection rate {rejected / checked:.3%} ({rejected} of {checked} messages judged by services' guards "
+        f"in the last {days} days; {worst}) is above the target {target:.3%}: the dead-letter queues hold the "
+        "rejected messages with their x-reject-* headers (docs/service-client.md#dead-letters)"
+    ]
 
 
 def _incomplete_cross_day(figures: list[tuple[EvidenceRecord, ArchiveValidationFigures]]) -> list[str]:

@@ -26,6 +26,7 @@ from contract_platform.lifecycle.guards import (
     guard_no_hold,
     guard_parity_verified,
     guard_retirement_audit_fresh,
+    guard_runtime_validation,
     guard_successor_active,
     guard_sunset_set,
     guard_topology_provisioned,
@@ -36,7 +37,12 @@ __all__ = ["TRANSITIONS", "check_step", "guard_names", "next_status"]
 TRANSITIONS: Mapping[tuple[Status, Status], tuple[Guard, ...]] = MappingProxyType(
     {
         (Status.PROPOSED, Status.EXPERIMENTAL): (guard_lint_clean, guard_fixtures_pass, guard_topology_provisioned),
-        (Status.EXPERIMENTAL, Status.ACTIVE): (guard_compatible, guard_envelope_quality, guard_archive_validation),
+        (Status.EXPERIMENTAL, Status.ACTIVE): (
+            guard_compatible,
+            guard_envelope_quality,
+            guard_archive_validation,
+            guard_runtime_validation,
+        ),
         (Status.ACTIVE, Status.SUPERSEDED): (guard_successor_active, guard_migration_running),
         (Status.SUPERSEDED, Status.DEPRECATED): (guard_sunset_set, guard_parity_verified),
         (Status.DEPRECATED, Status.RETIRED): (guard_retirement_audit_fresh, guard_no_hold),

@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from contract_platform.archive_record import record_type
+from contract_platform.archive_record import json_safe, record_type
 from contract_platform.catalog.documents import MISSING, pointer_from_path, pointer_reader
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.pointers import split_pointer
@@ -46,8 +46,10 @@ __all__ = [
     "NotJson",
     "RecordChecker",
     "effective_statuses",
+    "header_mismatches",
     "parse_json",
     "payload_hash",
+    "producer_of",
     "retirement_times",
 ]
 
@@ -136,7 +138,7 @@ def _show(value: Any, most: int = 60) -> str:
     return clipped(repr(value), most)
 
 
-_TEXT_FIELDS = ("exchange", "routing_key", "received_at", "message_type", "message_id", "order_key")
+_TEXT_FIELDS = ("exchange", "routing_key", "received_at", "message_type", "message_id", "order_key", "retired_producer")
 
 
 def _encodable(text: str) -> str:
@@ -431,9 +433,27 @@ class RecordChecker:
             if pii:
                 findings.extend(pii)
         if rules.status:
-            findings.extend(rules.status_findings(checked.received_us))
+            status = rules.status_findings(checked.received_us)
+            findings.extend(status)
+            if any(finding.code is Reason.RETIRED_TYPE for finding in status):
+                checked.retired_producer = producer_of(record, metadata)
         if rules.ordering is not None:
             _read_ordering(document, rules.ordering, checked)
+
+
+PRODUCER_MOST = 200  # characters of a producer's name kept: the name is whatever the client sent
+
+
+def producer_of(record: Mapping[str, Any], metadata: Any) -> str:
+    """Who sent the message of ``record``: the envelope's ``metadata.producer``, else the AMQP ``app_id``
+    (``properties.appId``), else the ``producer`` header; "" when none of them names one."""
+    named = metadata.get("producer") if type(metadata) is dict else None
+    if type(named) is not str or not named:
+        properties = record.get("properties")
+        named = properties.get("appId") if isinstance(properties, dict) else None
+    if type(named) is not str or not named:
+        named = _headers(record).get("producer")
+    return clipped(named, PRODUCER_MOST) if type(named) is str else ""
 
 
 def _read_delivery(record: Mapping[str, Any], checked: CheckedRecord) -> None:
@@ -492,6 +512,29 @@ def _header_mismatches(record: Mapping[str, Any], metadata: Mapping[str, Any]) -
                 if value != expected or type(value) is not type(expected):
                     found.append(_mismatch(path, label, value, field, expected))
     return found
+
+
+def header_mismatches(properties: Any, metadata: Mapping[str, Any]) -> list[Finding]:
+    """HEADER_MISMATCH of a delivery's pika ``BasicProperties`` against its envelope's metadata: the same rule as
+    an archived record's (paths under ``/properties``), for a consumer that checks before its handler runs."""
+    headers = getattr(properties, "headers", None)
+    view = {
+        "messageId": getattr(properties, "message_id", None),
+        "type": getattr(properties, "type", None),
+        "headers": _as_archived(headers) if isinstance(headers, Mapping) else {},
+    }
+    return _header_mismatches({"properties": view}, metadata)
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _as_archived(headers: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Headers as the archive record keeps them (``json_safe``: bytes as text...); plain ones as they are."""
+    if type(headers) is dict and _PLAIN.issuperset(map(type, headers.values())):
+        return headers
+    safe: Mapping[str, Any] = json_safe(headers)
+    return safe
 
 
 def _mismatch(path: str, label: str, value: Any, field: str, expected: Any) -> Finding:

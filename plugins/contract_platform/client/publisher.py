@@ -1,0 +1,445 @@
+"""Publishing behind the guard: validate fail-fast, stamp the AMQP properties, confirms in flight by the thousand.
+
+::
+
+    with GuardedPublisher(bundle, url, service="billing-service") as publisher:
+        publisher.publish(envelope)                   # a Future: ContractViolation at once if invalid
+        publisher.publish_many(envelopes)             # all checked first, then all in flight, then all confirmed
+        publisher.flush()                             # wait for every confirm
+
+``publish`` validates in the caller's thread with the bundle's compiled validators (``Guard.check_outgoing``:
+the envelope standard, the contract's payload schema, ``Contract.producers``, ``limits.maxBodyBytes``) and
+raises ``ContractViolation`` (reason, JSON pointer, keyword) before anything reaches the broker. A valid
+envelope is encoded and given the properties the standard mirrors from it (``envelope.amqp_properties``:
+message_id, correlation_id, type, content_type, timestamp, delivery_mode 2, the mirrored headers), then handed
+to the publisher's I/O thread, which owns one ``SelectConnection`` channel in confirm mode and keeps up to
+``max_in_flight`` publishes unconfirmed (``publish`` blocks while that many are out): one confirm covers many
+messages (``basic.ack(multiple)``), never one round trip per message. Each ``publish`` returns a
+``concurrent.futures.Future`` that resolves to a ``PublishResult`` once the broker confirmed the message, or
+fails with ``PublishRefused`` (returned unroutable with ``mandatory``, or nacked) or ``BrokerUnavailable``.
+Confirms are tracked by ``amqp.confirms.ConfirmTracker`` (publish sequence numbers stand for delivery tags).
+
+The connection is opened on ``start()`` (or ``with``); a lost connection fails what was in flight, and the next
+``publish`` opens a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_futures
+from dataclasses import dataclass
+from typing import Any
+
+import pika
+import pika.exceptions as px
+from pika.spec import Basic
+
+from contract_platform.amqp.asynchronous import JoinedWritesConnection, async_parameters
+from contract_platform.amqp.confirms import ConfirmTracker, SettleKind
+from contract_platform.amqp.connection import map_error
+from contract_platform.amqp.publisher import PublishResult, encode_compact
+from contract_platform.client.bundle import Bundle
+from contract_platform.client.guard import Guard, RejectReason
+from contract_platform.client.runtime import RuntimeCounters
+from contract_platform.envelope.properties import amqp_properties
+from contract_platform.errors import BrokerError, BrokerUnavailable, ContractViolation, PublishRefused
+from contract_platform.settings import redact_url
+
+__all__ = ["GuardedPublisher", "Prepared", "PublishResult", "PublisherStats"]
+
+log = logging.getLogger(__name__)
+
+NOT_FOUND = 404
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A checked envelope, ready for the wire."""
+
+    exchange: str
+    routing_key: str
+    body: bytes
+    properties: Any  # pika.BasicProperties
+    message_id: str
+    message_type: str
+
+
+@dataclass
+class PublisherStats:
+    """What the broker was sent and answered; ``confirm_frames`` below ``published`` is confirms in batches."""
+
+    published: int = 0
+    confirmed: int = 0
+    refused: int = 0
+    confirm_frames: int = 0  # basic.ack / basic.nack frames received (one may confirm many messages)
+
+
+@dataclass
+class _Sent:
+    prepared: Prepared
+    future: Future[PublishResult]
+
+
+class GuardedPublisher:
+    """Publishes checked envelopes of ``bundle`` through one connection owned by a background I/O thread."""
+
+    def __init__(
+        self,
+        bundle: Bundle,
+        url: str,
+        *,
+        service: str | None = None,
+        max_in_flight: int = 1000,
+        counters: RuntimeCounters | None = None,
+        connection_name: str | None = None,
+        open_timeout: float = 15.0,
+    ) -> None:
+        self.bundle = bundle
+        self.url = url
+        self.service = service or bundle.service
+        self.broker = redact_url(url)
+        self.max_in_flight = max_in_flight
+        self.counters = (
+            counters if counters is not None else RuntimeCounters(bundle, service=self.service, side="publish")
+        )
+        self.connection_name = connection_name or f"{self.service or 'service'} (contract guard publisher)"
+        self.open_timeout = open_timeout
+        self.guard = Guard(bundle, reads=())
+        self._slots = threading.BoundedSemaphore(max_in_flight)
+        self._lock = threading.Lock()
+        self._outbox: deque[_Sent] = deque()
+        self._drain_scheduled = False
+        self._thread: threading.Thread | None = None
+        self._connection: Any = None
+        self._channel: Any = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None  # why the current connection cannot publish
+        self._closing = False
+        self.stats = PublisherStats()
+        self._reset_tracking()
+
+    # -- public --------------------------------------------------------------------------------------------
+
+    def __enter__(self) -> GuardedPublisher:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def start(self) -> GuardedPublisher:
+        """Open the connection and its confirm-mode channel (``BrokerUnavailable``/``BrokerError`` if it cannot)."""
+        if self._thread is not None and self._thread.is_alive() and self._failure is None:
+            return self
+        self._join()
+        self._ready.clear()
+        self._failure = None
+        self._closing = False
+        self._reset_tracking()
+        self._thread = threading.Thread(target=self._run, name="contract-guard-publisher", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(self.open_timeout):
+            self._failure = BrokerUnavailable(
+                f"RabbitMQ at {self.broker}: no channel after {self.open_timeout:.0f} s; retry later"
+            )
+        if self._failure is not None:
+            failure = self._failure
+            self._stop_loop()
+            raise failure
+        return self
+
+    def check(self, envelope: Mapping[str, Any]) -> Prepared:
+        """Validate and encode ``envelope``; ``ContractViolation`` says what is wrong (nothing is sent)."""
+        message_type = _type_of(envelope)
+        try:
+            contract = self.guard.check_outgoing(envelope, producer=self.service)
+            body = encode_compact(envelope)
+            if len(body) > contract.max_body_bytes:
+                raise ContractViolation(
+                    f"the envelope is {len(body)} bytes, over the {contract.max_body_bytes} bytes {contract.message_type} "
+                    "allows (limits.maxBodyBytes); nothing was published",
+                    reason=RejectReason.OVERSIZE,
+                    pointer="",
+                    keyword="maxBodyBytes",
+                    message_type=contract.message_type,
+                )
+        except ContractViolation as exc:
+            self.counters.rejected(message_type, exc.reason)
+            raise
+        self.counters.valid(contract.message_type)
+        properties = pika.BasicProperties(**amqp_properties(envelope))
+        transport = contract.transport
+        return Prepared(
+            transport.exchange,
+            transport.routing_key,
+            body,
+            properties,
+            str(properties.message_id),
+            contract.message_type,
+        )
+
+    def publish(self, envelope: Mapping[str, Any]) -> Future[PublishResult]:
+        """Check ``envelope`` (raises ``ContractViolation`` now) and put it in flight; the future resolves on confirm."""
+        return self.send(self.check(envelope))
+
+    def send(self, prepared: Prepared) -> Future[PublishResult]:
+        """Put an envelope ``check`` prepared in flight (blocks while ``max_in_flight`` are unconfirmed)."""
+        if self._failure is not None or self._thread is None:
+            self.start()
+        future: Future[PublishResult] = Future()
+        self._slots.acquire()
+        with self._lock:
+            self._outbox.append(_Sent(prepared, future))
+            wake = not self._drain_scheduled
+            self._drain_scheduled = True
+        if wake:
+            self._wake(self._drain)
+        return future
+
+    def publish_many(
+        self, envelopes: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> list[PublishResult]:
+        """Check every envelope first (one invalid: nothing is sent), publish them all, wait for every confirm.
+
+        ``PublishRefused`` when the broker refused any: how many, the first reason, and how many were confirmed."""
+        prepared = [self.check(envelope) for envelope in envelopes]
+        futures = [self.send(item) for item in prepared]
+        done, pending = wait_for_futures(futures, timeout=timeout)
+        if pending:
+            raise BrokerUnavailable(
+                f"RabbitMQ at {self.broker}: {len(pending)} of {len(futures)} publishes unconfirmed after {timeout} s"
+            )
+        refused = [f.exception() for f in futures if f.exception() is not None]
+        if refused:
+            first = refused[0]
+            confirmed = len(futures) - len(refused)
+            if isinstance(first, PublishRefused):
+                raise PublishRefused(
+                    f"{len(refused)} of {len(futures)} refused ({confirmed} confirmed); first: {first}"
+                )
+            assert first is not None
+            raise first
+        return [f.result() for f in futures]
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every message handed over so far is confirmed or refused."""
+        with self._lock:
+            waiting = [sent.future for sent in self._outbox]
+        futures = waiting + [sent.future for sent in self._unconfirmed.copy().values()]
+        if futures:
+            done, pending = wait_for_futures(futures, timeout=timeout)
+            if pending:
+                raise BrokerUnavailable(
+                    f"RabbitMQ at {self.broker}: {len(pending)} publishes unconfirmed after {timeout} s"
+                )
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Wait for outstanding confirms (up to ``timeout``), then close the connection."""
+        if self._thread is None:
+            return
+        with contextlib.suppress(BrokerError):
+            self.flush(timeout)
+        self._stop_loop()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._outbox) + len(self._unconfirmed)
+
+    # -- the I/O thread --------------------------------------------------------------------------------------
+
+    def _reset_tracking(self) -> None:
+        self._tracker = ConfirmTracker()
+        self._sequence = 0
+        self._unconfirmed: dict[int, _Sent] = {}
+        self._returned: dict[str | None, str] = {}
+
+    def _run(self) -> None:
+        try:
+            self._connection = JoinedWritesConnection(
+                async_parameters(self.url, self.connection_name),
+                on_open_callback=self._on_open,
+                on_open_error_callback=self._on_open_error,
+                on_close_callback=self._on_closed,
+            )
+            self._connection.ioloop.start()
+        except Exception as exc:  # the loop itself failed: whoever waits learns why
+            self._fail_all(self._mapped(exc))
+        finally:
+            self._ready.set()
+            if self._connection is not None:
+                with contextlib.suppress(Exception):
+                    self._connection.ioloop.close()
+
+    def _wake(self, callback: Any) -> None:
+        connection = self._connection
+        try:
+            connection.ioloop.add_callback_threadsafe(callback)
+        except (AttributeError, RuntimeError, OSError) as exc:  # the loop is gone: fail what waits
+            self._fail_all(
+                self._failure
+                or BrokerUnavailable(f"RabbitMQ at {self.broker}: the connection is gone ({type(exc).__name__})")
+            )
+
+    def _on_open(self, connection: Any) -> None:
+        connection.channel(on_open_callback=self._on_channel)
+
+    def _on_open_error(self, connection: Any, error: BaseException | str) -> None:
+        self._failure = (
+            self._mapped(error)
+            if isinstance(error, BaseException)
+            else BrokerUnavailable(f"RabbitMQ at {self.broker}: cannot connect ({error}); retry later")
+        )
+        self._ready.set()
+        connection.ioloop.stop()
+
+    def _on_closed(self, connection: Any, reason: BaseException) -> None:
+        self._channel = None
+        if not self._closing:
+            self._fail_all(self._failure or self._mapped(reason))
+        connection.ioloop.stop()
+
+    def _on_channel(self, channel: Any) -> None:
+        self._channel = channel
+        channel.add_on_close_callback(self._on_channel_closed)
+        channel.add_on_return_callback(self._on_return)
+        channel.confirm_delivery(self._on_confirm, callback=lambda _frame: self._ready.set())
+
+    def _on_channel_closed(self, _channel: Any, reason: BaseException) -> None:
+        self._channel = None
+        if self._closing:
+            return
+        if isinstance(reason, px.ChannelClosedByBroker) and reason.reply_code == NOT_FOUND:
+            failure: BrokerError = PublishRefused(
+                f"RabbitMQ at {self.broker} closed the publisher's channel: {reason.reply_text}; provision the "
+                "topology first (what was in flight is not confirmed)"
+            )
+        else:
+            failure = self._mapped(reason)
+        self._fail_all(failure)
+        with contextlib.suppress(px.AMQPError, OSError):
+            if self._connection is not None and self._connection.is_open:
+                self._closing = True
+                self._connection.close()
+
+    def _drain(self) -> None:
+        with self._lock:
+            self._drain_scheduled = False
+            batch = list(self._outbox)
+            self._outbox.clear()
+        channel = self._channel
+        if channel is None or not channel.is_open:
+            failure = self._failure or BrokerUnavailable(f"RabbitMQ at {self.broker}: the channel is closed")
+            for sent in batch:
+                self._resolve_error(sent, failure)
+            return
+        for sent in batch:
+            item = sent.prepared
+            channel.basic_publish(item.exchange, item.routing_key, item.body, item.properties, mandatory=True)
+            self._sequence += 1
+            self.stats.published += 1
+            self._tracker.published(self._sequence, self._sequence, item.message_id, item.message_type)
+            self._unconfirmed[self._sequence] = sent
+
+    def _on_confirm(self, frame: Any) -> None:
+        method = frame.method
+        self.stats.confirm_frames += 1
+        self._tracker.answered(method.delivery_tag, multiple=method.multiple, ok=isinstance(method, Basic.Ack))
+        self._tracker.confirmed.clear()  # counted per future here, not per label
+        done_up_to = self._tracker.settled_up_to
+        for settle in self._tracker.settle():
+            first = done_up_to + 1
+            if settle.kind is SettleKind.ACK:
+                for sequence in range(first, settle.delivery_tag + 1):
+                    sent = self._unconfirmed.pop(sequence, None)
+                    if sent is not None:
+                        self._resolve(sent)
+            else:  # a refused publish is settled alone, right after the run before it
+                sent = self._unconfirmed.pop(settle.delivery_tag, None)
+                if sent is not None:
+                    self._resolve_error(sent, self._refusal(sent.prepared))
+            done_up_to = settle.delivery_tag
+
+    def _on_return(self, _channel: Any, method: Any, properties: Any, _body: bytes) -> None:
+        message_id = getattr(properties, "message_id", None)
+        self._tracker.returned(message_id)
+        self._returned[message_id] = (
+            f"no queue is bound to {method.exchange} with {method.routing_key} ({method.reply_code} {method.reply_text}): "
+            "provision the topology first"
+        )
+
+    def _refusal(self, item: Prepared) -> PublishRefused:
+        why = self._returned.pop(item.message_id, None)
+        if why is not None:
+            return PublishRefused(f"message {item.message_id} was returned by {self.broker}, not delivered: {why}")
+        return PublishRefused(
+            f"{self.broker} nacked message {item.message_id} to {item.exchange} with {item.routing_key}: it was not "
+            "accepted (a queue may be full or unavailable); publish it again"
+        )
+
+    def _resolve(self, sent: _Sent) -> None:
+        item = sent.prepared
+        self.stats.confirmed += 1
+        self._slots.release()
+        if not sent.future.done():
+            sent.future.set_result(
+                PublishResult(item.message_id, item.message_type, item.exchange, item.routing_key, len(item.body))
+            )
+
+    def _resolve_error(self, sent: _Sent, error: BaseException) -> None:
+        self.stats.refused += 1
+        self._slots.release()
+        if not sent.future.done():
+            sent.future.set_exception(error)
+
+    def _fail_all(self, failure: BaseException) -> None:
+        """The connection or channel is gone: every message not confirmed fails with ``failure``."""
+        self._failure = self._failure or failure
+        with self._lock:
+            waiting = list(self._outbox)
+            self._outbox.clear()
+            self._drain_scheduled = False
+        unconfirmed = list(self._unconfirmed.values())
+        self._unconfirmed.clear()
+        for sent in unconfirmed + waiting:
+            self._resolve_error(sent, failure)
+
+    def _stop_loop(self) -> None:
+        connection = self._connection
+        if connection is not None:
+            with contextlib.suppress(AttributeError, RuntimeError, OSError):
+                connection.ioloop.add_callback_threadsafe(self._close_connection)
+        self._join()
+
+    def _close_connection(self) -> None:
+        self._closing = True
+        connection = self._connection
+        try:
+            if connection.is_open:
+                connection.close()
+                return
+        except (px.AMQPError, OSError) as exc:  # closing what is already gone is not an error
+            log.debug("ignored while closing: %r", exc)
+        if not connection.is_closing:
+            connection.ioloop.stop()
+
+    def _join(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(30.0)
+        self._connection = None
+
+    def _mapped(self, error: BaseException) -> BrokerError:
+        try:
+            return map_error(error, self.broker)
+        except TypeError:  # not a pika or socket error
+            return BrokerUnavailable(f"RabbitMQ at {self.broker}: the connection failed ({type(error).__name__})")
+
+
+def _type_of(envelope: Any) -> str | None:
+    metadata = envelope.get("metadata") if isinstance(envelope, Mapping) else None
+    value = metadata.get("messageType") if isinstance(metadata, Mapping) else None
+    return value if isinstance(value, str) else None

@@ -1,0 +1,187 @@
+"""The guarded consumer on the real broker: invalid and poison messages go to the dead-letter queue with their
+reason and the consumer keeps going; a handler's own refusals are kept apart; older majors are read through
+migration on read, and a major no migration reads is dead-lettered saying so."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pika
+import pytest
+from tests.fuzz.hostile import nested_value
+from tests.integration.client.sample_service import INVOICE_V2, Invoice, Ledger, consumer
+from tests.support.broker import drain, ready
+
+from contract_platform.amqp import open_connection
+from contract_platform.amqp.connection import close_quietly
+from contract_platform.amqp.publisher import encode_body
+from contract_platform.client import GuardedConsumer, Message, StopReason
+from contract_platform.client.testkit import delivery_of
+from contract_platform.migration import migrate_envelope, parse_spec
+
+pytestmark = pytest.mark.integration
+
+INVOICE_V1 = "billing.invoice-issued.v1"
+EXCHANGE = "billing.events"
+Q1, Q2 = "accounting-service.billing.invoice-issued.v1", "accounting-service.billing.invoice-issued.v2"
+KEY1, KEY2 = "billing.invoice.issued.v1", "billing.invoice.issued.v2"
+
+
+def fixtures(bundle, message_type: str) -> list[dict[str, Any]]:
+    return [copy.deepcopy(f.document) for f in bundle.fixtures(message_type, valid=True)]
+
+
+def send(url: str, routing_key: str, deliveries: list[tuple[Any, bytes]]) -> None:
+    """Publish as any producer may, guarded or not (a plain pika channel)."""
+    connection = open_connection(url)
+    try:
+        channel = connection.channel()
+        channel.confirm_delivery()
+        for properties, body in deliveries:
+            channel.basic_publish(EXCHANGE, routing_key, body, properties)
+    finally:
+        close_quietly(connection)
+
+
+def dead_letters(url: str, queue: str) -> list[tuple[Any, bytes]]:
+    connection = open_connection(url)
+    try:
+        return drain(connection, f"{queue}.dlq")
+    finally:
+        close_quietly(connection)
+
+
+def reasons(letters: list[tuple[Any, bytes]]) -> list[str]:
+    return [properties.headers["x-reject-reason"] for properties, _ in letters]
+
+
+def test_an_invalid_message_is_dead_lettered_with_its_reason_and_the_consumer_keeps_going(vhost_url, accounting):
+    first, second, third = fixtures(accounting, INVOICE_V2)
+    invalid = copy.deepcopy(second)
+    invalid["payload"]["currencyExponent"] = 7
+    limit = accounting.contract(INVOICE_V2).max_body_bytes
+    typed = pika.BasicProperties(type=INVOICE_V2, message_id="poison")
+    send(
+        vhost_url,
+        KEY2,
+        [
+            delivery_of(first),
+            delivery_of(invalid),
+            (typed, b"\xff\xfe not UTF-8"),
+            (typed, b'{"metadata": {"messageType": '),
+            (typed, b"[" * (limit + 10)),
+            (typed, encode_body({"metadata": nested_value(600), "payload": {}})),
+            (pika.BasicProperties(type="billing.invoice-voided.v1"), b"{}"),
+            delivery_of(third),
+        ],
+    )
+    ledger = Ledger()
+    service = consumer(accounting, vhost_url, ledger, [Q2])
+
+    stopped = service.run(idle_timeout=1.0)
+
+    letters = dead_letters(vhost_url, Q2)
+    assert stopped is StopReason.IDLE
+    assert set(ledger.entries) == {first["payload"]["invoiceId"], third["payload"]["invoiceId"]}
+    assert reasons(letters) == ["PAYLOAD_INVALID", "MALFORMED", "MALFORMED", "OVERSIZE", "MALFORMED", "UNKNOWN_TYPE"]
+    headers = letters[0][0].headers
+    assert headers == headers | {
+        "x-reject-origin": "contract",
+        "x-reject-pointer": "/payload/currencyExponent",
+        "x-reject-keyword": "maximum",
+        "x-reject-contract": f"{INVOICE_V2}@2.0.0",
+        "x-reject-bundle": accounting.checksum,
+        "x-reject-service": "accounting-service",
+        "x-reject-queue": Q2,
+    }
+    assert "7" not in headers["x-reject-detail"]  # never a payload value
+    assert letters[0][1] == delivery_of(invalid)[1]  # the message as it was sent, untouched
+    assert ready(vhost_url, Q2) == 0  # nothing requeued, nothing left behind
+    assert service.stats.requeued == 0 and service.stats.delivered == 8
+
+
+def test_the_handlers_own_refusals_are_kept_apart_from_the_contracts(vhost_url, accounting):
+    envelope, credit, flaky = fixtures(accounting, INVOICE_V2)
+    credit["payload"]["amountMinorUnits"] = -12995
+    calls: dict[str, int] = {}
+    ledger = Ledger()
+
+    def handler(message: Message[Any]) -> None:
+        calls[message.message_id] = calls.get(message.message_id, 0) + 1
+        if message.message_id == flaky["metadata"]["messageId"]:
+            raise RuntimeError("the ledger database is down")
+        ledger.book(message)
+
+    send(vhost_url, KEY2, [delivery_of(envelope), delivery_of(credit), delivery_of(flaky)])
+    service = GuardedConsumer(accounting, vhost_url, queues=[Q2]).on(INVOICE_V2, handler, decode=Invoice.from_envelope)
+
+    service.run(idle_timeout=1.0)
+
+    letters = {properties.message_id: properties.headers for properties, _ in dead_letters(vhost_url, Q2)}
+    business = letters[credit["metadata"]["messageId"]]
+    failed = letters[flaky["metadata"]["messageId"]]
+    assert (business["x-reject-origin"], business["x-reject-reason"], business["x-reject-detail"]) == (
+        "handler",
+        "BUSINESS_REJECTED",
+        "credit notes are booked by hand",
+    )
+    assert (failed["x-reject-origin"], failed["x-reject-reason"]) == ("handler", "HANDLER_FAILED")
+    assert "RuntimeError" in failed["x-reject-detail"] and "database" not in failed["x-reject-detail"]
+    assert calls[flaky["metadata"]["messageId"]] == 2  # requeued once, refused on the redelivery
+    tally = service.counters.peek()[INVOICE_V2]
+    assert (tally.rejected, tally.business_rejected) == (0, 1)  # a business refusal is not a contract violation
+
+
+def test_a_reader_of_v2_reads_v1_traffic_through_migration_on_read(vhost_url, accounting):
+    v1 = fixtures(accounting, INVOICE_V1)
+    send(vhost_url, KEY1, [delivery_of(envelope) for envelope in v1])
+    ledger = Ledger()
+    service = consumer(accounting, vhost_url, ledger, [Q1])
+
+    service.run(idle_timeout=1.0)
+
+    expected = {
+        f.document["payload"]["invoiceId"]: f.document["payload"] for f in accounting.fixtures(INVOICE_V2, valid=True)
+    }
+    assert {invoice_id: (e.amount_minor_units, e.currency_exponent) for invoice_id, e in ledger.entries.items()} == {
+        invoice_id: (p["amountMinorUnits"], p["currencyExponent"]) for invoice_id, p in expected.items()
+    }
+    assert service.counters.peek()[INVOICE_V1].migrated_to == {INVOICE_V2: 3}
+    assert dead_letters(vhost_url, Q1) == []
+
+
+def test_a_reader_of_v1_given_bridged_v2_messages_dead_letters_them_naming_the_migration_direction(
+    vhost_url, accounting
+):
+    """What the bridge publishes for v1 traffic (migrate_envelope of migration.yaml, the properties mirrored),
+    reaching a service still written for v1: no migration.yaml reads v2 as v1, so each is refused as such."""
+    target = accounting.contract(INVOICE_V2)
+    spec = parse_spec(target.migration, "migration.yaml")
+    bridged = [migrate_envelope(spec, envelope, target) for envelope in fixtures(accounting, INVOICE_V1)]
+    send(vhost_url, KEY2, [delivery_of(envelope) for envelope in bridged])
+    read: list[str] = []
+    service = GuardedConsumer(accounting, vhost_url, queues=[Q2]).on(INVOICE_V1, lambda m: read.append(m.message_id))
+
+    service.run(idle_timeout=1.0)
+
+    letters = dead_letters(vhost_url, Q2)
+    assert read == []
+    assert reasons(letters) == ["NOT_MIGRATABLE"] * 3
+    assert f"{INVOICE_V1} -> {INVOICE_V2}" in letters[0][0].headers["x-reject-detail"]
+
+
+def test_without_a_dead_letter_route_the_broker_dead_letters_the_rejected_message_itself(vhost_url, accounting):
+    envelope = fixtures(accounting, INVOICE_V2)[0]
+    envelope["payload"]["status"] = "DISPUTED"
+    send(vhost_url, KEY2, [delivery_of(envelope)])
+    service = GuardedConsumer(accounting, vhost_url, queues=[Q2], dead_letters={Q2: None})
+    service.on(INVOICE_V2, lambda m: None)
+
+    service.run(idle_timeout=1.0)
+
+    letters = dead_letters(vhost_url, Q2)
+    assert len(letters) == 1 and service.stats.rejected_to_broker == 1
+    death = letters[0][0].headers["x-death"][0]
+    assert (death["reason"], death["queue"]) == ("rejected", Q2)  # the queue's own x-dead-letter-* arguments
+    assert "x-reject-reason" not in letters[0][0].headers
