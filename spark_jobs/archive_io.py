@@ -12,12 +12,12 @@ from datetime import date
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from contract_platform.archive_layout import FILE_GLOB, PARTITION_PREFIX, partition_day
 from spark_jobs.hadoop_fs import hadoop_path, path_is_dir
 
 __all__ = ["date_partitions", "folder_date", "parse_records", "partition_date", "read_archive"]
 
-ARCHIVE_FILES = "*.{jsonl,jsonl.gz}"  # what an archive folder holds (docs/design.md#archive-record)
-PARTITION_PREFIX = "date="  # an archive's date partitions: <root>/<exchange>/date=YYYY-MM-DD/
+ARCHIVE_FILES = FILE_GLOB  # what an archive folder holds (contract_platform.archive_layout)
 
 
 def date_partitions(spark: SparkSession, archive_path: str, since: date | None, until: date | None) -> list[str]:
@@ -44,13 +44,8 @@ def date_partitions(spark: SparkSession, archive_path: str, since: date | None, 
 
 
 def folder_date(path: str) -> date | None:
-    name = path.rstrip("/").rsplit("/", 1)[-1]
-    if not name.startswith(PARTITION_PREFIX):
-        return None
-    try:
-        return date.fromisoformat(name.removeprefix(PARTITION_PREFIX))
-    except ValueError:
-        return None
+    """The day of a ``date=`` partition folder, or None (``archive_layout.partition_day``)."""
+    return partition_day(path)
 
 
 def partition_date(uri: str) -> date | None:

@@ -68,6 +68,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from contract_platform import settings
+from contract_platform.archive_layout import GZIP_WEIGHT
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
@@ -132,7 +133,6 @@ _COLLECT_ROWS = 100_000  # records to read again that the driver groups itself, 
 SPLIT_SCHEMA = from_arrow_schema(pa.schema(list(SPLIT_FIELDS)))
 CHECKED_SCHEMA = from_arrow_schema(pa.schema(list(CHECKED_FIELDS)))
 REREAD_SCHEMA = from_arrow_schema(pa.schema(list(REREAD_FIELDS)))
-_GZIP_WEIGHT = 8  # a gzipped byte is worth about this many plain ones to read and check
 _PARTITION_WORK = 16 * 2**20  # a partition's least work: a small archive is not spread over every core
 _SMALL_INPUT = 64 * 2**20  # input bytes below which the flagged records are broadcast without counting them
 _IN_DRIVER_WORK = _PARTITION_WORK  # work one partition would hold anyway: checked in the driver on a local master
@@ -167,7 +167,7 @@ def _packed(splits: Sequence[Split], slots: int) -> list[list[Split]]:
 
 
 def _work(split: Split) -> int:
-    return split.length * (_GZIP_WEIGHT if split.compressed else 1) + 4096  # every file costs an open
+    return split.length * (GZIP_WEIGHT if split.compressed else 1) + 4096  # every file costs an open
 
 
 def archive_splits(

@@ -35,6 +35,7 @@ FOUNDATION = {
     "envelope",
     "evidence",
     "archive_record",
+    "archive_layout",
     "runs",
 }
 # package -> everything it may import from the domain; every package of the domain is named here.
@@ -49,6 +50,7 @@ ALLOWED = {
     "patterns": {"errors", "limits"},
     "job_options": {"errors", "days"},  # the Spark jobs' common options: argparse, nothing that runs
     "archive_record": set(),  # the record's definition: read by everyone, reads nothing of the domain
+    "archive_layout": set(),  # where the archive's partitions and files are: the archiver's and every reader's rule
     "runs": set(),  # a run id as a file name: one rule for every DAG and the migration plan
     # the catalogue and what reads only the catalogue
     "catalog": {"errors", "limits", "durations", "settings", "patterns"},

@@ -53,6 +53,7 @@ from contract_platform.amqp.connection import broker_errors, close_quietly, desc
 from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.topology import archive_queue_name
 from contract_platform.amqp.types import BrokerConnection
+from contract_platform.archive_layout import partition_name
 from contract_platform.archive_record import fallback_record, to_record
 from contract_platform.errors import ArchiveError, BrokerUnavailable, QueueMissing, UsageError, clipped
 from contract_platform.limits import depth_limit, nesting_beyond
@@ -213,7 +214,7 @@ class _PartitionWriter:
         self._file = None
 
     def _open(self, day: date) -> IO[bytes]:
-        partition = self.directory / f"date={day.isoformat()}"
+        partition = self.directory / partition_name(day)
         try:
             partition.mkdir(parents=True, exist_ok=True)
             while True:

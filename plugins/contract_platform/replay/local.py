@@ -34,6 +34,7 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from contract_platform.archive_layout import file_work, is_archive_file, partition_day
 from contract_platform.errors import ArchiveError, UsageError
 from contract_platform.replay.engine import Tally, judge_for
 from contract_platform.replay.run import ReplayResult, ReplayTarget, missing_archive, replay_versions, window_of
@@ -41,7 +42,6 @@ from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.reading import line_batches, open_file, plan_splits
 
 __all__ = [
-    "GZIP_WEIGHT",
     "LOCAL_MAX_BYTES",
     "Engine",
     "EngineChoice",
@@ -57,11 +57,6 @@ __all__ = [
 # "In-process against Spark, whole process"): Spark was never the faster up to 261 MB (23 s in-process
 # against 121 s); this is where one process is still a short wait; larger windows want both cores.
 LOCAL_MAX_BYTES = 256 * 2**20
-# A gzipped file holds several times its size in records (15 times for generate_archive's traffic); it
-# counts 8 times, as the Spark job weighs it when it spreads files over its cores.
-GZIP_WEIGHT = 8
-_PARTITION = "date="
-_SUFFIXES = (".jsonl", ".jsonl.gz")
 
 
 class Engine(StrEnum):
@@ -105,7 +100,7 @@ def choose_engine(
     limit: int = LOCAL_MAX_BYTES,
 ) -> EngineChoice:
     """In-process when every target's window is local and their partitions hold at most ``limit`` bytes of
-    records together (gzipped files weighed by ``GZIP_WEIGHT``; ``auto``), or when asked (``local``:
+    records together (gzipped files weighed by ``archive_layout.GZIP_WEIGHT``; ``auto``), or when asked (``local``:
     ``UsageError`` for an archive that is not local)."""
     requested = Engine(requested)
     if requested is Engine.SPARK:
@@ -123,7 +118,7 @@ def choose_engine(
         since, until = window_of(target.contract, now)
         for path, size in window_files(root, target.exchange, since, until):
             total += size
-            work += size * GZIP_WEIGHT if path.endswith(".gz") else size
+            work += file_work(path, size)
     held = f"the windows' partitions hold {_megabytes(total)}, about {_megabytes(work)} of records"
     if requested is Engine.LOCAL:
         return EngineChoice(Engine.LOCAL, f"--engine local; {held}", total)
@@ -197,13 +192,8 @@ def window_files(root: Path, exchange: str, since: date, until: date) -> list[tu
 
 
 def _in_window(name: str, since: date, until: date) -> bool:
-    if not name.startswith(_PARTITION):
-        return False
-    try:
-        day = date.fromisoformat(name.removeprefix(_PARTITION))  # as the Spark job reads a partition's name
-    except ValueError:
-        return False
-    return since <= day < until
+    day = partition_day(name)  # as the Spark job reads a partition's name
+    return day is not None and since <= day < until
 
 
 def _archive_files(folder: Path, above: frozenset[tuple[int, int]]) -> Iterator[tuple[str, int]]:
@@ -219,7 +209,7 @@ def _archive_files(folder: Path, above: frozenset[tuple[int, int]]) -> Iterator[
                         f"{entry.path}: a symbolic link back to a folder above it (a loop); remove it from the archive"
                     )
                 yield from _archive_files(Path(entry.path), above | {(stat.st_dev, stat.st_ino)})
-            elif entry.is_file() and name.endswith(_SUFFIXES):
+            elif entry.is_file() and is_archive_file(name):
                 yield entry.path, entry.stat().st_size
         except FileNotFoundError:  # a link that leads nowhere, or a file gone meanwhile: not listed, as Spark
             continue

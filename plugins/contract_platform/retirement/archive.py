@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from contract_platform.archive_layout import PARTITION_PREFIX, is_archive_file, is_compressed
 from contract_platform.archive_record import record_type
 from contract_platform.catalog.model import Contract
 from contract_platform.catalog.pointers import split_pointer
@@ -71,7 +72,7 @@ def _mask(document: Any, tokens: list[str]) -> bool:
 
 
 def _open(path: Path) -> IO[str]:
-    if path.name.endswith(".gz"):
+    if is_compressed(path.name):
         return gzip.open(path, "rt", encoding="utf-8", errors="replace")
     return path.open("r", encoding="utf-8", errors="replace")
 
@@ -93,11 +94,13 @@ def last_archived(archive_root: str | Path, contract: Contract, *, limit: int = 
     folder = Path(archive_root) / contract.transport.exchange
     if limit < 1 or not folder.is_dir():
         return []
-    partitions = sorted((p for p in folder.glob("date=*") if p.is_dir()), key=lambda p: p.name, reverse=True)
+    partitions = sorted(
+        (p for p in folder.glob(f"{PARTITION_PREFIX}*") if p.is_dir()), key=lambda p: p.name, reverse=True
+    )
     kept: list[tuple[str, int, dict[str, Any]]] = []  # min-heap on (receivedAt, order) of at most ``limit``
     order = 0
     for partition in partitions:
-        files = sorted(p for p in partition.iterdir() if p.name.endswith((".jsonl", ".jsonl.gz")))
+        files = sorted(p for p in partition.iterdir() if is_archive_file(p.name))
         for record in _records(files):
             if record_type(record) != contract.message_type:
                 continue

@@ -1,0 +1,63 @@
+"""Where the topic archive keeps its records: one rule for the archiver that writes and every reader.
+
+::
+
+    <archive root>/<exchange>/date=YYYY-MM-DD/<file>.jsonl[.gz]      (docs/design.md#topic-archives)
+
+- a **partition** is a folder named ``date=`` and an ISO day (``partition_name``, ``partition_day``); a
+  ``date=`` folder whose name is not a day is no partition;
+- an **archive file** ends in ``.jsonl`` or ``.jsonl.gz`` (case matters); other files are not read;
+- **work**: a gzipped byte costs about ``GZIP_WEIGHT`` plain ones to read and check (it holds several times
+  its size in records: 15 times for ``benchmarks/generate_archive.py``'s traffic). The Spark job spreads
+  files over its cores by it and ``check --replay`` chooses its engine by it.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+__all__ = [
+    "FILE_GLOB",
+    "FILE_SUFFIXES",
+    "GZIP_WEIGHT",
+    "PARTITION_PREFIX",
+    "file_work",
+    "is_archive_file",
+    "is_compressed",
+    "partition_day",
+    "partition_name",
+]
+
+PARTITION_PREFIX = "date="
+FILE_SUFFIXES = (".jsonl", ".jsonl.gz")
+FILE_GLOB = "*.{jsonl,jsonl.gz}"  # the same, as a Hadoop glob
+GZIP_WEIGHT = 8
+
+
+def partition_name(day: date) -> str:
+    """``date=2026-07-01``: the folder of ``day``'s records under an exchange's folder."""
+    return f"{PARTITION_PREFIX}{day.isoformat()}"
+
+
+def partition_day(name: str) -> date | None:
+    """The day of a partition folder named ``name`` (the last component of a path or URI), or None."""
+    name = name.rstrip("/").rsplit("/", 1)[-1]
+    if not name.startswith(PARTITION_PREFIX):
+        return None
+    try:
+        return date.fromisoformat(name.removeprefix(PARTITION_PREFIX))
+    except ValueError:
+        return None
+
+
+def is_archive_file(name: str) -> bool:
+    return name.endswith(FILE_SUFFIXES)
+
+
+def is_compressed(name: str) -> bool:
+    return name.endswith(".gz")
+
+
+def file_work(name: str, size: int) -> int:
+    """The work of reading and checking a file of ``size`` bytes, in plain bytes (``GZIP_WEIGHT``)."""
+    return size * GZIP_WEIGHT if is_compressed(name) else size
