@@ -6,6 +6,10 @@ also exist as v2, migrated as `migration.yaml` says, before v1 is superseded and
 
 1. **resolve_migration** — the catalogue loads and the migration spec is checked against every v1
    fixture (no retry otherwise: fix the files and push again).
+   **migration_open** — when v1 is retired in the registry the migration is finished: this run does
+   nothing more (every later task is skipped, the run succeeds, no parity is recorded) and the task's
+   log says why. A v1 message published after the retirement is an alarm of its own: archive
+   validation's `RETIRED_TYPE`, recorded as `retired_traffic` evidence on v1 (producer, count, when).
 2. **provision_target** — the v2 topology (exchange, consumer queues, DLX/DLQ, parking lots, archive
    queue); in bridge mode also the bridge's tap queue `bridge.<v1 type>` (and its parking lot) on the
    v1 routing key, so every v1 message from now on is kept for the bridge.
@@ -111,6 +115,8 @@ def dual_publish_migration() -> None:
 
         given = params or {}
         catalog, route = _route(str(given.get("migration") or ""))
+        with registry() as store:
+            source_state = store.effective(route.source.message_type)
         plan = plan_migration(
             catalog,
             route.source,
@@ -119,8 +125,20 @@ def dual_publish_migration() -> None:
             parity_since=given.get("parity_since"),
             tap_queue=given.get("tap_queue"),
             run_id=run_id_of(get_current_context()),
+            source_state=source_state,
         )
         return plan.to_dict()
+
+    @task.short_circuit(retries=0)
+    def migration_open(planned: dict[str, Any]) -> bool:
+        import logging
+
+        from contract_platform.migration.plan import MigrationPlan
+
+        plan = MigrationPlan.from_dict(planned)
+        if not plan.proceeds:
+            logging.getLogger(__name__).warning("nothing to migrate: %s", plan.skipped)
+        return plan.proceeds
 
     @task
     @fail_on_bad_input
@@ -258,7 +276,7 @@ def dual_publish_migration() -> None:
     # when the task runs; Airflow's @task types the call with those parameters, hence arg-type ignores here.
     plan = resolve_migration()
     path = choose_path(plan)  # type: ignore[arg-type]
-    provision_target(plan) >> path  # type: ignore[arg-type]
+    migration_open(plan) >> provision_target(plan) >> path  # type: ignore[arg-type]
     bridged, verified = run_bridge(plan), verify_dual_publish(plan)  # type: ignore[arg-type]
     path >> [bridged, verified]
     archived, cutover = archive_exchanges(plan), track_cutover(plan)  # type: ignore[arg-type]

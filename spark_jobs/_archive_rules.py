@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contract_platform.validation.reasons import Reason
-from contract_platform.validation.report import Figures, Group, InputFigures, ValidationReport
+from contract_platform.validation.report import Figures, Group, InputFigures, RetiredGroup, ValidationReport
 from contract_platform.validation.sequence import (
     CONFLICTING_MESSAGE,
     DUPLICATE_MESSAGE,
@@ -185,11 +185,12 @@ def aggregate(records: DataFrame) -> Figures:
         "first_rank",
         "line_bytes",
         "received_us",
+        "retired_producer",
         F.posexplode_outer(error_paths).alias("position", "path"),
     )
     first = F.col("position").isNull() | (F.col("position") == 0)
     rows = (
-        exploded.groupBy("message_type", "first_rank", "path")
+        exploded.groupBy("message_type", "first_rank", "path", "retired_producer")
         .agg(
             F.count(F.when(first, 1)).alias("records"),
             F.sum(F.when(first, F.col("line_bytes"))).alias("line_bytes"),
@@ -201,13 +202,20 @@ def aggregate(records: DataFrame) -> Figures:
     )
     groups: dict[tuple[str | None, int | None], Group] = {}
     paths: Counter[str] = Counter()
+    retired: list[RetiredGroup] = []  # messages received on a retired version, per producer (null: none)
     for row in rows:
         key = (row["message_type"], row["first_rank"])
         part = Group(*key, row["records"], row["line_bytes"] or 0, row["first_us"], row["last_us"])
         groups[key] = _merged(groups[key], part) if key in groups else part
         if row["path"] is not None:
             paths[row["path"]] += row["path_count"]
-    return Figures.from_groups((g for g in groups.values() if g.records), paths.items())
+        if row["retired_producer"] is not None and row["message_type"] is not None and row["records"]:
+            retired.append(
+                RetiredGroup(
+                    row["message_type"], row["retired_producer"], row["records"], row["first_us"], row["last_us"]
+                )
+            )
+    return Figures.from_groups((g for g in groups.values() if g.records), paths.items(), retired)
 
 
 def _merged(one: Group, other: Group) -> Group:

@@ -47,3 +47,53 @@ def dagbag(airflow_db):
     from airflow.dag_processing.dagbag import DagBag
 
     return DagBag(dag_folder=str(REPO / "dags"))
+
+
+@pytest.fixture()
+def contracts_app(airflow_db, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """``contracts_app(seed)``: a client of the contracts app (and its auth header) over a store where
+    billing.invoice-issued.v2 is active, v1 deprecated, and ``seed(registry, catalog)`` recorded the rest."""
+    import shutil
+
+    from airflow.api_fastapi.app import create_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from contract_platform.catalog.loading import load_catalog
+    from contract_platform.catalog.model import Status
+    from contract_platform.store import Registry
+    from contract_platform_airflow.ui import create_app
+
+    folder = tmp_path / "contracts"
+    shutil.copytree(REPO / "contracts" / "envelope", folder / "envelope")
+    shutil.copytree(REPO / "contracts" / "billing" / "invoice-issued", folder / "billing" / "invoice-issued")
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
+    monkeypatch.setenv("CONTRACT_CATALOG", str(folder))
+    catalog = load_catalog(folder)
+    clients = []
+
+    def start(seed):  # type: ignore[no-untyped-def]
+        with Registry.open(url) as registry:
+            for message_type, target in (
+                ("billing.invoice-issued.v2", Status.ACTIVE),
+                ("billing.invoice-issued.v1", Status.DEPRECATED),
+            ):
+                state = registry.register(message_type, catalog.contracts[message_type].version, actor="test")
+                for status in Status:
+                    if state.status.rank < status.rank <= target.rank:
+                        state = registry.apply_transition(
+                            message_type, expected=state, to=status, actor="test", reason="seeded"
+                        )
+            seed(registry, catalog)
+        root = FastAPI()
+        root.mount("/contracts", create_app())
+        client = TestClient(root).__enter__()
+        clients.append(client)
+        token = create_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
+        return client, {"Authorization": f"Bearer {token}"}
+
+    yield start
+    for client in clients:
+        client.__exit__(None, None, None)

@@ -112,6 +112,66 @@ def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbi
         close_quietly(connection)
 
 
+def test_a_retired_source_is_left_alone_by_the_schedule(dagbag, platform_env, rabbitmq_url, catalog_dir):
+    """v1 retired, two v1 messages published after it: the run succeeds and does nothing, saying why; the
+    messages stay where they were (nothing bridged), and no parity or cutover is recorded after the retirement."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    from contract_platform.amqp import Publisher, open_connection
+    from contract_platform.amqp.connection import close_quietly
+    from contract_platform.amqp.inspection import passive_queue
+    from contract_platform.bridge import prepare_tap
+    from contract_platform.bridge.translation import resolve_route
+    from contract_platform.catalog import load_catalog
+    from contract_platform.catalog.model import Status
+    from contract_platform.change import provision_topologies
+    from contract_platform.envelope import EnvelopeValidator
+    from contract_platform.evidence import EvidenceKind
+    from contract_platform.store import Registry
+
+    catalog = load_catalog(platform_env["catalog"])
+    v1, v2 = catalog.contracts[V1], catalog.contracts[V2]
+    tap = f"{platform_env['prefix']}.bridge.{V1}"
+    connection = open_connection(f"{rabbitmq_url}?heartbeat=0")  # idle while dag.test runs
+    try:
+        with Registry.open(platform_env["registry_url"]) as store:
+            activate(store, V2, v2.version)
+            activate(store, V1, v1.version)
+            assert provision_topologies(catalog, connection, store, only=[V1, V2]).ok
+            state = store.effective(V1)
+            for status in (Status.SUPERSEDED, Status.DEPRECATED, Status.RETIRED):
+                state = store.apply_transition(V1, expected=state, to=status, actor="test-seed", reason="seeded")
+        prepare_tap(connection, resolve_route(catalog, V2), tap)  # the finished migration's bridge left it
+        Publisher(connection, EnvelopeValidator(catalog)).publish_many(Traffic(catalog_dir).make(2))
+
+        dag_run = dagbag.get_dag("dual_publish_migration").test(
+            run_conf={"migration": V2, "mode": "bridge", "bridge_seconds": 30, "tap_queue": tap}
+        )
+
+        assert dag_run.state == "success", task_states(dag_run)
+        states = task_states(dag_run)
+        assert (states.pop("resolve_migration"), states.pop("migration_open")) == ("success", "success")
+        assert set(states.values()) == {"skipped"}, states
+        with create_session() as session:
+            [row] = session.scalars(
+                XComModel.get_many(
+                    run_id=dag_run.run_id, dag_ids=dag_run.dag_id, task_ids="resolve_migration", key="return_value"
+                )
+            )
+            planned = XComModel.deserialize_value(row)
+        assert planned["skipped"].startswith(f"{V1} was retired at ") and "no parity" in planned["skipped"]
+        assert passive_queue(connection, tap) == (2, 0)  # nothing bridged
+        for consumer in v2.consumers:
+            assert passive_queue(connection, consumer.queue) == (0, 0)
+        with Registry.open(platform_env["registry_url"]) as store:
+            assert store.latest_evidence(V1, EvidenceKind.MIGRATION_PARITY) is None
+            assert not [o for o in store.observations(V1) if o.run_id == dag_run.run_id]
+            assert store.effective(V1).status is Status.RETIRED
+    finally:
+        close_quietly(connection)
+
+
 def test_the_dag_branches_on_mode_and_joins_after_either_path(dagbag):
     dag = dagbag.get_dag("dual_publish_migration")
     assert dag.get_task("choose_path").downstream_task_ids == {"run_bridge", "verify_dual_publish"}

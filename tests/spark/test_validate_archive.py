@@ -340,3 +340,49 @@ def test_a_damaged_gzip_file_is_read_as_far_as_it_goes_and_the_rest_is_counted(
     assert report.by_reason[Reason.MALFORMED] == 1
     [quarantined] = [json.loads(x) for p in (tmp_path / "q").glob("part-*") for x in p.read_text().splitlines()]
     assert quarantined["rawLine"].startswith("<archive file damaged: bytes ") and "not read" in quarantined["rawLine"]
+
+
+def test_messages_received_after_a_retirement_are_reported_per_producer(
+    spark, catalog: Catalog, catalog_dir: Path, tmp_path: Path
+):
+    """order.order-created.v1 retired on 2026-07-02: what arrived before is history, what arrived after is named
+    per producer with its count and times, in the report and as retired_traffic evidence."""
+    import copy
+
+    from contract_platform.evidence.figures import ProducerTraffic, RetiredTrafficFigures
+    from contract_platform.validation import record_evidence
+
+    contract = catalog.get("order.order-created.v1")
+    valid = next(f.document for f in contract.fixtures if f.valid)
+    sent = [
+        ("2026-07-01T23:00:00Z", "order-service"),
+        ("2026-07-02T08:00:00Z", "order-service"),
+        ("2026-07-02T09:30:00Z", "order-service"),
+        ("2026-07-02T10:00:00Z", "legacy-order-feed"),
+    ]
+    lines = []
+    for number, (received, producer) in enumerate(sent):
+        envelope = copy.deepcopy(valid)
+        envelope["metadata"].update(messageId=f"m-{number}", producer=producer, partitionKey=f"ord-{number}")
+        lines.append(json.dumps(archive_record(contract, envelope, received)))
+    path = tmp_path / "archive" / "order.events" / "date=2026-07-02" / "part-0000.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    statuses = {"order.order-created.v1": "retired@2026-07-02T00:00:00+00:00"}
+
+    report = job.run_validation(spark, ValidationRequest(tmp_path / "archive", catalog=catalog_dir, statuses=statuses))
+
+    figures = report.by_type["order.order-created.v1"]
+    assert figures.by_reason[Reason.DEPRECATED_TYPE] == 1 and figures.retired_traffic is not None
+    assert [(p.producer, p.messages) for p in figures.retired_traffic.producers] == [
+        ("order-service", 2),
+        ("legacy-order-feed", 1),
+    ]
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    with Registry.open(url) as registry:
+        record_evidence(report, catalog, registry)
+        alarm = registry.latest_evidence("order.order-created.v1", "retired_traffic")
+    assert alarm is not None and str(alarm.verdict) == "fail"
+    assert RetiredTrafficFigures.of(alarm).by_producer[0] == ProducerTraffic(
+        "order-service", 2, "2026-07-02T08:00:00.000000Z", "2026-07-02T09:30:00.000000Z"
+    )

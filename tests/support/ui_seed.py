@@ -206,6 +206,61 @@ def record_readers_audit(
     record_audit(result, registry)
 
 
+# -- a retired version that still receives messages ----------------------------------------------------
+
+
+def retire_with_late_traffic(registry: Registry, contract: Contract, *, late: tuple[tuple[str, int], ...]) -> datetime:
+    """``contract`` (effective deprecated) as the main job leaves it when Airflow keeps running: parity passed,
+    retired now, then the scheduled migration judged parity once more (fail: the v1 messages published after
+    the retirement are missing in v2) and archive validation found those messages, ``late`` ((producer, count),
+    one minute apart from a minute after the retirement). Returns the moment of the retirement."""
+    from contract_platform import evidence
+    from contract_platform.evidence import Verdict
+    from contract_platform.validation.evidence import retired_traffic_figures
+    from contract_platform.validation.report import RetiredGroup, RetiredTraffic
+
+    mt = contract.message_type
+    registry.add_evidence(
+        mt,
+        contract_version=contract.version,
+        kind="migration_parity",
+        verdict="pass",
+        figures={"mode": "bridge", "parity": 1.0, "v1_total": 200, "v2_total": 200, "missing": 0},
+        collected_at=datetime.now(UTC) - timedelta(hours=2),
+    )
+    state = registry.effective(mt)
+    assert state is not None and state.status is Status.DEPRECATED
+    retired = registry.apply_transition(
+        mt, expected=state, to=Status.RETIRED, actor="dag:retirement_audit", reason="proven"
+    )
+    at = retired.updated_at
+    registry.add_evidence(
+        mt,
+        contract_version=contract.version,
+        kind="migration_parity",
+        verdict="fail",
+        figures={"mode": "bridge", "parity": 200 / 202, "v1_total": 202, "v2_total": 200, "missing": 2},
+        run_id="scheduled__after-retirement",
+        collected_at=at + timedelta(minutes=30),
+    )
+    minute, groups, sent = 60_000_000, [], 1
+    first = int(at.timestamp() * 1_000_000)
+    for producer, count in late:
+        groups.append(RetiredGroup(mt, producer, count, first + sent * minute, first + (sent + count - 1) * minute))
+        sent += count
+    figures = retired_traffic_figures(RetiredTraffic.of(groups), retired_at=at.isoformat())
+    evidence.record(
+        registry,
+        mt,
+        contract.version,
+        figures,
+        verdict=Verdict.FAIL,
+        run_id="scheduled__after-retirement",
+        collected_at=at + timedelta(minutes=31),
+    )
+    return at
+
+
 # -- an estate: many generated contracts with a history, for paging and scale ----------------------------
 
 ESTATE_DOMAINS = ("stock", "travel", "warehouse", "yard")  # all sort after the real catalogue's domains

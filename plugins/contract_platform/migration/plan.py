@@ -10,6 +10,11 @@ The trigger form's values are checked here, not in the DAG, so a person who type
 parity window that is not a moment reads what to fix (``UsageError``: the task fails without retry).
 The plan also fixes where the run writes: the parity report is named after the run id, made safe for a
 file name (``run_file_name``).
+
+A migration whose source is retired in the registry is finished: the plan says so (``skipped``, with the
+reason) and the run bridges, archives and judges nothing, so no parity is recorded after the retirement. A
+message still published on the retired version is no parity finding: archive validation counts it as
+``RETIRED_TYPE`` and records it as ``retired_traffic`` evidence (docs/design.md#reason-codes).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from typing import Any
 
 from contract_platform import settings
 from contract_platform.amqp.topology import tap_queue_name
-from contract_platform.catalog.model import Catalog, Contract
+from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.errors import UsageError
+from contract_platform.evidence.records import VersionState
 from contract_platform.migration.parity import ParityMode
 from contract_platform.runs import run_file_name
 
@@ -69,10 +75,16 @@ class MigrationPlan:
     catalog: str  # the catalogue folder the parity job loads
     since: str  # ISO 8601 start of the parity window; "" for the whole archive
     report: str  # the parity report this run writes
+    skipped: str = ""  # why this run does nothing (the source is retired); "" when it migrates
 
     @property
     def bridged(self) -> bool:
         return self.mode is ParityMode.BRIDGE
+
+    @property
+    def proceeds(self) -> bool:
+        """False when the run has nothing to do (``skipped`` says why): every task after the plan is skipped."""
+        return not self.skipped
 
     def to_dict(self) -> dict[str, Any]:
         """JSON for XCom; the DAG's templates read ``source``, ``archive``, ``catalog``, ``mode``, ``report``
@@ -87,6 +99,7 @@ class MigrationPlan:
             "catalog": self.catalog,
             "since": self.since,
             "report": self.report,
+            "skipped": self.skipped,
         }
 
     @classmethod
@@ -102,6 +115,7 @@ class MigrationPlan:
             catalog=str(data["catalog"]),
             since=str(data["since"]),
             report=str(data["report"]),
+            skipped=str(data.get("skipped") or ""),
         )
 
 
@@ -114,11 +128,21 @@ def plan_migration(
     parity_since: str | None = None,
     tap_queue: str | None = None,
     run_id: str | None = None,
+    source_state: VersionState | None = None,
 ) -> MigrationPlan:
     """The plan of one run migrating ``source`` to ``target`` (a route the bridge resolved and checked):
     the trigger form's *mode*, *parity_since* and *tap_queue* checked (``UsageError`` says what to fix), the
-    tap queue ``bridge.<v1 type>`` unless one is given, and the parity report under the data folder."""
+    tap queue ``bridge.<v1 type>`` unless one is given, and the parity report under the data folder.
+    ``source_state``: the source's effective status in the registry; retired, the plan is ``skipped``."""
     checked_mode, since = parse_mode(mode), parse_since(parity_since)
+    skipped = ""
+    if source_state is not None and source_state.status is Status.RETIRED:
+        skipped = (
+            f"{source.message_type} was retired at {source_state.updated_at.isoformat(timespec='seconds')}: "
+            f"its migration to {target.message_type} is finished, so this run bridges, archives and judges "
+            "nothing (no parity is recorded after the retirement); messages still published on it are "
+            "archive validation's RETIRED_TYPE, recorded as retired_traffic evidence"
+        )
     report = settings.data_dir() / "migrations" / source.message_type / f"parity-{run_file_name(run_id)}.json"
     return MigrationPlan(
         source=source.message_type,
@@ -130,4 +154,5 @@ def plan_migration(
         catalog=str(catalog.root),
         since=since,
         report=str(report),
+        skipped=skipped,
     )

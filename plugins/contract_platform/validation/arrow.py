@@ -62,6 +62,7 @@ CHECKED_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("sequence", pa.int64()),
     ("rank", pa.int32()),  # first reason found by the record-level rules (None: none)
     ("findings", pa.list_(FINDING_TYPE)),  # kept lines only
+    ("retired_producer", pa.string()),  # a message received on a retired version: its producer ("": unnamed)
 )
 # A split to read again, with the records wanted from it and the findings the cross-record rules gave them.
 WANTED_TYPE = pa.struct([("record_id", pa.int64()), ("line_hash", pa.int64()), ("findings", pa.list_(FINDING_TYPE))])
@@ -116,6 +117,7 @@ def check_split(checker: RecordChecker, split: Split, *, keep_lines: bool = Fals
                     checked.sequence,
                     rank,
                     _finding_rows(found) if keep and found else None,
+                    checked.retired_producer,
                 )
             )
             number += 1

@@ -1,15 +1,16 @@
-"""Archive validation as registry evidence: one record per catalogued messageType seen in the archive."""
+"""Archive validation as registry evidence: one record per catalogued messageType seen in the archive, and a
+``retired_traffic`` record for each retired version that still received messages (who sent them, how many, when)."""
 
 from __future__ import annotations
 
 from contract_platform import evidence
 from contract_platform.catalog.model import Catalog
 from contract_platform.evidence import EvidenceRecord, Registry, Verdict
-from contract_platform.evidence.figures import ArchiveValidationFigures
+from contract_platform.evidence.figures import ArchiveValidationFigures, RetiredTrafficFigures
 from contract_platform.validation.lookback import Incomplete
-from contract_platform.validation.report import TypeFigures, ValidationReport
+from contract_platform.validation.report import RetiredTraffic, TypeFigures, ValidationReport
 
-__all__ = ["evidence_figures", "record_evidence"]
+__all__ = ["evidence_figures", "record_evidence", "retired_traffic_figures"]
 
 
 def evidence_figures(
@@ -33,6 +34,19 @@ def evidence_figures(
     )
 
 
+def retired_traffic_figures(
+    traffic: RetiredTraffic, *, retired_at: str | None = None, interval: dict[str, object] | None = None
+) -> RetiredTrafficFigures:
+    return RetiredTrafficFigures(
+        messages=traffic.messages,
+        first_received_at=traffic.first_received_at,
+        last_received_at=traffic.last_received_at,
+        retired_at=retired_at,
+        producers=tuple(p.to_dict() for p in traffic.producers),
+        interval=interval,
+    )
+
+
 def record_evidence(
     report: ValidationReport,
     catalog: Catalog,
@@ -46,7 +60,8 @@ def record_evidence(
     Fail when it is above; unknown when it is within but the cross-day checks the type needs were
     incomplete (its own dedup window's days, ordering if it has ordering): what was not compared may
     hide duplicates or late versions. Types the catalogue does not know (UNKNOWN_TYPE, unreadable)
-    have no contract to attach to and are left out; they still count in the report.
+    have no contract to attach to and are left out; they still count in the report. A retired version
+    that received messages after its retirement also gets ``retired_traffic`` evidence, verdict fail.
     """
     interval = report.interval  # which days the counts cover
     added = []
@@ -81,6 +96,24 @@ def record_evidence(
                 run_id=run_id,
             )
         )
+        if figures.retired_traffic is not None:
+            retired_at = str(report.statuses.get(message_type, "")).partition("@")[2] or None
+            traffic = retired_traffic_figures(
+                figures.retired_traffic,
+                retired_at=retired_at,
+                interval=_interval_days(interval.to_dict()) if interval is not None else None,
+            )
+            added.append(
+                evidence.record(
+                    registry,
+                    message_type,
+                    contract.version,
+                    traffic,
+                    verdict=Verdict.FAIL,
+                    reference=reference,
+                    run_id=run_id,
+                )
+            )
     return added
 
 

@@ -49,7 +49,8 @@ class CheckedRecord:
 
     ``received_us`` is ``receivedAt`` in microseconds since the epoch (None when it is missing or not
     a timestamp); ``payload_hash`` identifies the payload for duplicate detection; ``order_key`` and
-    ``sequence`` are set only for contracts with ``ordering`` and usable values.
+    ``sequence`` are set only for contracts with ``ordering`` and usable values; ``retired_producer`` only
+    for a message received on a retired version after its retirement (``RETIRED_TYPE``).
     """
 
     exchange: str | None = None
@@ -64,6 +65,7 @@ class CheckedRecord:
     sequence: int | None = None
     body_bytes: int = 0
     findings: list[Finding] = field(default_factory=list)
+    retired_producer: str | None = None  # set on a message of a retired version: who sent it ("" when unnamed)
 
     @property
     def rank(self) -> int | None:

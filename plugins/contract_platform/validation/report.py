@@ -2,6 +2,9 @@
 
 ``Figures.from_groups`` is pure: the Spark job aggregates records into ``Group`` rows and hands
 them here, so how a record is counted is decided in one place (``Reason`` order and validity).
+Records received on a retired version (those with a ``RETIRED_TYPE`` finding, whatever their first
+reason) come as ``RetiredGroup`` rows, one per producer: the report's ``retired_traffic`` per type says
+who still publishes it, how much and when (the ``retired_traffic`` evidence, docs/design.md#evidence).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ __all__ = [
     "InputFigures",
     "Interval",
     "PathCount",
+    "ProducerTraffic",
+    "RetiredGroup",
+    "RetiredTraffic",
     "Totals",
     "TypeFigures",
     "ValidationReport",
@@ -50,6 +56,77 @@ class Group:
     line_bytes: int = 0
     first_us: int | None = None
     last_us: int | None = None
+
+
+@dataclass(frozen=True)
+class RetiredGroup:
+    """Records of one retired messageType received after its retirement from one producer ("" when the
+    message names none): the envelope's ``metadata.producer``, else the AMQP ``app_id``, else the ``producer``
+    header (``validation.records.producer_of``)."""
+
+    message_type: str
+    producer: str
+    records: int
+    first_us: int | None = None
+    last_us: int | None = None
+
+
+@dataclass(frozen=True)
+class ProducerTraffic:
+    producer: str  # "" when the messages name none
+    messages: int
+    first_received_at: str | None
+    last_received_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "producer": self.producer,
+            "messages": self.messages,
+            "first_received_at": self.first_received_at,
+            "last_received_at": self.last_received_at,
+        }
+
+
+@dataclass(frozen=True)
+class RetiredTraffic:
+    """What was received on a retired version after its retirement: per producer, most messages first."""
+
+    producers: tuple[ProducerTraffic, ...]
+
+    @property
+    def messages(self) -> int:
+        return sum(p.messages for p in self.producers)
+
+    @property
+    def first_received_at(self) -> str | None:
+        return min((p.first_received_at for p in self.producers if p.first_received_at), default=None)
+
+    @property
+    def last_received_at(self) -> str | None:
+        return max((p.last_received_at for p in self.producers if p.last_received_at), default=None)
+
+    @classmethod
+    def of(cls, groups: Iterable[RetiredGroup]) -> RetiredTraffic:
+        merged: dict[str, list[int | None]] = {}
+        for group in groups:
+            found = merged.setdefault(group.producer, [0, None, None])
+            found[0] = (found[0] or 0) + group.records
+            firsts = [x for x in (found[1], group.first_us) if x is not None]
+            lasts = [x for x in (found[2], group.last_us) if x is not None]
+            found[1], found[2] = min(firsts, default=None), max(lasts, default=None)
+        producers = (
+            ProducerTraffic(name, count or 0, iso_from_us(first), iso_from_us(last))
+            for name, (count, first, last) in merged.items()
+        )
+        return cls(tuple(sorted(producers, key=lambda p: (-p.messages, p.producer))))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "first_received_at": self.first_received_at,
+            "last_received_at": self.last_received_at,
+            "producers": [p.to_dict() for p in self.producers],
+        }
 
 
 @dataclass(frozen=True)
@@ -89,18 +166,22 @@ class TypeFigures:
     totals: Totals
     by_reason: Mapping[Reason, int]  # only reasons that occur
     window: Window
+    retired_traffic: RetiredTraffic | None = None  # received on the version after it was retired
 
     @property
     def invalid_rate(self) -> float:
         return self.totals.invalid_rate
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        shown = {
             **self.totals.to_dict(),
             "invalid_rate": self.invalid_rate,
             "by_reason": {str(reason): count for reason, count in self.by_reason.items()},
             "window": self.window.to_dict(),
         }
+        if self.retired_traffic is not None:
+            shown["retired_traffic"] = self.retired_traffic.to_dict()
+        return shown
 
 
 @dataclass(frozen=True, order=True)
@@ -158,13 +239,25 @@ class Figures:
     line_bytes: int = 0  # the record lines as read (uncompressed)
 
     @classmethod
-    def from_groups(cls, groups: Iterable[Group], paths: Iterable[tuple[str, int]] = ()) -> Figures:
+    def from_groups(
+        cls, groups: Iterable[Group], paths: Iterable[tuple[str, int]] = (), retired: Iterable[RetiredGroup] = ()
+    ) -> Figures:
         groups = list(groups)
         per_type: dict[str, list[Group]] = {}
         for group in groups:
             per_type.setdefault(group.message_type or NO_TYPE, []).append(group)
+        retired_per_type: dict[str, list[RetiredGroup]] = {}
+        for found in retired:
+            if found.records:
+                retired_per_type.setdefault(found.message_type, []).append(found)
         by_type = {
-            name: TypeFigures(name, _totals(members), _by_reason(members), _window(members))
+            name: TypeFigures(
+                name,
+                _totals(members),
+                _by_reason(members),
+                _window(members),
+                RetiredTraffic.of(retired_per_type[name]) if name in retired_per_type else None,
+            )
             for name, members in sorted(per_type.items())
         }
         top = sorted((PathCount(path, count) for path, count in paths), key=lambda p: (-p.count, p.path))

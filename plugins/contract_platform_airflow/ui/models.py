@@ -19,6 +19,7 @@ __all__ = [
     "EvidenceOut",
     "ReadersOut",
     "ReplayOut",
+    "RetiredTrafficOut",
     "RunOut",
 ]
 
@@ -185,6 +186,47 @@ class MigrationOut(_Out):
     parity: EvidenceOut | None
 
 
+class ProducerTrafficOut(_Out):
+    producer: str = Field(description='metadata.producer, else the AMQP app_id, else the producer header; "" for none')
+    messages: int
+    first_received_at: str | None
+    last_received_at: str | None
+
+
+class RetiredTrafficOut(_Out):
+    """Messages received on a retired version after its retirement: an alarm, not a migration's parity."""
+
+    messages: int
+    first_received_at: datetime | None
+    last_received_at: datetime | None
+    retired_at: datetime | None
+    producers: list[ProducerTrafficOut] = Field(description="Who sent them, most messages first.")
+    collected_at: str | None = Field(description="When the archive validation that found them recorded it.")
+    run_id: str | None
+
+    @classmethod
+    def of(cls, traffic: views.RetiredTrafficView | None) -> RetiredTrafficOut | None:
+        if traffic is None:
+            return None
+        return cls(
+            messages=traffic.messages,
+            first_received_at=traffic.first_received_at,
+            last_received_at=traffic.last_received_at,
+            retired_at=traffic.retired_at,
+            producers=[
+                ProducerTrafficOut(
+                    producer=p.producer,
+                    messages=p.messages,
+                    first_received_at=p.first_received_at,
+                    last_received_at=p.last_received_at,
+                )
+                for p in traffic.producers
+            ],
+            collected_at=traffic.collected_at,
+            run_id=traffic.run_id,
+        )
+
+
 class ReplayOut(_Out):
     """The latest replay of one version: its decision, the figures behind it, and the run that recorded it."""
 
@@ -347,6 +389,10 @@ class ContractDetailOut(ContractSummaryOut):
     readers: ReadersOut | None = Field(
         default=None,
         description="The latest retirement audit's readers check (None when it had none): the page's reader timeline.",
+    )
+    retired_traffic: RetiredTrafficOut | None = Field(
+        default=None,
+        description="A retired version's messages received after its retirement (None: none seen, or not retired).",
     )
 
 

@@ -10,6 +10,10 @@ At estate scale (2,000 versions) the catalogue is read in a handful of queries f
 (``BatchReads``), filtered (``filter_rows``, with ``findings``: what ``FINDINGS_HELP`` says), sorted, and
 cut into pages (``page_of``); benchmarks/README.md#estate-scale-the-contracts-page has the figures.
 ``quality_view`` makes the latest envelope quality evidence readable expectation by expectation.
+
+A retired version is judged by what happened up to its retirement: the migration parity it shows is the
+latest recorded by then (``parity_until_retired``; a run after the retirement judges a finished migration),
+and messages still received on it are an alarm of their own (``retired_traffic_view``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, Literal, Protocol, cast
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
 from contract_platform.evidence import EvidenceKind, Registry
+from contract_platform.evidence.figures import ProducerTraffic, RetiredTrafficFigures
 from contract_platform.evidence.records import EvidenceMark, EvidenceRecord, RefusalRecord, TransitionRecord
 from contract_platform.impact.moves import ConsumerMove
 from contract_platform.lifecycle import GuardContext, check_step
@@ -46,6 +51,7 @@ __all__ = [
     "ReaderSessionView",
     "ReadersView",
     "ReplayView",
+    "RetiredTrafficView",
     "RetirementView",
     "RunReads",
     "RunActivity",
@@ -65,6 +71,7 @@ __all__ = [
     "page_of",
     "quality_view",
     "readers_view",
+    "retired_traffic_view",
     "run_activity",
     "sort_rows",
     "status_values",
@@ -84,6 +91,7 @@ EVIDENCE_DAGS: Mapping[EvidenceKind, str] = {
     EvidenceKind.MIGRATION_PARITY: "dual_publish_migration",
     EvidenceKind.RETIREMENT_AUDIT: "retirement_audit",
     EvidenceKind.REPLAY: "contract_change",
+    EvidenceKind.RETIRED_TRAFFIC: "topic_archive_validation",
 }
 
 _MANY = 10_000
@@ -134,6 +142,7 @@ class CatalogueRow:
     parity: EvidenceItem | None
     retirement: RetirementView
     description: str = ""
+    retired_traffic: EvidenceItem | None = None  # a retired version's messages received after its retirement
 
 
 class SortKey(StrEnum):
@@ -226,6 +235,20 @@ class ReplayView:
             in_flight_note=in_flight["note"],
             reasons=tuple(shown["reasons"]),
         )
+
+
+@dataclass(frozen=True)
+class RetiredTrafficView:
+    """Messages received on a retired version after its retirement, as the latest archive validation that saw
+    any recorded them (``retired_traffic`` evidence): who still publishes it, how many, and when."""
+
+    messages: int
+    first_received_at: datetime | None
+    last_received_at: datetime | None
+    retired_at: datetime | None
+    producers: tuple[ProducerTraffic, ...]
+    collected_at: str | None
+    run_id: str | None
 
 
 @dataclass(frozen=True)
@@ -361,6 +384,7 @@ class ContractView:
     replays: tuple[ReplayView, ...] = field(default=())  # the latest replay of each version, newest first
     readers: ReadersView | None = None  # the latest retirement audit's readers check, if it had one
     quality: QualityView | None = None  # the latest envelope quality run, expectation by expectation
+    retired_traffic: RetiredTrafficView | None = None  # a retired version still receiving messages: an alarm
 
 
 @dataclass(frozen=True)
@@ -568,12 +592,13 @@ class RunReads(Registry, Protocol):
 
 # The evidence a catalogue row shows; the first three are its findings when they did not pass.
 FINDING_KINDS = (EvidenceKind.ARCHIVE_VALIDATION, EvidenceKind.ENVELOPE_QUALITY, EvidenceKind.MIGRATION_PARITY)
-ROW_KINDS = (*FINDING_KINDS, EvidenceKind.RETIREMENT_AUDIT)
+ROW_KINDS = (*FINDING_KINDS, EvidenceKind.RETIREMENT_AUDIT, EvidenceKind.RETIRED_TRAFFIC)
 
 FINDINGS_HELP = (
     "Versions with open findings or blockers: the latest archive validation, envelope quality or migration "
-    "parity did not pass (failed or inconclusive); the effective status is not the declared one (a step was "
-    "refused or is still pending); or a superseded or deprecated version has retirement blockers."
+    "parity did not pass (failed or inconclusive; a retired version's parity as of its retirement); the "
+    "effective status is not the declared one (a step was refused or is still pending); a superseded or "
+    "deprecated version has retirement blockers; or a retired version still received messages."
 )
 
 
@@ -676,6 +701,14 @@ def _row(
         latest = contract_status(catalog, registry, contract.message_type)["evidence"]
     validation = latest_item(EvidenceKind.ARCHIVE_VALIDATION, latest.get(EvidenceKind.ARCHIVE_VALIDATION))
     audit = latest.get(EvidenceKind.RETIREMENT_AUDIT)
+    parity = latest_item(EvidenceKind.MIGRATION_PARITY, latest.get(EvidenceKind.MIGRATION_PARITY))
+    traffic = None
+    if summary["effective"] == Status.RETIRED:  # judged by what happened up to its retirement, and alarmed after
+        retired = retired_at(registry, contract.message_type)
+        if parity is not None and retired is not None and (_moment(parity.collected_at) or retired) > retired:
+            kept = parity_until_retired(registry, contract.message_type, retired)
+            parity = evidence_item(kept) if kept is not None else None
+        traffic = latest_item(EvidenceKind.RETIRED_TRAFFIC, latest.get(EvidenceKind.RETIRED_TRAFFIC))
     return CatalogueRow(
         message_type=contract.message_type,
         domain=contract.domain,
@@ -693,9 +726,10 @@ def _row(
         invalid_rate_target=contract.validation.invalid_rate_target,
         validation=validation,
         quality=latest_item(EvidenceKind.ENVELOPE_QUALITY, latest.get(EvidenceKind.ENVELOPE_QUALITY)),
-        parity=latest_item(EvidenceKind.MIGRATION_PARITY, latest.get(EvidenceKind.MIGRATION_PARITY)),
+        parity=parity,
         retirement=_retirement_of(contract, registry, summary["effective"], now, audit),
         description=contract.description,
+        retired_traffic=traffic,
     )
 
 
@@ -714,7 +748,13 @@ def with_summaries(rows: Iterable[CatalogueRow]) -> list[CatalogueRow]:
         return replace(item, summary=evidence_summary(item.figures)) if item is not None else None
 
     return [
-        replace(row, validation=summed(row.validation), quality=summed(row.quality), parity=summed(row.parity))
+        replace(
+            row,
+            validation=summed(row.validation),
+            quality=summed(row.quality),
+            parity=summed(row.parity),
+            retired_traffic=summed(row.retired_traffic),
+        )
         for row in rows
     ]
 
@@ -729,6 +769,8 @@ def findings(row: CatalogueRow) -> list[str]:
         found.append("refused: " + row.last_refusal if row.last_refusal else "effective status is not the declared one")
     if row.retirement.applicable and row.retirement.blockers:
         found.extend(row.retirement.blockers)
+    if row.retired_traffic is not None:
+        found.append(f"retired, yet received messages: {row.retired_traffic.summary}")
     return found
 
 
@@ -822,6 +864,7 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
     summary = next(s for s in overview(_single(catalog, contract), registry))
     recent = registry.evidence(message_type, limit=50)
     today = (now or datetime.now(UTC)).date()
+    retired = retired_at(registry, message_type)
     return ContractView(
         contract=contract,
         row=_row(catalog, registry, contract, summary, now),
@@ -837,6 +880,7 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         replays=tuple(ReplayView.of(shown) for shown in status["replay"]),
         readers=_latest_readers(registry, message_type),
         quality=quality_view(_latest_quality(recent, registry, message_type)),
+        retired_traffic=retired_traffic_view(registry, message_type, retired),
     )
 
 
@@ -874,11 +918,50 @@ def invalid_rate_series(registry: Registry, message_type: str) -> Series:
     return Series(message_type, tuple(points))
 
 
+def retired_at(registry: Registry, message_type: str) -> datetime | None:
+    """When the version was retired (its step to retired in the history); None while it is not retired."""
+    state = registry.effective(message_type)
+    if state is None or state.status is not Status.RETIRED:
+        return None
+    steps = [t.at for t in registry.history(message_type) if t.to_status is Status.RETIRED]
+    return steps[-1] if steps else state.updated_at
+
+
+def parity_until_retired(registry: Registry, message_type: str, retired: datetime | None) -> EvidenceRecord | None:
+    """The migration parity a version shows: the latest, or for a retired version the latest recorded by its
+    retirement. A parity run after it judged a finished migration (the traffic it found is ``retired_traffic``)."""
+    latest = registry.latest_evidence(message_type, EvidenceKind.MIGRATION_PARITY)
+    if retired is None or latest is None or latest.collected_at <= retired:
+        return latest
+    records = registry.evidence(message_type, EvidenceKind.MIGRATION_PARITY, limit=_MANY)  # newest first
+    return next((record for record in records if record.collected_at <= retired), None)
+
+
+def retired_traffic_view(registry: Registry, message_type: str, retired: datetime | None) -> RetiredTrafficView | None:
+    """A retired version's latest ``retired_traffic`` evidence, typed; None while it is not retired, or when no
+    archive validation saw a message on it after its retirement."""
+    if retired is None:
+        return None
+    record = registry.latest_evidence(message_type, EvidenceKind.RETIRED_TRAFFIC)
+    if record is None:
+        return None
+    figures = RetiredTrafficFigures.of(record)
+    return RetiredTrafficView(
+        messages=figures.messages,
+        first_received_at=_moment(figures.first_received_at),
+        last_received_at=_moment(figures.last_received_at),
+        retired_at=_moment(figures.retired_at) or retired,
+        producers=figures.by_producer,
+        collected_at=evidence_item(record).collected_at,
+        run_id=record.run_id,
+    )
+
+
 def _migrations(catalog: Catalog, registry: Registry, contract: Contract) -> Iterable[MigrationView]:
     for older, newer in ((catalog.predecessor(contract), contract), (contract, catalog.successor(contract))):
         if older is None or newer is None or older.message_type == newer.message_type:
             continue
-        latest = registry.latest_evidence(older.message_type, EvidenceKind.MIGRATION_PARITY)
+        latest = parity_until_retired(registry, older.message_type, retired_at(registry, older.message_type))
         parity = evidence_item(latest) if latest else None
         moves = tuple(observed_moves(catalog, older, newer, registry))
         yield MigrationView(older.message_type, newer.message_type, parity, moves)

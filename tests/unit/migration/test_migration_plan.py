@@ -79,3 +79,21 @@ def test_the_plan_survives_xcom(catalog: Catalog) -> None:
 
     assert MigrationPlan.from_dict(pulled) == plan
     assert all(key == key.lower() for key in pulled), "XCom keys are snake_case"
+
+
+def test_a_retired_source_is_a_finished_migration_and_the_plan_says_why(catalog: Catalog) -> None:
+    from datetime import UTC, datetime
+
+    from contract_platform.catalog.model import Status
+    from contract_platform.evidence.records import VersionState
+
+    retired_at = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
+    retired = VersionState(V1, Status.RETIRED, "1.3.0", revision=6, updated_at=retired_at)
+    deprecated = VersionState(V1, Status.DEPRECATED, "1.3.0", revision=5, updated_at=retired_at)
+
+    plan = plan_migration(catalog, catalog.contracts[V1], catalog.contracts[V2], source_state=retired)
+
+    assert not plan.proceeds
+    assert f"{V1} was retired at 2026-11-24T06:00:00+00:00" in plan.skipped and "no parity" in plan.skipped
+    assert MigrationPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    assert plan_migration(catalog, catalog.contracts[V1], catalog.contracts[V2], source_state=deprecated).proceeds
