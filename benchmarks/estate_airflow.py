@@ -33,9 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the scenario is shared with the tests (docs/contributing.md#test-support)
     sys.path.insert(0, str(ROOT))
 
+from tests.support.databases import scratch_database  # noqa: E402
 from tests.support.estate import generate_catalog  # noqa: E402
 from tests.support.private_node import PrivateNode  # noqa: E402
-from tests.support.served_airflow import Served, first_import, free_port, own_database  # noqa: E402
+from tests.support.served_airflow import Served, first_import, free_port  # noqa: E402
 
 POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     node.start(nofile=65_536)
     started = time.monotonic()
     try:
-        with own_database(POSTGRES, prefix="contract_platform_airflow_bench") as database:
+        with scratch_database(POSTGRES, "airflow_bench", create=False) as database:
             airflow = Served(work, "/", database, broker_url=node.url, management_url=f"http://127.0.0.1:{free_port()}")
             try:
                 figures = first_import(airflow, types, f"sqlite:///{work / 'data' / 'registry.db'}", args.timeout)

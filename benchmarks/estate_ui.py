@@ -84,18 +84,10 @@ def _registry_url(postgres: str | None, work: str) -> Iterator[str]:
     if postgres is None:
         yield f"sqlite:///{Path(work) / 'registry.db'}"
         return
-    from sqlalchemy import create_engine, make_url, text
+    from tests.support.databases import scratch_database
 
-    name = f"estate_ui_{os.getpid()}"
-    admin = create_engine(postgres, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield make_url(postgres).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
+    with scratch_database(postgres, "estate_ui") as url:
+        yield url
 
 
 def _run_pages(catalog_dir: Path, registry: Any, repeat: int) -> dict[str, Any]:

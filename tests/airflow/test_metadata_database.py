@@ -8,7 +8,7 @@ import socket
 from unittest import mock
 
 import pytest
-from tests.support.served_airflow import drop_database, own_database
+from tests.support.databases import drop_database, scratch_database
 
 from contract_platform_airflow import serve
 from contract_platform_airflow.settings import (
@@ -64,7 +64,7 @@ def test_a_data_folder_s_database_name_is_always_one_postgresql_accepts(tmp_path
 def test_a_missing_database_is_created_once_and_every_component_gets_it(postgres_url, tmp_path):
     # use_metadata_database sets the process environment for the components it starts: restore all of it,
     # or later tests in this session inherit a connection to the database dropped below.
-    with own_database(postgres_url, prefix="contract_platform_airflow_t") as url, mock.patch.dict(os.environ):
+    with scratch_database(postgres_url, "airflow_t", create=False) as url, mock.patch.dict(os.environ):
         assert not database_exists(url)
         os.environ[AIRFLOW_DB_URL_VARIABLE] = url
         os.environ.pop(SQL_ALCHEMY_CONN, None)

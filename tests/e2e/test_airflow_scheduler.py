@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.broker import url_of
+from tests.support.databases import scratch_database
 from tests.support.estate import generate_catalog
 from tests.support.private_node import NodeUnavailable, PrivateNode
 from tests.support.served_airflow import (
@@ -41,7 +42,6 @@ from tests.support.served_airflow import (
     Served,
     first_import,
     free_port,
-    own_database,
     wait_asset_triggered_change,
     wait_for,
 )
@@ -63,7 +63,7 @@ ESTATE = 300  # new versions in the estate test: ~3,000 queues, a few minutes on
 @pytest.fixture()
 def airflow_database(postgres_url: str) -> Iterator[str]:
     """A PostgreSQL database of this test's own for Airflow's metadata (the serve command creates it); dropped after."""
-    with own_database(postgres_url) as url:
+    with scratch_database(postgres_url, "airflow_e2e", create=False) as url:
         yield url
 
 

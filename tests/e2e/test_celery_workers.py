@@ -34,9 +34,10 @@ from typing import Any
 
 import pytest
 from tests.support.celery_cluster import CeleryCluster, ClusterUnavailable, check_host, redis_database
+from tests.support.databases import scratch_database
 from tests.support.migration import Traffic, activate
 from tests.support.replay import ORDER, tighten, write_archive, write_order_day
-from tests.support.served_airflow import PLATFORM_DAGS, REPO, own_database, wait_for
+from tests.support.served_airflow import PLATFORM_DAGS, REPO, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.airflow, pytest.mark.timeout(1500)]
 
@@ -57,18 +58,14 @@ def cluster(vhost: str, postgres_url: str) -> Iterator[CeleryCluster]:
         if os.environ.get("CI"):
             raise AssertionError(f"CI must run the two-worker test: {exc}") from exc
         pytest.skip(str(exc))
-    from contract_platform_airflow.settings import ensure_postgres_database
-
     # Outside /tmp: each worker mounts a private /tmp of its own over it.
     work = Path("/var/tmp") / f"contract-platform-celery-{uuid.uuid4().hex[:8]}"
     work.mkdir(parents=True)
     with (
         redis_database() as celery_broker,
-        own_database(postgres_url, "contract_platform_airflow_celery") as metadata,
-        own_database(postgres_url, "contract_platform_registry_celery") as registry,
+        scratch_database(postgres_url, "airflow_celery") as metadata,
+        scratch_database(postgres_url, "registry_celery") as registry,
     ):
-        ensure_postgres_database(metadata)
-        ensure_postgres_database(registry)
         airflow = CeleryCluster(work, vhost, metadata, registry_url=registry, broker_url=celery_broker)
         shutil.copytree(REPO / "contracts", airflow.shared["catalog"])
         try:

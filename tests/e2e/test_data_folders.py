@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.support.served_airflow import PLATFORM_DAGS, REPO, Served, drop_database, wait_for
+from tests.support.databases import drop_database
+from tests.support.served_airflow import PLATFORM_DAGS, REPO, Served, wait_for
 
 from contract_platform_airflow.settings import default_metadata_url
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
+from tests.support.databases import scratch_database
 from tests.support.races import assert_one_winner_per_round, run_race
 
 from contract_platform.catalog.model import Status
@@ -138,16 +139,8 @@ def test_two_processes_racing_for_one_transition(pg_url: str, registry: Registry
 
 @pytest.fixture()
 def scratch_url(pg_url: str) -> Iterator[str]:
-    name = f"cp_upgrade_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(pg_url, "store_upgrade") as url:
+        yield url
 
 
 def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(scratch_url: str) -> None:

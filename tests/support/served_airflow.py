@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -18,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -272,36 +271,6 @@ def wait_asset_triggered_change(airflow: Served, known: set[str], timeout: float
     for run in runs:
         assert run["state"] == "success", airflow.diagnose("contract_change", run["dag_run_id"])
     return runs
-
-
-@contextlib.contextmanager
-def own_database(server_url: str, prefix: str = "contract_platform_airflow_e2e") -> Iterator[str]:
-    """The URL of a PostgreSQL database of the caller's own on ``server_url``'s server (the serve command
-    creates it); dropped afterwards, with any connection still open to it."""
-    from sqlalchemy.engine import make_url
-
-    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        yield url
-    finally:
-        drop_database(url)
-
-
-def drop_database(url: str) -> None:
-    """Drop the database of ``url`` (if it exists), with any connection still open to it."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    target = make_url(url)
-    name = str(target.database)
-    assert re.fullmatch(r"[A-Za-z0-9_-]+", name), f"not a database name a test made: {name!r}"
-    engine = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        engine.dispose()
 
 
 def first_import(airflow: Served, types: set[str], registry_url: str, timeout: float = 900) -> dict[str, Any]:
