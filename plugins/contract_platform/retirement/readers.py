@@ -139,6 +139,15 @@ def coverage_obstacles(
         if start > cursor:
             found.append(_uncovered(cursor, start, known, head=cursor == since and not found))
         cursor = max(cursor, end)
+    # a gap inside a segment's coverage (events the broker dropped at the recorder's queue limit, an event the
+    # store refused) is unknown all the same; one that lies in an uncovered stretch is named there already
+    for gap in known:
+        if gap.end >= since and any(gap.start < end and gap.end > start for start, end in merged):
+            text = f"a gap in the broker activity evidence from {iso(gap.start)} to {iso(gap.end)}: {gap.reason}"
+            found.append(Obstacle("gap", Verdict.UNKNOWN, gap.start, gap.end, text))
+        elif gap.end >= since and gap.start == gap.end and any(start <= gap.start <= end for start, end in merged):
+            text = f"a gap in the broker activity evidence at {iso(gap.start)}: {gap.reason}"
+            found.append(Obstacle("gap", Verdict.UNKNOWN, gap.start, gap.end, text))
     if now - cursor > TAIL_TOLERANCE:
         if merged:
             text = (

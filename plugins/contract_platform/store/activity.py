@@ -8,10 +8,10 @@ stored again after a crash (the broker redelivers what was not acked) changes no
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
 
 from contract_platform.evidence.records import (
     BrokerChange,
@@ -37,6 +37,7 @@ __all__ = [
     "changes_of",
     "close_open_sessions",
     "counters_of",
+    "events_since",
     "gaps_between",
     "insert_counters",
     "prune",
@@ -84,6 +85,8 @@ class _Batch:
         self.sessions: list[dict[str, Any]] = []  # new rows
         self.open: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # new rows still attached
         self.detached: list[dict[str, Any]] = []  # detachments of sessions stored before the batch
+        self.orphans: dict[tuple[str, str, str, str], list[tuple[int, datetime]]] = {}  # stored, attached unknown
+        self.adopted: list[dict[str, Any]] = []  # stored orphans whose attachment came after their detachment
         self.changes: list[dict[str, Any]] = []
 
     def apply(self) -> None:
@@ -108,6 +111,13 @@ class _Batch:
                 )
         if self.sessions:
             conn.execute(insert(reader_sessions), self.sessions)
+        if self.adopted:
+            conn.execute(
+                update(reader_sessions)
+                .where(reader_sessions.c.id == bindparam("b_id"))
+                .values(attached_at=bindparam("b_at"), source="event"),
+                self.adopted,
+            )
         for row in self.detached:
             self._detach_stored(row)
         if self.changes:
@@ -139,6 +149,18 @@ class _Batch:
                 "peer_host": row.peer_host,
                 "user": row.user,
             }
+        # detachments stored before their attachment: a recorder that takes over may be handed the newest event
+        # first (docs/retirement-audit.md#restarts-standby-and-the-buffer)
+        tags = sorted({e.get("consumer_tag") or "" for e in self.events if e.kind == "consumer.created"})
+        for start in range(0, len(tags), 500):
+            query = select(reader_sessions).where(
+                reader_sessions.c.source == "orphan",
+                reader_sessions.c.attached_at.is_(None),
+                reader_sessions.c.consumer_tag.in_(tags[start : start + 500]),
+            )
+            for found in self.conn.execute(query).mappings():
+                key = _identity(dict(found))
+                self.orphans.setdefault(key, []).append((found["id"], found["detached_at"]))
 
     def _one(self, event: BrokerEvent) -> None:
         kind, f = event.kind, event.get
@@ -164,8 +186,9 @@ class _Batch:
             self._close(self.new_channels, self.closed_channels, f("pid") or "", event.at)
         elif kind == "consumer.created" and f("queue") is not None:
             row = {**self._who(event), "attached_at": event.at, "detached_at": None, "source": "event"}
-            self.sessions.append(row)
-            self.open[_identity(row)] = row
+            if not self._adopt(row, event.at):
+                self.sessions.append(row)
+                self.open[_identity(row)] = row
         elif kind == "consumer.deleted" and f("queue") is not None:
             row = self._who(event)
             attached = self.open.pop(_identity(row), None)
@@ -177,6 +200,21 @@ class _Batch:
             self.changes.append(
                 {"kind": kind, "vhost": event.vhost, "name": f("name"), "detail": f("detail") or "", "at": event.at}
             )
+
+    def _adopt(self, row: dict[str, Any], at: datetime) -> bool:
+        """The detachment of this consumer came first (in this batch, or stored as an orphan): one session."""
+        key = _identity(row)
+        for index, early in enumerate(self.detached):
+            if _identity(early) == key and early["detached_at"] >= at:
+                del self.detached[index]
+                self.sessions.append({**row, "detached_at": early["detached_at"]})
+                return True
+        for index, (orphan, detached_at) in enumerate(self.orphans.get(key, [])):
+            if detached_at is not None and detached_at >= at:
+                del self.orphans[key][index]
+                self.adopted.append({"b_id": orphan, "b_at": at})
+                return True
+        return False
 
     @staticmethod
     def _close(new: dict[str, dict[str, Any]], closed: list[dict[str, Any]], pid: str, at: datetime) -> None:
@@ -217,14 +255,30 @@ def _identity(row: dict[str, Any]) -> tuple[str, str, str, str]:
     return (row["vhost"], row["queue"], row["channel"], row["consumer_tag"])
 
 
-def close_open_sessions(conn: Connection, at: datetime) -> int:
-    """A new coverage segment: what was open is known only until ``at`` (the last moment covered)."""
-    return int(
+def close_open_sessions(conn: Connection, at: datetime, until: datetime) -> int:
+    """Events from ``at`` to ``until`` are lost: a session open then is known only until ``at``, and one that
+    attached in between only at its attachment. Sessions attached after ``until`` stay open."""
+    still_open = reader_sessions.c.detached_at.is_(None)
+    before = or_(reader_sessions.c.attached_at.is_(None), reader_sessions.c.attached_at <= at)
+    closed = conn.execute(update(reader_sessions).where(still_open, before).values(detached_at=at)).rowcount or 0
+    inside = and_(reader_sessions.c.attached_at > at, reader_sessions.c.attached_at <= until)
+    closed += (
         conn.execute(
-            update(reader_sessions).where(reader_sessions.c.detached_at.is_(None)).values(detached_at=at)
+            update(reader_sessions).where(still_open, inside).values(detached_at=reader_sessions.c.attached_at)
         ).rowcount
         or 0
     )
+    return int(closed)
+
+
+def events_since(conn: Connection, since: datetime) -> tuple[int, datetime | None]:
+    """How many events with a moment after ``since`` are stored, and the newest moment stored."""
+    count, newest = conn.execute(
+        select(func.count(), func.max(broker_events_seen.c.at)).where(broker_events_seen.c.at >= since)
+    ).one()
+    if isinstance(newest, datetime) and newest.tzinfo is None:
+        newest = newest.replace(tzinfo=UTC)
+    return int(count or 0), newest
 
 
 def sessions_of(

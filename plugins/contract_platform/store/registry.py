@@ -502,10 +502,50 @@ class Registry:
             f"storing {len(events)} broker events", lambda conn: activity.apply_events(conn, events)
         )
 
-    def open_coverage_segment(self, segment_id: str, *, started_at: datetime, host: str | None) -> None:
-        row = {"id": segment_id, "started_at": values.aware(started_at, "started_at"), "host": host}
-        with self._connect("opening a recorder coverage segment", write=True) as conn:
-            conn.execute(insert(coverage_segments).values(**row))
+    def open_coverage_segment(
+        self,
+        segment_id: str,
+        *,
+        started_at: datetime,
+        host: str | None,
+        covered_from: datetime | None = None,
+        gap_reason: str | None = None,
+    ) -> CoverageGap | None:
+        """A recorder's new segment. With ``covered_from`` the recorder has decided where its coverage starts
+        (docs/retirement-audit.md#restarts-standby-and-the-buffer): from the last confirmed moment when it proved
+        that nothing was lost since, else from now, with ``gap_reason`` for the gap in between, recorded here
+        (and the reader sessions left open then are known only until it starts). Returns that gap. Other
+        segments still open are closed: their recorder went away without closing them. Without
+        ``covered_from`` the gap, if any, is decided by the first ``extend_coverage``."""
+        started_at = values.aware(started_at, "started_at")
+        row = {"id": segment_id, "started_at": started_at, "host": host}
+
+        def open_segment(conn: Connection) -> CoverageGap | None:
+            others = conn.execute(select(coverage_segments).where(coverage_segments.c.ended_at.is_(None))).mappings()
+            for other in list(others):
+                conn.execute(
+                    update(coverage_segments)
+                    .where(coverage_segments.c.id == other["id"])
+                    .values(ended_at=other["covered_until"] or other["started_at"], end_reason=_UNCLOSED)
+                )
+            if covered_from is None:
+                conn.execute(insert(coverage_segments).values(**row))
+                return None
+            start = values.aware(covered_from, "covered_from")
+            gap = None
+            if gap_reason is not None:
+                last = _last_confirmation(conn)
+                if last is not None and last.covered_until is not None and last.covered_until < start:
+                    gap = _record_gap(conn, last.covered_until, start, gap_reason, close_sessions=True)
+            conn.execute(insert(coverage_segments).values(**row, covered_from=start))
+            return gap
+
+        return self._write_retrying("opening a recorder coverage segment", open_segment)
+
+    def last_confirmation(self) -> CoverageSegment | None:
+        """The segment that confirmed the latest moment (its ``covered_until``); None before any confirmation."""
+        with self._connect("reading the recorder's last confirmation") as conn:
+            return _last_confirmation(conn)
 
     def extend_coverage(self, segment_id: str, *, covered_from: datetime, until: datetime) -> CoverageGap | None:
         """Everything from ``covered_from`` (kept from the first call) until ``until`` is stored.
@@ -542,18 +582,21 @@ class Registry:
                 .values(ended_at=values.aware(at, "at"), end_reason=reason)
             )
 
-    def record_gap(self, start: datetime, end: datetime, reason: str) -> None:
-        """Something of ``start``..``end`` is not known (an event that could not be stored): a gap all the same."""
+    def record_gap(self, start: datetime, end: datetime, reason: str, *, close_sessions: bool = False) -> None:
+        """Something of ``start``..``end`` is not known (an event that could not be stored, events the broker
+        dropped): a gap all the same. ``close_sessions``: events of that interval are lost, so the reader
+        sessions open then are known only until it starts."""
         start, end = values.aware(start, "start"), values.aware(end, "end")
+        self._write_retrying(
+            "recording a gap in the broker activity",
+            lambda conn: _record_gap(conn, start, end, reason, close_sessions=close_sessions),
+        )
 
-        def add(conn: Connection) -> None:
-            exists = conn.execute(
-                select(coverage_gaps.c.id).where(coverage_gaps.c.start == start, coverage_gaps.c.end == end)
-            ).first()
-            if exists is None:
-                conn.execute(insert(coverage_gaps).values(start=start, end=end, reason=reason))
-
-        self._write_retrying("recording a gap in the broker activity", add)
+    def broker_events_since(self, since: datetime) -> tuple[int, datetime | None]:
+        """How many broker events were stored with a moment after ``since``, and the newest moment stored."""
+        since = values.aware(since, "since")
+        with self._connect("counting stored broker events") as conn:
+            return activity.events_since(conn, since)
 
     def coverage(self, since: datetime) -> tuple[list[CoverageSegment], list[CoverageGap]]:
         """The recorder's segments and the gaps between them that reach past ``since``, oldest first."""
@@ -639,6 +682,28 @@ class Registry:
 _UNCLOSED = "the recorder stopped without closing its segment (killed, or its machine went down)"
 
 
+def _last_confirmation(conn: Connection) -> CoverageSegment | None:
+    row = conn.execute(
+        select(coverage_segments)
+        .where(coverage_segments.c.covered_until.is_not(None))
+        .order_by(coverage_segments.c.covered_until.desc())
+        .limit(1)
+    ).first()
+    return activity.segment(row._mapping) if row is not None else None
+
+
+def _record_gap(conn: Connection, start: datetime, end: datetime, reason: str, *, close_sessions: bool) -> CoverageGap:
+    """The gap ``start``..``end``, stored once (a second recording of the same interval changes nothing)."""
+    exists = conn.execute(
+        select(coverage_gaps.c.id).where(coverage_gaps.c.start == start, coverage_gaps.c.end == end)
+    ).first()
+    if exists is None:
+        conn.execute(insert(coverage_gaps).values(start=start, end=end, reason=reason))
+        if close_sessions:
+            activity.close_open_sessions(conn, start, end)
+    return CoverageGap(start, end, reason)
+
+
 def _gap_before(conn: Connection, segment_id: str, covered_from: datetime) -> CoverageGap | None:
     """The gap between the latest earlier segment's coverage and ``covered_from``, stored once."""
     previous = conn.execute(
@@ -654,7 +719,7 @@ def _gap_before(conn: Connection, segment_id: str, covered_from: datetime) -> Co
     if previous is None:
         return None
     start = previous.covered_until
-    activity.close_open_sessions(conn, start)
+    activity.close_open_sessions(conn, start, covered_from)
     reason = previous.end_reason or _UNCLOSED
     gap = CoverageGap(start, covered_from, reason)
     exists = conn.execute(

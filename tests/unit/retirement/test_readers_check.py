@@ -208,3 +208,21 @@ def test_queues_without_a_reported_last_activity_are_named_as_blind_to_empty_pol
     result = judge(evidence(rows))
     assert result.verdict is Verdict.PASS  # type: ignore[attr-defined]
     assert result.figures["emptyPollsNotVisible"] == [DLQ]  # type: ignore[attr-defined]
+
+
+def test_a_gap_inside_the_recorders_coverage_is_unknown_too() -> None:
+    # the broker dropped events at the recorder's queue limit while the recorder kept its segment going
+    start, end = NOW - timedelta(days=2), NOW - timedelta(days=2) + timedelta(minutes=3)
+    dropped = CoverageGap(start, end, "the recorder's queue q reached its limit (50,000 messages or ...)")
+    result = judge(evidence(audits(*DAYS), gaps=[dropped]))
+    assert result.verdict is Verdict.UNKNOWN  # type: ignore[attr-defined]
+    blocker = result.blocker or ""  # type: ignore[attr-defined]
+    assert iso(start) in blocker and iso(end) in blocker and "reached its limit" in blocker
+    assert result.clears_at == end + timedelta(days=7)  # type: ignore[attr-defined]
+
+
+def test_an_event_the_store_refused_is_a_moment_not_known() -> None:
+    at = NOW - timedelta(days=1)
+    refused = CoverageGap(at, at, "a consumer.created event of the broker could not be stored (value too long)")
+    result = judge(evidence(audits(*DAYS), gaps=[refused]))
+    assert result.verdict is Verdict.UNKNOWN and "could not be stored" in (result.blocker or "")  # type: ignore[attr-defined]

@@ -138,3 +138,86 @@ def test_a_channel_opened_in_a_later_batch_than_its_connection_still_names_its_r
     )
     (session,) = registry.reader_sessions([("/", "q7")], since=T0, until=T0 + timedelta(minutes=1))
     assert session.connection_name == "nightly"
+
+
+def test_a_segment_that_proved_continuity_starts_at_the_last_confirmed_moment_with_no_gap(registry: Registry) -> None:
+    registry.open_coverage_segment("a", started_at=T0, host="h:1")
+    registry.extend_coverage("a", covered_from=T0, until=T0 + timedelta(minutes=10))
+    registry.store_broker_events(batch_reader(timedelta(minutes=9), timedelta(hours=5))[:3])  # still attached
+    # the recorder was killed; another takes over five minutes later and proves nothing was lost
+    continued = T0 + timedelta(minutes=10)
+    assert registry.last_confirmation() is not None and registry.last_confirmation().covered_until == continued  # type: ignore[union-attr]
+    assert (
+        registry.open_coverage_segment(
+            "b", started_at=continued + timedelta(minutes=5), host="h:2", covered_from=continued
+        )
+        is None
+    )
+    registry.extend_coverage("b", covered_from=continued, until=T0 + timedelta(minutes=16))
+    segments, gaps = registry.coverage(T0)
+    assert gaps == [] and [(s.covered_from, s.covered_until) for s in segments] == [
+        (T0, continued),
+        (continued, T0 + timedelta(minutes=16)),
+    ]
+    assert segments[0].ended_at == continued and "killed" in (segments[0].end_reason or "")  # replaced
+    (session,) = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert session.detached_at is None  # its detachment is still in the queue: the session stays open
+
+
+def test_a_segment_that_could_not_prove_continuity_records_the_gap_it_was_given(registry: Registry) -> None:
+    registry.open_coverage_segment("a", started_at=T0, host="h")
+    registry.extend_coverage("a", covered_from=T0, until=T0 + timedelta(minutes=10))
+    registry.store_broker_events(batch_reader(timedelta(minutes=9), timedelta(hours=5))[:3])
+    start = T0 + timedelta(minutes=15)
+    gap = registry.open_coverage_segment(
+        "b", started_at=start, host="h", covered_from=start, gap_reason="broker node rabbit@x restarted at ..."
+    )
+    assert gap is not None and (gap.start, gap.end, gap.reason) == (
+        T0 + timedelta(minutes=10),
+        start,
+        "broker node rabbit@x restarted at ...",
+    )
+    assert registry.coverage(T0)[1] == [gap]
+    (session,) = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert session.detached_at == T0 + timedelta(minutes=10)  # known only until the gap
+
+
+def test_the_first_segment_ever_records_no_gap_whatever_it_was_told(registry: Registry) -> None:
+    assert registry.open_coverage_segment("a", started_at=T0, host="h", covered_from=T0, gap_reason="x") is None
+    assert registry.coverage(T0 - timedelta(days=1))[1] == []
+
+
+def test_a_dropped_interval_closes_the_sessions_it_may_have_ended_and_keeps_later_ones(registry: Registry) -> None:
+    before = [ev("consumer.created", timedelta(minutes=1), channel="c", queue="q1", consumer_tag="before")]
+    inside = [ev("consumer.created", timedelta(minutes=3), channel="c", queue="q1", consumer_tag="inside")]
+    after = [ev("consumer.created", timedelta(minutes=6), channel="c", queue="q1", consumer_tag="after")]
+    registry.store_broker_events(before + inside + after)
+    registry.record_gap(T0 + timedelta(minutes=2), T0 + timedelta(minutes=5), "dropped", close_sessions=True)
+    sessions = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert {s.consumer_tag: s.detached_at for s in sessions} == {
+        "before": T0 + timedelta(minutes=2),
+        "inside": T0 + timedelta(minutes=3),
+        "after": None,
+    }
+
+
+def test_a_detachment_delivered_before_its_attachment_makes_one_session(registry: Registry) -> None:
+    # a recorder that takes over may be handed the newest event first, then the older ones
+    who = {"channel": "<ch.5>", "queue": "q1", "consumer_tag": "late"}
+    registry.store_broker_events([ev("consumer.deleted", timedelta(minutes=4), **who)])
+    registry.store_broker_events([ev("consumer.created", timedelta(minutes=2), **who)])
+    inside = {"channel": "<ch.6>", "queue": "q1", "consumer_tag": "same-batch"}
+    registry.store_broker_events(
+        [ev("consumer.deleted", timedelta(minutes=8), **inside), ev("consumer.created", timedelta(minutes=7), **inside)]
+    )
+    sessions = registry.reader_sessions([("/", "q1")], since=T0, until=T0 + timedelta(hours=1))
+    assert sorted((s.consumer_tag, s.attached_at, s.detached_at) for s in sessions) == [
+        ("late", T0 + timedelta(minutes=2), T0 + timedelta(minutes=4)),
+        ("same-batch", T0 + timedelta(minutes=7), T0 + timedelta(minutes=8)),
+    ]
+
+
+def test_stored_events_are_counted_with_the_newest_moment(registry: Registry) -> None:
+    registry.store_broker_events(batch_reader(timedelta(minutes=1), timedelta(minutes=21)))
+    assert registry.broker_events_since(T0) == (4, T0 + timedelta(minutes=21))
+    assert registry.broker_events_since(T0 + timedelta(minutes=2)) == (1, T0 + timedelta(minutes=21))
