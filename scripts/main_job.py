@@ -246,65 +246,93 @@ def pull_request_statement(report: dict[str, Any]) -> str | None:
 
 
 def publish_traffic(per_type: int) -> dict[str, int]:
-    """The producer side: sample traffic for every version that is live, through the platform's publisher."""
-    from contract_platform.amqp import Publisher, open_connection
-    from contract_platform.amqp.connection import close_quietly
+    """The producer side: sample traffic for every version that is live, through the service client's guarded
+    publisher (docs/service-client.md): each envelope checked before it leaves, confirms in flight."""
     from contract_platform.catalog import load_catalog
-    from contract_platform.envelope import EnvelopeValidator
+    from contract_platform.client import GuardedPublisher
+    from contract_platform.client.bundle import bundle_from_document
+    from contract_platform.export.bundle import export_bundle
+    from contract_platform.settings import rabbitmq_url
     from contract_platform.store import Registry
     from contract_platform.traffic import sample_envelopes
 
     catalog = load_catalog()
     registry = Registry.open()
-    connection = open_connection()
-    sent: dict[str, int] = {}
     try:
-        with Publisher(connection, EnvelopeValidator(catalog)) as publisher:
-            for contract in catalog:
-                state = registry.effective(contract.message_type)
-                live = state is not None and str(state.status) in ("experimental", "active")
-                # v2 of a migrating message is produced by the bridge, not by its producer.
-                bridged = catalog.predecessor(contract) is not None
-                if not live or bridged:
-                    continue
-                results = publisher.publish_many(list(sample_envelopes(contract, per_type)))
-                sent[contract.message_type] = len(results)
+        live = []
+        for contract in catalog:
+            state = registry.effective(contract.message_type)
+            # v2 of a migrating message is produced by the bridge, not by its producer.
+            bridged = catalog.predecessor(contract) is not None
+            if state is not None and str(state.status) in ("experimental", "active") and not bridged:
+                live.append(contract.message_type)
     finally:
-        close_quietly(connection)
         registry.close()
+    sent: dict[str, int] = {}
+    if live:
+        bundle = bundle_from_document(export_bundle(catalog, message_types=live), "the main job's producers")
+        with GuardedPublisher(bundle, rabbitmq_url(), connection_name="main job producers") as publisher:
+            for message_type in live:
+                envelopes = list(sample_envelopes(catalog.contracts[message_type], per_type))
+                sent[message_type] = len(publisher.publish_many(envelopes))
     print("\n".join(f"{t}: {n}" for t, n in sent.items()))  # the step's log
     note(f"{sum(sent.values())} messages to {len(sent)} versions")
     return sent
 
 
 def consume_queues() -> dict[str, int]:
-    """The consumer side: each declared consumer reads and acknowledges what waits in its queue."""
+    """The consumer side: each declared consumer reads what waits in its queues through the service client's
+    guarded consumer (docs/service-client.md), as the versions its bundle says it consumes."""
     from contract_platform.amqp import open_connection
     from contract_platform.amqp.connection import close_quietly
     from contract_platform.amqp.inspection import passive_queue
     from contract_platform.catalog import load_catalog
+    from contract_platform.client import GuardedConsumer
+    from contract_platform.client.bundle import bundle_from_document
+    from contract_platform.errors import UsageError
+    from contract_platform.export.bundle import export_bundle
+    from contract_platform.settings import rabbitmq_url
 
     catalog = load_catalog()
+    waiting: dict[str, list[str]] = {}
     connection = open_connection()
-    read: dict[str, int] = {}
     try:
-        channel = connection.channel()
         for contract in catalog:
             for consumer in contract.consumers:
-                if passive_queue(connection, consumer.queue) is None:
-                    continue
-                count = 0
-                while True:
-                    method, _properties, _body = channel.basic_get(consumer.queue, auto_ack=False)
-                    if method is None:
-                        break
-                    channel.basic_ack(method.delivery_tag)
-                    count += 1
-                if count:
-                    read[consumer.service] = read.get(consumer.service, 0) + count
+                counts = passive_queue(connection, consumer.queue)
+                if counts is not None and counts[0] > 0:
+                    waiting.setdefault(consumer.service, []).append(consumer.queue)
     finally:
         close_quietly(connection)
-    print("\n".join(f"{service}: {n}" for service, n in sorted(read.items())))  # the step's log
+    read: dict[str, int] = {}
+    refused: dict[str, int] = {}
+    for service, queues in sorted(waiting.items()):
+        try:
+            bundle = bundle_from_document(export_bundle(catalog, service=service), f"{service}'s bundle")
+        except UsageError:
+            continue  # every version it reads is retired
+        owned = {c.queue for t in bundle.consumes() for c in bundle.catalog.contracts[t].consumers}
+        handled = [0]
+
+        def count(_message: Any, handled: list[int] = handled) -> None:
+            handled[0] += 1
+
+        mine = [queue for queue in queues if queue in owned]
+        if not mine:
+            continue
+        guarded = GuardedConsumer(bundle, rabbitmq_url(), queues=mine, connection_name=f"{service} (main job)")
+        for message_type in bundle.consumes():
+            guarded.on(message_type, count)
+        guarded.run(idle_timeout=0.5)
+        if handled[0]:
+            read[service] = handled[0]
+        dead = sum(guarded.stats.dead_lettered.values()) + guarded.stats.rejected_to_broker
+        if dead:
+            refused[service] = dead
+    for service in sorted(read.keys() | refused.keys()):  # the step's log
+        print(
+            f"{service}: {read.get(service, 0)}" + (f", {refused[service]} dead-lettered" if service in refused else "")
+        )
     note(f"{sum(read.values())} messages by {len(read)} services" if read else "nothing waiting")
     return read
 
