@@ -4,8 +4,8 @@ tests/e2e/test_ui_browser.py).
 Every contract of the real catalogue is registered by a ``contract_change`` run and walked to its
 declared status, except ``order.order-created.v1``: its step to *active* was refused (invalid rate
 above target), so it is the one declared/effective mismatch. Archive validation, envelope quality,
-migration parity and retirement audit evidence carry figures; queue observations show v1's
-consumers moving to v2. ``record_readers_audit`` adds a retirement audit whose ``readers`` check saw
+migration parity and retirement audit evidence carry figures; reader sessions, as the broker activity
+recorder stores them, show v1's consumers moving to v2 (``record_reader_sessions``). ``record_readers_audit`` adds a retirement audit whose ``readers`` check saw
 the reader sessions and coverage gaps a test names.
 """
 
@@ -122,28 +122,41 @@ def seed_registry(url: str, run_id: str) -> Seeded:
             figures={"failed_checks": ["no_consumers"], "consumers": 1},
             collected_at=now - timedelta(hours=6),
         )
-        for days_ago, old, new in ((6, 2, 0), (4, 2, 1), (2, 1, 2), (0, 1, 2)):
-            at = now - timedelta(days=days_ago, minutes=5)
-            for service, count in (("accounting-service", min(old, 1)), ("notification-service", old - min(old, 1))):
-                registry.record_observation(
-                    MIGRATED_FROM,
-                    f"{service}.{MIGRATED_FROM}",
-                    consumers=count,
-                    ready=0,
-                    unacked=0,
-                    source="management",
-                    observed_at=at,
-                )
-            registry.record_observation(
-                MIGRATED_TO,
-                f"accounting-service.{MIGRATED_TO}",
-                consumers=new,
-                ready=0,
-                unacked=0,
-                source="management",
-                observed_at=at,
-            )
+        # v1's consumers move to v2: accounting-service reads both for five days, notification-service moves
+        record_reader_sessions(
+            registry,
+            [
+                (f"accounting-service.{MIGRATED_FROM}", "accounting-1", now - timedelta(days=7), None),
+                (f"notification-service.{MIGRATED_FROM}", "notify-1", now - timedelta(days=7), now - timedelta(days=3)),
+                (f"accounting-service.{MIGRATED_TO}", "accounting-2", now - timedelta(days=5), None),
+                (f"notification-service.{MIGRATED_TO}", "notify-2", now - timedelta(days=3), None),
+            ],
+        )
     return Seeded(run_id=run_id, now=now)
+
+
+def record_reader_sessions(
+    registry: Registry, readers: list[tuple[str, str, datetime, datetime | None]], *, vhost: str = "/"
+) -> None:
+    """Reader sessions as the broker activity recorder stores them from RabbitMQ's event exchange: per
+    (queue, connection name, attached, detached or None while attached) a connection, a channel on it and a
+    consumer created (and deleted), through the store's own ``store_broker_events``."""
+    from contract_platform.evidence.records import BrokerEvent
+
+    events = []
+    for number, (queue, connection, attached, detached) in enumerate(readers):
+        pid, channel = f"<rabbit@seed.{number}.1>", f"<rabbit@seed.{number}.2>"
+        consumer = {"queue": queue, "consumer_tag": f"amq.ctag-{number}", "channel": channel}
+        events += [
+            BrokerEvent(
+                f"conn-{number}", "connection.created", attached, vhost, {"pid": pid, "client_name": connection}
+            ),
+            BrokerEvent(f"chan-{number}", "channel.created", attached, vhost, {"pid": channel, "connection": pid}),
+            BrokerEvent(f"created-{number}", "consumer.created", attached, vhost, consumer),
+        ]
+        if detached is not None:
+            events.append(BrokerEvent(f"deleted-{number}", "consumer.deleted", detached, vhost, consumer))
+    registry.store_broker_events(sorted(events, key=lambda event: event.at))
 
 
 # -- a retirement audit with a readers check --------------------------------------------------------

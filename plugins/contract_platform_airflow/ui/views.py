@@ -3,7 +3,8 @@
 ``catalogue`` is the table of every contract version, ``contract_view`` the page of one, and
 ``run_activity`` the contracts one DAG run acted on. Statuses and the latest evidence come from
 ``status`` (the same code as ``contractctl status``); retirement readiness is the lifecycle's own
-guards for ``deprecated -> retired``. Time series come straight from the registry store, and the
+guards for ``deprecated -> retired``. Time series come straight from the registry store (consumers per
+version from the reader sessions the broker activity recorder stored, ``consumer_series``), and the
 reader timeline from the latest retirement audit's ``readers`` check (``readers_view``).
 
 At estate scale (2,000 versions) the catalogue is read in a handful of queries for all versions
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal, Protocol, cast
 
@@ -31,7 +32,8 @@ from contract_platform.evidence.figures import ProducerTraffic, RetiredTrafficFi
 from contract_platform.evidence.records import EvidenceMark, EvidenceRecord, RefusalRecord, TransitionRecord
 from contract_platform.impact.moves import ConsumerMove
 from contract_platform.lifecycle import GuardContext, check_step
-from contract_platform.retirement.observed import observed_moves
+from contract_platform.migration.readers import readers_over_time, version_sessions
+from contract_platform.retirement.observed import observed_moves, platform_vhost
 from contract_platform.status import contract_status, evidence_summary, overview, status_entry
 
 __all__ = [
@@ -873,7 +875,7 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         fixtures=tuple(FixtureView(f.name, f.valid, f.document) for f in contract.fixtures),
         docs_markdown=render_contract_page(contract, catalog),
         evidence=tuple(evidence_item(record) for record in recent),
-        consumers=tuple(consumer_series(registry, version) for version in catalog.family(contract.family)),
+        consumers=consumer_series(registry, catalog.family(contract.family), now or datetime.now(UTC)),
         invalid_rates=invalid_rate_series(registry, message_type),
         migrations=tuple(_migrations(catalog, registry, contract)),
         holds=tuple(f"{h.kind} until {h.until.isoformat()}: {h.reason}" for h in contract.holds_in_force(today)),
@@ -895,16 +897,26 @@ def _single(catalog: Catalog, contract: Contract) -> Catalog:
     return Catalog(catalog.root, catalog.envelope_schema, {contract.message_type: contract})
 
 
-def consumer_series(registry: Registry, contract: Contract) -> Series:
-    """Consumers of one version over time: per minute, the last count of each queue, summed over its queues."""
-    buckets: dict[datetime, dict[str, int]] = {}
-    for observation in registry.observations(contract.message_type):
-        if observation.consumers is None:
-            continue
-        minute = observation.observed_at.replace(second=0, microsecond=0)
-        buckets.setdefault(minute, {})[observation.queue] = observation.consumers
-    points = tuple(Point(at, float(sum(queues.values()))) for at, queues in sorted(buckets.items()))
-    return Series(contract.message_type, points)
+CONSUMERS_WINDOW = timedelta(days=30)  # how far back the consumers chart reads reader sessions
+
+
+def consumer_series(registry: Registry, versions: Sequence[Contract], now: datetime) -> tuple[Series, ...]:
+    """Consumers per version over time: the distinct readers of each version's consumer queues at every moment
+    (``migration.readers``), from the reader sessions the broker activity recorder stored over the last
+    ``CONSUMERS_WINDOW``, drawn from the first moment any version of the family was read. No series has a
+    point when nothing was recorded: the chart says so instead of drawing zero readers."""
+    vhost, since = platform_vhost(), now - CONSUMERS_WINDOW
+    sessions = {v.message_type: version_sessions(registry, v, vhost, since=since, until=now) for v in versions}
+    starts = [max(s.attached_at or since, since) for found in sessions.values() for s in found]
+    if not starts:
+        return tuple(Series(message_type, ()) for message_type in sessions)
+    start = min(starts)
+    return tuple(
+        Series(
+            message_type, tuple(Point(c.at, float(c.readers)) for c in readers_over_time(found, since=start, until=now))
+        )
+        for message_type, found in sessions.items()
+    )
 
 
 def invalid_rate_series(registry: Registry, message_type: str) -> Series:
