@@ -20,8 +20,8 @@ __all__ = ["READER_GONE", "main"]
 
 READER_GONE = 141  # what a shell reports for git when the reader leaves: it dies of SIGPIPE (128 + 13)
 
-# verb -> module under contract_platform.cli; imported only when that verb runs, so that
-# ``contractctl diff`` does not pay for Spark, SQLAlchemy or Airflow.
+# verb -> module under contract_platform.cli. Only the module of the verb that runs is imported (see
+# build_parser), so that ``contractctl diff`` pays neither for the other verbs nor for Spark, SQLAlchemy or pika.
 VERBS: dict[str, str] = {
     "lint": "lint",
     "diff": "diff",
@@ -47,13 +47,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """Every verb's parser, or with ``verb`` (a name of ``VERBS``) that verb's alone: the module of each verb
+    added is imported, with what it imports at module level, so a run builds only its own verb's parser."""
     parser = _Parser(prog="contractctl", description="Govern message contracts from proposed to retired.")
     sub = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for verb, module_name in VERBS.items():
+    for name, module_name in VERBS.items():
+        if verb is not None and name != verb:
+            continue
         module = importlib.import_module(f"contract_platform.cli.{module_name}")
-        verb_parser = sub.add_parser(verb, help=module.HELP, description=module.HELP)
+        verb_parser = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(verb_parser)
         verb_parser.set_defaults(run=module.run)
     return parser
@@ -70,8 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # The verb is the first word (contractctl has no option of its own but --help); anything else, such as
+    # --help or a mistyped verb, gets the whole parser, which lists every verb.
+    parser = build_parser(words[0] if words and words[0] in VERBS else None)
+    args = parser.parse_args(words)
     try:
         return int(args.run(args))
     except CatalogError as exc:
