@@ -3,7 +3,7 @@
 ::
 
     open_connection(url)                       -> pika BlockingConnection (errors mapped once, in connection.py)
-    plan_topology(contract)                    -> TopologyPlan  (pure)
+    plan_topology(contract)                    -> TopologyPlan  (pure: plan.py imports no pika)
     provision(connection, plan)                -> ProvisionReport (idempotent; TopologyConflict, never a redeclare)
     remove_topology(connection, plan, exchanges_in_use=...) -> RemovalReport
     Publisher(connection_or_url, validator).publish(envelope) -> PublishResult
@@ -26,51 +26,48 @@ if TYPE_CHECKING:
     from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
     from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
     from contract_platform.amqp.peek import PeekOutcome
-    from contract_platform.amqp.publisher import Publisher, PublishResult, basic_properties, encode_body
-    from contract_platform.amqp.topology import (
+    from contract_platform.amqp.plan import (
         Binding,
         Exchange,
-        Outcome,
-        ProvisionReport,
         Queue,
-        RemovalReport,
         Role,
-        Step,
         TopologyPlan,
         archive_queue_name,
         dlq_name,
         dlx_name,
         parking_lot_name,
         plan_topology,
+        retry_queue_name,
+    )
+    from contract_platform.amqp.publisher import Publisher, PublishResult, basic_properties, encode_body
+    from contract_platform.amqp.topology import (
+        Outcome,
+        ProvisionReport,
+        RemovalReport,
+        Step,
         provision,
         remove_topology,
-        retry_queue_name,
     )
 
 _MODULES = {
     "connection": ("amqp_url", "broker_errors", "describe_broker", "open_connection"),
     "inspection": ("ManagementClient", "QueueState", "inspect_queue"),
     "peek": ("PeekOutcome",),
-    "publisher": ("PublishResult", "Publisher", "basic_properties", "encode_body"),
-    "topology": (
+    "plan": (
         "Binding",
         "Exchange",
-        "Outcome",
-        "ProvisionReport",
         "Queue",
-        "RemovalReport",
         "Role",
-        "Step",
         "TopologyPlan",
         "archive_queue_name",
         "dlq_name",
         "dlx_name",
         "parking_lot_name",
         "plan_topology",
-        "provision",
-        "remove_topology",
         "retry_queue_name",
     ),
+    "publisher": ("PublishResult", "Publisher", "basic_properties", "encode_body"),
+    "topology": ("Outcome", "ProvisionReport", "RemovalReport", "Step", "provision", "remove_topology"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, unquote, urlsplit
 
-import httpx
 import pika.channel
 import pika.exceptions as px
 
@@ -128,6 +127,8 @@ class ManagementClient:
         """GET ``/api/<path>`` as JSON, or ``None`` (not found, API absent, refused, not JSON)."""
         if self._unavailable:
             return None
+        import httpx  # here, not at the top: the verbs that never ask the management API start without it
+
         url = f"{self.base_url}/api/{path}"
         try:
             response = httpx.get(url, auth=(self.user, self._password), timeout=self.timeout, verify=_tls_context())

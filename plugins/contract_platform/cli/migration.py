@@ -58,7 +58,7 @@ def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract]:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from contract_platform.amqp.topology import tap_queue_name
+    from contract_platform.amqp.plan import tap_queue_name
     from contract_platform.migration.parity import cutover_series
     from contract_platform.retirement.observed import observed_moves
     from contract_platform.store import Registry

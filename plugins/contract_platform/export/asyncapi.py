@@ -1,7 +1,7 @@
 """The catalogue as an AsyncAPI 3.0.0 document: ``export_asyncapi(catalog) -> dict``.
 
 Pure: no CLI, no Airflow, no broker; the same catalogue gives the same document. How the
-catalogue maps (names from ``amqp.topology.plan_topology``, so the document and the broker agree)::
+catalogue maps (names from ``amqp.plan.plan_topology``, so the document and the broker agree)::
 
     info.version               first 12 hex digits of the catalogue's content fingerprint (x-catalog-fingerprint)
     servers.rabbitmq           host and protocol of CONTRACT_RABBITMQ_URL, never its user or password
@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from contract_platform import settings
-from contract_platform.amqp.topology import Queue, Role, TopologyPlan, plan_topology
+from contract_platform.amqp.plan import Queue, Role, TopologyPlan, plan_topology
 from contract_platform.catalog.loading import ENVELOPE_SCHEMA_PATH
 from contract_platform.catalog.model import Catalog, Contract, Kind
 from contract_platform.errors import UsageError
