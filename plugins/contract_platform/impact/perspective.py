@@ -29,11 +29,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-from contract_platform.evidence.records import CoverageGap, ReaderSession
+from typing import TYPE_CHECKING, Any
 
 from .analysis import ConsumerImpact
+
+if TYPE_CHECKING:  # annotations only: diff and lint read impact.analysis and start without the evidence package
+    from contract_platform.evidence.records import CoverageGap, ReaderSession
 
 __all__ = ["Condition", "ObservedReaders", "PerspectiveDecision", "readers_perspective"]
 

@@ -25,31 +25,62 @@ blocker a person can act on, and when it might clear by itself. The audit passes
 check passes; retiring is still the lifecycle's decision (its guards read the recorded evidence).
 """
 
-from contract_platform.retirement.archive import last_archived, mask_pii
-from contract_platform.retirement.audit import AuditRun, audit_version, audit_versions, versions_to_audit
-from contract_platform.retirement.dead_letters import (
-    DeadLetterScan,
-    QueueScan,
-    check_dead_letters,
-    message_type_of,
-    requeue_risk,
-    scan_dead_letters,
-)
-from contract_platform.retirement.model import AuditResult, CheckName, CheckResult
-from contract_platform.retirement.policy import check_holds, check_successor_consumers
-from contract_platform.retirement.queues import QueueLook, check_queues, observe_queues, record_observations
-from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers
-from contract_platform.retirement.report import (
-    AuditPaths,
-    KeptAudit,
-    keep_audit,
-    record_audit,
-    render_audit_page,
-    write_audit_bundle,
-)
-from contract_platform.retirement.retention import LastSeen, TypeLastSeen, check_retention
-from contract_platform.retirement.retire import RetirementOutcome, exchanges_in_use, retire_if_proven
-from contract_platform.retirement.snapshot import TopologySnapshot
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contract_platform.retirement.archive import last_archived, mask_pii
+    from contract_platform.retirement.audit import AuditRun, audit_version, audit_versions, versions_to_audit
+    from contract_platform.retirement.dead_letters import (
+        DeadLetterScan,
+        QueueScan,
+        check_dead_letters,
+        message_type_of,
+        requeue_risk,
+        scan_dead_letters,
+    )
+    from contract_platform.retirement.model import AuditResult, CheckName, CheckResult
+    from contract_platform.retirement.policy import check_holds, check_successor_consumers
+    from contract_platform.retirement.queues import QueueLook, check_queues, observe_queues, record_observations
+    from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers
+    from contract_platform.retirement.report import (
+        AuditPaths,
+        KeptAudit,
+        keep_audit,
+        record_audit,
+        render_audit_page,
+        write_audit_bundle,
+    )
+    from contract_platform.retirement.retention import LastSeen, TypeLastSeen, check_retention
+    from contract_platform.retirement.retire import RetirementOutcome, exchanges_in_use, retire_if_proven
+    from contract_platform.retirement.snapshot import TopologySnapshot
+
+# The names below are loaded on first use (PEP 562), as in contract_platform.amqp: importing one module of
+# this package, say ``retirement.observed`` for ``contractctl migration status``, loads only what it needs,
+# not the whole audit (the management API's HTTP client, the dead-letter scan, the report).
+_MODULES = {
+    "archive": ("last_archived", "mask_pii"),
+    "audit": ("AuditRun", "audit_version", "audit_versions", "versions_to_audit"),
+    "dead_letters": (
+        "DeadLetterScan",
+        "QueueScan",
+        "check_dead_letters",
+        "message_type_of",
+        "requeue_risk",
+        "scan_dead_letters",
+    ),
+    "model": ("AuditResult", "CheckName", "CheckResult"),
+    "policy": ("check_holds", "check_successor_consumers"),
+    "queues": ("QueueLook", "check_queues", "observe_queues", "record_observations"),
+    "readers": ("ReaderEvidence", "VersionQueue", "check_readers"),
+    "report": ("AuditPaths", "KeptAudit", "keep_audit", "record_audit", "render_audit_page", "write_audit_bundle"),
+    "retention": ("LastSeen", "TypeLastSeen", "check_retention"),
+    "retire": ("RetirementOutcome", "exchanges_in_use", "retire_if_proven"),
+    "snapshot": ("TopologySnapshot",),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "AuditPaths",
@@ -90,3 +121,16 @@ __all__ = [
     "versions_to_audit",
     "write_audit_bundle",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # loaded once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))

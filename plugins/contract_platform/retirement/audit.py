@@ -35,7 +35,7 @@ from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.errors import BrokerUnavailable, ContractPlatformError, StoreError
 from contract_platform.evidence import Registry, Verdict
-from contract_platform.evidence.records import CoverageGap, CoverageSegment, QueueCounters
+from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement.dead_letters import (
     DEFAULT_MAX_MESSAGES,
     DeadLetterScan,
@@ -44,6 +44,7 @@ from contract_platform.retirement.dead_letters import (
 )
 from contract_platform.retirement.discovery import Discovery
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, require_aware
+from contract_platform.retirement.observed import recorded_coverage
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
 from contract_platform.retirement.queues import (
     QueueLook,
@@ -52,13 +53,7 @@ from contract_platform.retirement.queues import (
     queue_label,
     record_observations,
 )
-from contract_platform.retirement.readers import (
-    TAIL_TOLERANCE,
-    ReaderEvidence,
-    VersionQueue,
-    check_readers,
-    confirmed_until,
-)
+from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers
 from contract_platform.retirement.retention import LastSeen, check_retention
 from contract_platform.retirement.snapshot import TopologySnapshot
 
@@ -294,21 +289,6 @@ def _moves(contract: Contract, catalog: Catalog, registry: Registry, now: dateti
 
     successor = catalog.successor(contract)
     return observed_moves(catalog, contract, successor, registry, now=now) if successor is not None else None
-
-
-def recorded_coverage(
-    registry: Registry, since: datetime, *, now: datetime, wait: timedelta = timedelta(0)
-) -> tuple[list[CoverageSegment], list[CoverageGap]]:
-    """The recorder's segments and gaps since ``since``; waits (at most ``wait``) for a running recorder to
-    confirm up to ``now``, whose coverage trails by about a heartbeat."""
-    deadline = time.monotonic() + wait.total_seconds()
-    while True:
-        segments, gaps = registry.coverage(since)
-        reached = confirmed_until(segments)
-        running = bool(segments) and segments[-1].ended_at is None
-        if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
-            return list(segments), list(gaps)
-        time.sleep(0.2)
 
 
 def judge_readers(

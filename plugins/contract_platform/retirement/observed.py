@@ -15,6 +15,7 @@ would read as "no readers": the perspective then refuses with ``readers-unknown`
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,8 +23,9 @@ from typing import TYPE_CHECKING
 
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ContractPlatformError
-from contract_platform.evidence.records import CoverageGap, ReaderSession
+from contract_platform.evidence.records import CoverageGap, CoverageSegment, ReaderSession
 from contract_platform.impact import ObservedReaders
+from contract_platform.retirement.readers import TAIL_TOLERANCE, confirmed_until
 
 if TYPE_CHECKING:
     from contract_platform.amqp.types import BrokerConnection
@@ -40,6 +42,7 @@ __all__ = [
     "observe_readers",
     "observed_moves",
     "platform_vhost",
+    "recorded_coverage",
 ]
 
 ReadersOf = Callable[[Contract], ObservedReaders]
@@ -86,6 +89,21 @@ def broker_readers(contract: Contract, snapshot: TopologySnapshot) -> BrokerRead
     return BrokerReaders(tuple(queues), tuple(live))
 
 
+def recorded_coverage(
+    registry: Registry, since: datetime, *, now: datetime, wait: timedelta = timedelta(0)
+) -> tuple[list[CoverageSegment], list[CoverageGap]]:
+    """The recorder's segments and gaps since ``since``; waits (at most ``wait``) for a running recorder to
+    confirm up to ``now``, whose coverage trails by about a heartbeat."""
+    deadline = time.monotonic() + wait.total_seconds()
+    while True:
+        segments, gaps = registry.coverage(since)
+        reached = confirmed_until(segments)
+        running = bool(segments) and segments[-1].ended_at is None
+        if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
+            return list(segments), list(gaps)
+        time.sleep(0.2)
+
+
 def observe_readers(
     contract: Contract,
     registry: Registry | None,
@@ -97,9 +115,6 @@ def observe_readers(
     """The reader sessions on the version's queues over its last observation window, the recorder's gaps in
     it, and what could not be seen (no topology: only the declared consumers' queues were looked at).
     ``wait``: how long a running recorder may take to confirm up to now (it trails by a heartbeat)."""
-    from contract_platform.retirement.audit import recorded_coverage
-    from contract_platform.retirement.readers import TAIL_TOLERANCE, confirmed_until
-
     now = now or datetime.now(UTC)
     since = now - contract.retirement.observation_span
     blind: list[str] = []
@@ -219,7 +234,6 @@ def observed_moves(
     from contract_platform.errors import MigrationSpecError
     from contract_platform.impact.moves import consumer_moves
     from contract_platform.migration.spec import parse_spec
-    from contract_platform.retirement.audit import recorded_coverage
 
     spec = None
     if target.migration is not None:
