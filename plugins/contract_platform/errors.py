@@ -26,6 +26,7 @@ jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise .
     │   ├── TopologyConflict        an existing declaration differs from the contract's
     │   ├── PublishRefused          unroutable or nacked: the message was not accepted
     │   ├── QueueMissing            a queue the platform expected does not exist
+    │   ├── RecorderQueueInUse      the activity recorder's queue has other arguments and another recorder reads it
     │   └── ManagementUnavailable   the management HTTP API does not answer (the message says how to enable it)
     ├── ArchiveError                an archive path is missing or unreadable
     └── SparkJobsMissing            a verb needs the Spark jobs, which are not installed (says how to install them)
@@ -60,6 +61,7 @@ __all__ = [
     "PublishRefused",
     "QualityError",
     "QueueMissing",
+    "RecorderQueueInUse",
     "SchemaError",
     "SnapshotConflict",
     "SparkJobsMissing",
@@ -312,6 +314,11 @@ class QueueMissing(BrokerError):
     """A queue the platform expected is not on the broker."""
 
     exit_code = 1
+
+
+class RecorderQueueInUse(BrokerError):
+    """The activity recorder's queue exists with other arguments (an older recorder's, or other buffer limits) and
+    another recorder consumes it: it cannot be replaced under that recorder (the message says what to stop)."""
 
 
 class ManagementUnavailable(BrokerError):

@@ -20,6 +20,7 @@ __all__ = [
     "event_vhost",
     "rabbitmq_management_url",
     "rabbitmq_url",
+    "recorder_buffer",
     "recorder_heartbeat",
     "redact_url",
     "registry_url",
@@ -93,6 +94,32 @@ def recorder_heartbeat() -> timedelta:
     except ValueError as exc:
         raise ValueError(f"CONTRACT_RECORDER_HEARTBEAT: {exc}") from exc
     return max(value, timedelta(seconds=1))
+
+
+DEFAULT_RECORDER_MAX_EVENTS = 50_000
+DEFAULT_RECORDER_MAX_BYTES = 16 * 1024 * 1024
+
+
+def recorder_buffer() -> tuple[int, int]:
+    """``$CONTRACT_RECORDER_MAX_EVENTS`` (default 50,000) and ``$CONTRACT_RECORDER_MAX_BYTES`` (default 16 MiB):
+    the limits of the activity recorder's queue (``x-max-length``, ``x-max-length-bytes``).
+
+    The broker keeps at most that many events for the recorder while none reads them, dropping the oldest
+    beyond it (each drop is a gap in the evidence): sizing in docs/retirement-audit.md. Every recorder of
+    one registry must use the same limits (they are arguments of their one queue).
+    """
+    events = _whole("CONTRACT_RECORDER_MAX_EVENTS", os.environ.get("CONTRACT_RECORDER_MAX_EVENTS"), 1)
+    size = _whole("CONTRACT_RECORDER_MAX_BYTES", os.environ.get("CONTRACT_RECORDER_MAX_BYTES"), 1024)
+    return events or DEFAULT_RECORDER_MAX_EVENTS, size or DEFAULT_RECORDER_MAX_BYTES
+
+
+def _whole(name: str, raw: str | None, least: int) -> int | None:
+    text = (raw or "").strip().replace("_", "")
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 12 or int(text) < least:
+        raise ValueError(f"{name}: {text[:40]!r} is not a whole number of at least {least:,}")
+    return int(text)
 
 
 _PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@]*):(?P<pw>[^@]*)@", re.IGNORECASE)

@@ -15,6 +15,7 @@ from tests.support import broker
 from tests.support.cli import into_closed_pipe
 from tests.support.environment import user_environment
 
+from contract_platform.activity.recorder import recorder_queues
 from contract_platform.amqp import open_connection, plan_topology, provision
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.catalog.model import Catalog
@@ -71,7 +72,7 @@ def test_a_reader_gone_before_the_first_line_ends_the_verb_quietly(
     try:
         left = into_closed_pipe([part.format(**places) for part in CASES[case]], env)
     finally:
-        broker.delete_names(rabbitmq_url, queues=[f"{prefix}recorder"])  # the recorder's, in the event vhost
+        broker.delete_names(rabbitmq_url, queues=recorder_queues(f"{prefix}recorder"))  # in the event vhost
 
     assert left.stderr == "", left.stderr  # no traceback, no "internal error", no pika warning
     assert left.code == READER_GONE

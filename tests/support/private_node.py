@@ -60,6 +60,7 @@ class PrivateNode:
         self.name = f"cpfault-{uuid.uuid4().hex[:8]}@localhost"
         self.port = _free_port()
         self.dist_port = _free_port()
+        self.management_port = _free_port()
         self.workdir = workdir
         self.log = workdir / "server.log"
         self._process: subprocess.Popen[bytes] | None = None
@@ -85,15 +86,28 @@ class PrivateNode:
             "ERL_EPMD_ADDRESS": "127.0.0.1",
         }
 
-    def start(self, timeout: float = 90.0, plugins: tuple[str, ...] = (), nofile: int | None = None) -> None:
+    @property
+    def management_url(self) -> str:
+        """Its management API, when started with ``management=True`` (a port of its own, never 15672)."""
+        return f"http://127.0.0.1:{self.management_port}"
+
+    def start(
+        self, timeout: float = 90.0, plugins: tuple[str, ...] = (), nofile: int | None = None, management: bool = False
+    ) -> None:
         """Start the node with ``plugins`` enabled (none by default) and, when given, ``nofile`` open files
-        (``ulimit -n``): an estate of thousands of queues needs more than a default node's 1,024."""
+        (``ulimit -n``): an estate of thousands of queues needs more than a default node's 1,024. ``management``:
+        also its management API, on ``management_url``. Starting it again after ``stop`` keeps its data."""
         folder = self.workdir
         for sub in ("mnesia", "log"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
+        if management:
+            plugins = (*plugins, "rabbitmq_management")
         (folder / "enabled_plugins").write_text(f"[{','.join(plugins)}].\n")
         (folder / "rabbitmq-env.conf").write_text("# private test node: nothing from /etc/rabbitmq\n")
-        (folder / "rabbitmq.conf").write_text(f"listeners.tcp.1 = 127.0.0.1:{self.port}\n")
+        config = f"listeners.tcp.1 = 127.0.0.1:{self.port}\n"
+        if management:
+            config += f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {self.management_port}\n"
+        (folder / "rabbitmq.conf").write_text(config)
         with self.log.open("ab") as log:
             self._process = subprocess.Popen(
                 [str(self.scripts / "rabbitmq-server")],

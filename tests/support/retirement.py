@@ -15,7 +15,7 @@ from tests.support.broker import AUTH, HOST
 from tests.support.contracts import V1, V2
 from tests.support.waiting import wait_until
 
-from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig
+from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig, recorder_queues
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology, provision
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.amqp.management import read_topology
@@ -103,9 +103,12 @@ def seed_coverage(registry: Registry, start: datetime, until: datetime) -> None:
 
 
 @contextmanager
-def running_recorder(registry: Registry, url: str, queue: str, heartbeat: float = 1.0) -> Iterator[datetime]:
-    """The broker activity recorder in a thread, into ``registry``; yields the moment its coverage starts."""
-    recorder = ActivityRecorder(url, registry, RecorderConfig(queue=queue, heartbeat=heartbeat))
+def running_recorder(
+    registry: Registry, url: str, queue: str, heartbeat: float = 1.0, **config: Any
+) -> Iterator[datetime]:
+    """The broker activity recorder in a thread, into ``registry``; yields the moment its coverage starts.
+    ``config``: more of its ``RecorderConfig`` (its management API, its limits)."""
+    recorder = ActivityRecorder(url, registry, RecorderConfig(queue=queue, heartbeat=heartbeat, **config))
     stop = threading.Event()
     failed: list[BaseException] = []
 
@@ -128,13 +131,19 @@ def running_recorder(registry: Registry, url: str, queue: str, heartbeat: float 
     finally:
         stop.set()
         thread.join(timeout=30)
-        connection = open_connection(url)
-        try:
-            connection.channel().queue_delete(queue)
-        finally:
-            close_quietly(connection)
+        delete_recorder_queues(url, queue)
     if failed:
         raise failed[0]
+
+
+def delete_recorder_queues(url: str, queue: str) -> None:
+    """The recorder's queue and its companions (``recorder_queues``), whatever a test left in them."""
+    connection = open_connection(url)
+    try:
+        for name in recorder_queues(queue):
+            connection.channel().queue_delete(name)
+    finally:
+        close_quietly(connection)
 
 
 def shift_activity(registry_url: str, by: timedelta) -> None:

@@ -110,7 +110,9 @@ def amqp_url(
     return f"{scheme}://{userinfo}{address}/{quote(vhost or '/', safe='')}"
 
 
-def _url_parameters(url: str, heartbeat: int, socket_timeout: float, blocked_timeout: float) -> Any:
+def _url_parameters(
+    url: str, heartbeat: int, socket_timeout: float, blocked_timeout: float, name: str = "contract-platform"
+) -> Any:
     """URLParameters with our defaults wherever the URL's query string does not set the value itself."""
     params = pika.URLParameters(url)
     given = parse_qs(urlsplit(url).query)
@@ -125,7 +127,7 @@ def _url_parameters(url: str, heartbeat: int, socket_timeout: float, blocked_tim
         if name not in given:
             setattr(params, name, value)
     if "client_properties" not in given:
-        params.client_properties = {"connection_name": "contract-platform"}
+        params.client_properties = {"connection_name": name}
     return params
 
 
@@ -135,16 +137,18 @@ def open_connection(
     heartbeat: int = DEFAULT_HEARTBEAT,
     socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
     blocked_timeout: float = DEFAULT_BLOCKED_TIMEOUT,
+    name: str = "contract-platform",
 ) -> pika.BlockingConnection:
     """An open ``pika.BlockingConnection`` to ``url`` (default: ``settings.rabbitmq_url()``).
 
     Fails fast (one attempt): ``BrokerUnavailable`` when the broker cannot be reached (retry later),
-    ``BrokerError`` when it refuses us (credentials, virtual host, not AMQP).
+    ``BrokerError`` when it refuses us (credentials, virtual host, not AMQP). ``name``: the connection's
+    name as the broker lists it (unless the URL sets ``client_properties``).
     """
     url = url or rabbitmq_url()
     broker = redact_url(url)
     try:
-        params = _url_parameters(url, heartbeat, socket_timeout, blocked_timeout)
+        params = _url_parameters(url, heartbeat, socket_timeout, blocked_timeout, name)
     except (ValueError, TypeError) as exc:
         raise BrokerError(f"RabbitMQ URL {broker} is not valid: {_scrub(str(exc), _password(url))}") from exc
     try:

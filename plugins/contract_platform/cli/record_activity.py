@@ -2,7 +2,10 @@
 
 Stores every reader session, queue and binding change of the broker in the registry store, from RabbitMQ's
 event exchange, with its own coverage: the retirement audit's ``readers`` check reads them. Runs until
-SIGTERM/SIGINT (or ``--max-seconds``); reconnects after a broker restart, and the time it was away is a gap.
+SIGTERM/SIGINT (or ``--max-seconds``). Any number may run for one registry: one records, the others wait
+and take over; a recorder that starts continues from the last confirmed moment when it can prove nothing
+was lost meanwhile, else records the gap (docs/retirement-audit.md#restarts-standby-and-the-buffer).
+``--status`` says which recorder is active, how far coverage is confirmed and what waits in the queue.
 
 Exit codes: 0 stopped as asked; 2 bad input; 3 the event exchange plugin is off (the message gives the
 command that enables it), or the broker or the store cannot be reached when it starts.
@@ -19,7 +22,7 @@ from typing import Any
 from contract_platform import settings
 from contract_platform.cli.common import add_format_argument
 from contract_platform.cli.output import emit_json, out
-from contract_platform.errors import UsageError
+from contract_platform.errors import UsageError, printable
 
 HELP = "record who reads which queue on the broker, continuously (the retirement audit's reader evidence)"
 
@@ -48,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status",
         action="store_true",
-        help="do not record: say until when the store's coverage reaches; exit 1 when it is older than 3 heartbeats",
+        help="do not record: which recorder is active, until when coverage is confirmed, what waits in the queue, "
+        "the gaps of the last day; exit 1 when coverage is older than 3 heartbeats",
     )
     add_format_argument(parser)
 
@@ -61,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         heartbeat = parse_duration(args.heartbeat) if args.heartbeat else settings.recorder_heartbeat()
         retention = parse_duration(args.retention)
+        max_events, max_bytes = settings.recorder_buffer()
     except ValueError as exc:
         raise UsageError(f"contractctl record-activity: {exc}") from exc
     if heartbeat < timedelta(seconds=1):
@@ -74,11 +79,15 @@ def run(args: argparse.Namespace) -> int:
         heartbeat=heartbeat.total_seconds(),
         event_vhost=settings.event_vhost(),
         retention=retention,
+        max_events=max_events,
+        max_bytes=max_bytes,
     )
     registry = Registry.open(registry_url)
     if args.status:
         try:
-            return _status(registry, heartbeat, args.format)
+            return _status(
+                registry, ActivityRecorder(settings.rabbitmq_url(), registry, config), heartbeat, args.format
+            )
         finally:
             registry.close()
     try:
@@ -100,29 +109,57 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(registry: Any, heartbeat: timedelta, form: str) -> int:
-    """Until when the recorder has confirmed coverage; fresh when within three heartbeats of now."""
+def _status(registry: Any, recorder: Any, heartbeat: timedelta, form: str) -> int:
+    """Which recorder is active and since when, until when coverage is confirmed (fresh within three heartbeats),
+    what the store holds and what waits in the queue, and the gaps of the last day."""
+    from contract_platform.activity.recorder import queue_state
     from contract_platform.retirement.readers import confirmed_until
 
     now = datetime.now(UTC)
-    segments, gaps = registry.coverage(now - timedelta(days=1))
+    day = now - timedelta(days=1)
+    segments, gaps = registry.coverage(day)
     covered = confirmed_until(segments)
     fresh = covered is not None and now - covered <= 3 * heartbeat
+    running = [segment for segment in segments if segment.ended_at is None]
+    active = max(running, key=lambda segment: segment.started_at) if running else None
+    events, newest = registry.broker_events_since(day)
+    queue = recorder.config.queue
+    state = queue_state(recorder.management(), queue)
+    document = {
+        "queue": queue,
+        "coveredUntil": covered.isoformat() if covered else None,
+        "fresh": fresh,
+        "lagSeconds": round((now - covered).total_seconds(), 3) if covered else None,
+        "active": {
+            "recorder": active.host,
+            "since": active.started_at.isoformat(),
+            "coveredFrom": active.covered_from.isoformat() if active.covered_from else None,
+        }
+        if active is not None
+        else None,
+        "eventsStoredLastDay": events,
+        "newestEventStored": newest.isoformat() if newest else None,
+        "broker": state,
+        "gapsToday": [{"start": g.start.isoformat(), "end": g.end.isoformat(), "reason": g.reason} for g in gaps],
+    }
     if form == "json":
-        emit_json(
-            {
-                "coveredUntil": covered.isoformat() if covered else None,
-                "fresh": fresh,
-                "gapsToday": [
-                    {"start": g.start.isoformat(), "end": g.end.isoformat(), "reason": g.reason} for g in gaps
-                ],
-            }
-        )
+        emit_json(document)
+        return 0 if fresh else 1
+    when = covered.isoformat(timespec="seconds") if covered else "never (in the last day)"
+    lag = f", {document['lagSeconds']} s ago" if covered else ""
+    out(f"coverage confirmed until {when}{lag}: {'recording' if fresh else 'NOT recording'}")
+    if active is not None:
+        out(f"active recorder: {printable(active.host or '?')} since {active.started_at.isoformat(timespec='seconds')}")
+    out(f"events stored in the last day: {events:,}")
+    if state is None:
+        out(f"queue {printable(queue)}: not listed by the management API")
     else:
-        when = covered.isoformat(timespec="seconds") if covered else "never (in the last day)"
-        out(f"coverage confirmed until {when}: {'recording' if fresh else 'NOT recording'}")
-        for gap in gaps:
-            out(
-                f"gap: {gap.start.isoformat(timespec='seconds')} to {gap.end.isoformat(timespec='seconds')}: {gap.reason}"
-            )
+        waiting = [c for c in state["consumers"] if not c["active"]]
+        out(
+            f"queue {printable(queue)}: {state['ready']} ready, {state['unacknowledged']} unacknowledged "
+            f"(limit {state['limits']['messages']} messages, {state['limits']['bytes']} bytes); "
+            f"{len(state['consumers']) - len(waiting)} active and {len(waiting)} waiting recorder(s)"
+        )
+    for gap in gaps:
+        out(f"gap: {gap.start.isoformat(timespec='seconds')} to {gap.end.isoformat(timespec='seconds')}: {gap.reason}")
     return 0 if fresh else 1

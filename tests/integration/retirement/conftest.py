@@ -13,13 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.integration.retirement.reader_evidence_support import SHORT, Audits, Recorders
 from tests.support import broker
-from tests.support.contracts import with_prefix
-from tests.support.retirement import running_recorder
+from tests.support.broker import wait_for_stats
+from tests.support.contracts import V1, with_prefix
+from tests.support.retirement import provision_family, running_recorder
 
-from contract_platform.amqp import ManagementClient, open_connection
+from contract_platform.amqp import ManagementClient, open_connection, plan_topology
 from contract_platform.amqp.connection import close_quietly
-from contract_platform.catalog.model import Catalog
+from contract_platform.amqp.topology import Role
+from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.store import Registry
 
 
@@ -66,3 +69,29 @@ def recording(registry: Registry, rabbitmq_url: str, prefix: str, connection: An
     yields the moment its coverage starts. Listed after ``connection`` so it stops before teardown."""
     with running_recorder(registry, rabbitmq_url, f"{prefix}broker-activity") as since:
         yield since
+
+
+@pytest.fixture
+def version(connection: Any, contracts: Catalog, management: ManagementClient) -> Contract:
+    """v1 and v2 provisioned; v1 needs 3 audits spanning 4 s; the API has statistics for v1's queues."""
+    provision_family(connection, contracts)
+    v1 = contracts.contracts[V1]
+    wait_for_stats(management, [q.name for q in plan_topology(v1).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ)])
+    return replace(v1, retirement=SHORT)
+
+
+@pytest.fixture
+def audits(
+    connection: Any, contracts: Catalog, registry: Registry, prefix: str, version: Contract, recording: datetime
+) -> Audits:
+    """Audits of ``version`` with the recorder running in a thread."""
+    return Audits(connection, contracts, registry, prefix, version)
+
+
+@pytest.fixture
+def recorders(prefix: str, tmp_path: Path, connection: Any) -> Iterator[Recorders]:
+    """``contractctl record-activity`` processes (killable) on the test's recorder queue into ``registry``'s
+    database; afterwards every one is stopped and the queue and its companions are deleted."""
+    started = Recorders(tmp_path, f"{prefix}activity")
+    yield started
+    started.close()

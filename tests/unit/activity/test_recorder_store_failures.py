@@ -61,17 +61,17 @@ def test_a_store_that_refuses_everything_is_down_and_the_recorder_reconnects() -
 
 
 def test_a_message_some_client_published_into_the_recorders_queue_is_neither_an_event_nor_coverage() -> None:
-    from types import SimpleNamespace
+    from pika import BasicProperties
+    from pika.spec import Basic
 
     store = Store(set())
     part = segment(store)
     part.batch = []
     forged = [
-        SimpleNamespace(headers={"x-contract-platform-marker": f"{part.id}:guessed-nonce:{T0.isoformat()}"}),
-        SimpleNamespace(headers={"queue": "q", "vhost": "/"}),  # an event's headers, not from the event exchange
-        SimpleNamespace(headers=None),
+        BasicProperties(headers={"x-contract-platform-marker": f"{part.id}:guessed-nonce:{T0.isoformat()}"}),
+        BasicProperties(headers={"queue": "q", "vhost": "/"}),  # an event's headers, not from the event exchange
+        BasicProperties(headers=None),
     ]
     for tag, properties in enumerate(forged, 1):
-        method = SimpleNamespace(exchange="", routing_key="consumer.deleted", delivery_tag=tag)
-        part._on_message(None, method, properties, b"")
+        part._handle(Basic.Deliver(exchange="", routing_key="consumer.deleted", delivery_tag=tag), properties)
     assert part.report.ignored == 3 and part.batch == [] and part.report.covered_until is None

@@ -158,3 +158,14 @@ def test_cli_imports_neither_airflow_nor_pyspark(verb, catalog_dir, tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "setting, value", [("CONTRACT_RECORDER_MAX_EVENTS", "lots"), ("CONTRACT_RECORDER_MAX_BYTES", "12")]
+)
+def test_record_activity_refuses_a_buffer_limit_it_cannot_use(capsys, monkeypatch, tmp_path, setting, value):
+    monkeypatch.setenv(setting, value)
+    registry = f"sqlite:///{tmp_path / 'registry.db'}"
+    code, out, err = run_cli(capsys, "record-activity", "--registry", registry, "--max-seconds", "1")
+    assert code == 2 and out == ""
+    assert f"{setting}: {value!r} is not a whole number of at least" in err
