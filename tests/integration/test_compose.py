@@ -411,3 +411,18 @@ def test_no_secret_value_is_written_into_the_compose_file():
         if SECRET.search(name):
             assert re.search(rf"\$\{{{name}:\?", text), f"{name} must be read as ${{{name}:?...}}"
             assert not re.search(rf"\$\{{{name}:-", text), f"{name} must not have a default"
+
+
+def test_two_activity_recorders_share_one_queue_and_its_limits(config):
+    """One records, the other waits to take over (docs/retirement-audit.md#restarts-standby-and-the-buffer):
+    the same command and settings, so the same queue, registry and buffer limits, each with its health check."""
+    from contract_platform import settings
+
+    first, second = service(config, "activity-recorder"), service(config, "activity-recorder-standby")
+    assert first["command"] == second["command"] and "contractctl record-activity" in " ".join(first["command"])
+    assert environment(first) == environment(second)
+    assert environment(first)["CONTRACT_RECORDER_MAX_EVENTS"] == str(settings.DEFAULT_RECORDER_MAX_EVENTS)
+    assert environment(first)["CONTRACT_RECORDER_MAX_BYTES"] == str(settings.DEFAULT_RECORDER_MAX_BYTES)
+    for recorder in (first, second):
+        assert recorder["healthcheck"]["test"][-2:] == ["record-activity", "--status"]
+        assert recorder.get("restart") == "unless-stopped"
