@@ -116,7 +116,7 @@ class Reject(Exception):  # the name a handler raises: it reads as what it does
         super().__init__(reason)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Message(Generic[T]):
     """What a handler gets: the envelope in the version it registered for, and the service's own type of it."""
 
@@ -165,6 +165,15 @@ class Requeue:
 
 
 Outcome = Handled | DeadLetter | Requeue
+_HANDLED: dict[str, Handled] = {}
+
+
+def _handled(message_type: str) -> Handled:
+    """One ``Handled`` per type, made once: the outcome of almost every delivery."""
+    found = _HANDLED.get(message_type)
+    if found is None:
+        found = _HANDLED[message_type] = Handled(message_type)
+    return found
 
 
 @dataclass(frozen=True)
@@ -256,7 +265,7 @@ class Dispatcher:
             return self._business(exc, outcome, redelivered)
         except Exception as exc:  # the handler's bug or a transient fault: once more, then the dead letters
             return self._failed(exc, outcome.received_type, redelivered)
-        return Handled(outcome.message_type)
+        return _handled(outcome.message_type)
 
     def _unchecked_call(self, outcome: Unchecked, properties: Any, redelivered: bool) -> Outcome:
         try:

@@ -83,7 +83,7 @@ class Rejection:
         return f"{self.message_type}@{self.contract_version}" if self.contract_version else str(self.message_type)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Inspected:
     """A message the handler may trust: the envelope in the version the service reads."""
 
@@ -343,9 +343,9 @@ def _keyword(issue: SchemaIssue) -> str:
 
 
 def _message_type(envelope: Any) -> str | None:
-    metadata = envelope.get("metadata") if isinstance(envelope, Mapping) else None
-    value = metadata.get("messageType") if isinstance(metadata, Mapping) else None
-    return value if isinstance(value, str) else None
+    metadata = envelope.get("metadata") if type(envelope) is dict or isinstance(envelope, Mapping) else None
+    value = metadata.get("messageType") if type(metadata) is dict or isinstance(metadata, Mapping) else None
+    return value if type(value) is str else None
 
 
 def _violation(

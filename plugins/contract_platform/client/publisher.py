@@ -3,7 +3,7 @@
 ::
 
     with GuardedPublisher(bundle, url, service="billing-service") as publisher:
-        publisher.publish(envelope)                   # a Future: ContractViolation at once if invalid
+        publisher.publish(envelope)                   # a Confirmation: ContractViolation at once if invalid
         publisher.publish_many(envelopes)             # all checked first, then all in flight, then all confirmed
         publisher.flush()                             # wait for every confirm
 
@@ -15,8 +15,10 @@ message_id, correlation_id, type, content_type, timestamp, delivery_mode 2, the 
 to the publisher's I/O thread, which owns one ``SelectConnection`` channel in confirm mode and keeps up to
 ``max_in_flight`` publishes unconfirmed (``publish`` blocks while that many are out): one confirm covers many
 messages (``basic.ack(multiple)``), never one round trip per message. Each ``publish`` returns a
-``concurrent.futures.Future`` that resolves to a ``PublishResult`` once the broker confirmed the message, or
-fails with ``PublishRefused`` (returned unroutable with ``mandatory``, or nacked) or ``BrokerUnavailable``.
+``Confirmation`` (``done()``, ``result(timeout)``, ``exception()``, as a ``concurrent.futures.Future``): its
+``result`` is a ``PublishResult`` once the broker confirmed the message, and raises ``PublishRefused``
+(returned unroutable with ``mandatory``, or nacked) or ``BrokerUnavailable``. Confirmations are settled a
+confirm frame at a time under one condition variable, so a message costs no lock or event of its own.
 Confirms are tracked by ``amqp.confirms.ConfirmTracker`` (publish sequence numbers stand for delivery tags).
 
 The connection is opened on ``start()`` (or ``with``); a lost connection fails what was in flight, and the next
@@ -30,8 +32,6 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
-from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ from contract_platform.envelope.properties import amqp_properties
 from contract_platform.errors import BrokerError, BrokerUnavailable, ContractViolation, PublishRefused
 from contract_platform.settings import redact_url
 
-__all__ = ["GuardedPublisher", "Prepared", "PublishResult", "PublisherStats"]
+__all__ = ["Confirmation", "GuardedPublisher", "Prepared", "PublishResult", "PublisherStats"]
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,34 @@ class PublisherStats:
     confirm_frames: int = 0  # basic.ack / basic.nack frames received (one may confirm many messages)
 
 
-@dataclass
-class _Sent:
-    prepared: Prepared
-    future: Future[PublishResult]
+_PENDING, _CONFIRMED, _FAILED = 0, 1, 2
+
+
+class Confirmation:
+    """The broker's answer to one publish, when it comes: ``result(timeout)`` waits for it."""
+
+    __slots__ = ("_error", "_publisher", "_state", "prepared")
+
+    def __init__(self, publisher: GuardedPublisher, prepared: Prepared) -> None:
+        self._publisher = publisher
+        self.prepared = prepared
+        self._state = _PENDING
+        self._error: BaseException | None = None
+
+    def done(self) -> bool:
+        return self._state != _PENDING
+
+    def result(self, timeout: float | None = None) -> PublishResult:
+        """The confirmed publish; raises what refused it, or ``BrokerUnavailable`` after ``timeout`` seconds."""
+        self._publisher._wait([self], timeout)
+        if self._error is not None:
+            raise self._error
+        item = self.prepared
+        return PublishResult(item.message_id, item.message_type, item.exchange, item.routing_key, len(item.body))
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._publisher._wait([self], timeout)
+        return self._error
 
 
 class GuardedPublisher:
@@ -110,9 +134,10 @@ class GuardedPublisher:
         self.connection_name = connection_name or f"{self.service or 'service'} (contract guard publisher)"
         self.open_timeout = open_timeout
         self.guard = Guard(bundle, reads=())
-        self._slots = threading.BoundedSemaphore(max_in_flight)
         self._lock = threading.Lock()
-        self._outbox: deque[_Sent] = deque()
+        self._settled = threading.Condition(self._lock)  # notified once per confirm frame, not per message
+        self._in_flight = 0  # handed over and not yet answered (outbox + unconfirmed)
+        self._outbox: deque[Confirmation] = deque()
         self._drain_scheduled = False
         self._thread: threading.Thread | None = None
         self._connection: Any = None
@@ -154,7 +179,6 @@ class GuardedPublisher:
 
     def check(self, envelope: Mapping[str, Any]) -> Prepared:
         """Validate and encode ``envelope``; ``ContractViolation`` says what is wrong (nothing is sent)."""
-        message_type = _type_of(envelope)
         try:
             contract = self.guard.check_outgoing(envelope, producer=self.service)
             body = encode_compact(envelope)
@@ -168,7 +192,7 @@ class GuardedPublisher:
                     message_type=contract.message_type,
                 )
         except ContractViolation as exc:
-            self.counters.rejected(message_type, exc.reason)
+            self.counters.rejected(exc.message_type, exc.reason)
             raise
         self.counters.valid(contract.message_type)
         properties = pika.BasicProperties(**amqp_properties(envelope))
@@ -182,23 +206,28 @@ class GuardedPublisher:
             contract.message_type,
         )
 
-    def publish(self, envelope: Mapping[str, Any]) -> Future[PublishResult]:
-        """Check ``envelope`` (raises ``ContractViolation`` now) and put it in flight; the future resolves on confirm."""
+    def publish(self, envelope: Mapping[str, Any]) -> Confirmation:
+        """Check ``envelope`` (raises ``ContractViolation`` now) and put it in flight; the broker's answer follows."""
         return self.send(self.check(envelope))
 
-    def send(self, prepared: Prepared) -> Future[PublishResult]:
+    def send(self, prepared: Prepared) -> Confirmation:
         """Put an envelope ``check`` prepared in flight (blocks while ``max_in_flight`` are unconfirmed)."""
         if self._failure is not None or self._thread is None:
             self.start()
-        future: Future[PublishResult] = Future()
-        self._slots.acquire()
-        with self._lock:
-            self._outbox.append(_Sent(prepared, future))
+        confirmation = Confirmation(self, prepared)
+        with self._settled:
+            while self._in_flight >= self.max_in_flight and self._failure is None:
+                self._settled.wait()
+            if self._failure is not None:  # the connection went while this waited for room
+                confirmation._error, confirmation._state = self._failure, _FAILED
+                return confirmation
+            self._in_flight += 1
+            self._outbox.append(confirmation)
             wake = not self._drain_scheduled
             self._drain_scheduled = True
         if wake:
             self._wake(self._drain)
-        return future
+        return confirmation
 
     def publish_many(
         self, envelopes: Iterable[Mapping[str, Any]], *, timeout: float | None = None
@@ -207,34 +236,42 @@ class GuardedPublisher:
 
         ``PublishRefused`` when the broker refused any: how many, the first reason, and how many were confirmed."""
         prepared = [self.check(envelope) for envelope in envelopes]
-        futures = [self.send(item) for item in prepared]
-        done, pending = wait_for_futures(futures, timeout=timeout)
-        if pending:
-            raise BrokerUnavailable(
-                f"RabbitMQ at {self.broker}: {len(pending)} of {len(futures)} publishes unconfirmed after {timeout} s"
-            )
-        refused = [f.exception() for f in futures if f.exception() is not None]
+        confirmations = [self.send(item) for item in prepared]
+        self._wait(confirmations, timeout)
+        refused = [c._error for c in confirmations if c._error is not None]
         if refused:
             first = refused[0]
-            confirmed = len(futures) - len(refused)
+            confirmed = len(confirmations) - len(refused)
             if isinstance(first, PublishRefused):
                 raise PublishRefused(
-                    f"{len(refused)} of {len(futures)} refused ({confirmed} confirmed); first: {first}"
+                    f"{len(refused)} of {len(confirmations)} refused ({confirmed} confirmed); first: {first}"
                 )
-            assert first is not None
             raise first
-        return [f.result() for f in futures]
+        return [c.result() for c in confirmations]
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every message handed over so far is confirmed or refused."""
-        with self._lock:
-            waiting = [sent.future for sent in self._outbox]
-        futures = waiting + [sent.future for sent in self._unconfirmed.copy().values()]
-        if futures:
-            done, pending = wait_for_futures(futures, timeout=timeout)
-            if pending:
+        with self._settled:
+            if not self._settled.wait_for(lambda: self._in_flight == 0, timeout):
                 raise BrokerUnavailable(
-                    f"RabbitMQ at {self.broker}: {len(pending)} publishes unconfirmed after {timeout} s"
+                    f"RabbitMQ at {self.broker}: {self._in_flight} publishes unconfirmed after {timeout} s"
+                )
+
+    def _wait(self, confirmations: list[Confirmation], timeout: float | None) -> None:
+        """Until every one of ``confirmations`` is answered (``BrokerUnavailable`` after ``timeout`` seconds)."""
+        position = 0
+
+        def answered() -> bool:
+            nonlocal position
+            while position < len(confirmations) and confirmations[position]._state != _PENDING:
+                position += 1
+            return position == len(confirmations)
+
+        with self._settled:
+            if not self._settled.wait_for(answered, timeout):
+                raise BrokerUnavailable(
+                    f"RabbitMQ at {self.broker}: {len(confirmations) - position} of {len(confirmations)} publishes "
+                    f"unconfirmed after {timeout} s"
                 )
 
     def close(self, timeout: float = 30.0) -> None:
@@ -247,14 +284,14 @@ class GuardedPublisher:
 
     @property
     def in_flight(self) -> int:
-        return len(self._outbox) + len(self._unconfirmed)
+        return self._in_flight
 
     # -- the I/O thread --------------------------------------------------------------------------------------
 
     def _reset_tracking(self) -> None:
         self._tracker = ConfirmTracker()
         self._sequence = 0
-        self._unconfirmed: dict[int, _Sent] = {}
+        self._unconfirmed: dict[int, Confirmation] = {}
         self._returned: dict[str | None, str] = {}
 
     def _run(self) -> None:
@@ -333,8 +370,7 @@ class GuardedPublisher:
         channel = self._channel
         if channel is None or not channel.is_open:
             failure = self._failure or BrokerUnavailable(f"RabbitMQ at {self.broker}: the channel is closed")
-            for sent in batch:
-                self._resolve_error(sent, failure)
+            self._answer([(sent, failure) for sent in batch])
             return
         for sent in batch:
             item = sent.prepared
@@ -348,20 +384,22 @@ class GuardedPublisher:
         method = frame.method
         self.stats.confirm_frames += 1
         self._tracker.answered(method.delivery_tag, multiple=method.multiple, ok=isinstance(method, Basic.Ack))
-        self._tracker.confirmed.clear()  # counted per future here, not per label
+        self._tracker.confirmed.clear()  # counted per confirmation here, not per label
         done_up_to = self._tracker.settled_up_to
+        answers: list[tuple[Confirmation, BaseException | None]] = []
         for settle in self._tracker.settle():
-            first = done_up_to + 1
             if settle.kind is SettleKind.ACK:
-                for sequence in range(first, settle.delivery_tag + 1):
+                for sequence in range(done_up_to + 1, settle.delivery_tag + 1):
                     sent = self._unconfirmed.pop(sequence, None)
                     if sent is not None:
-                        self._resolve(sent)
+                        answers.append((sent, None))
             else:  # a refused publish is settled alone, right after the run before it
                 sent = self._unconfirmed.pop(settle.delivery_tag, None)
                 if sent is not None:
-                    self._resolve_error(sent, self._refusal(sent.prepared))
+                    answers.append((sent, self._refusal(sent.prepared)))
             done_up_to = settle.delivery_tag
+        if answers:
+            self._answer(answers)
 
     def _on_return(self, _channel: Any, method: Any, properties: Any, _body: bytes) -> None:
         message_id = getattr(properties, "message_id", None)
@@ -380,20 +418,20 @@ class GuardedPublisher:
             "accepted (a queue may be full or unavailable); publish it again"
         )
 
-    def _resolve(self, sent: _Sent) -> None:
-        item = sent.prepared
-        self.stats.confirmed += 1
-        self._slots.release()
-        if not sent.future.done():
-            sent.future.set_result(
-                PublishResult(item.message_id, item.message_type, item.exchange, item.routing_key, len(item.body))
-            )
-
-    def _resolve_error(self, sent: _Sent, error: BaseException) -> None:
-        self.stats.refused += 1
-        self._slots.release()
-        if not sent.future.done():
-            sent.future.set_exception(error)
+    def _answer(self, answers: list[tuple[Confirmation, BaseException | None]]) -> None:
+        """Settle these confirmations (None: confirmed) and wake whoever waits, once for all of them."""
+        with self._settled:
+            for confirmation, error in answers:
+                if confirmation._state != _PENDING:
+                    continue
+                if error is None:
+                    confirmation._state = _CONFIRMED
+                    self.stats.confirmed += 1
+                else:
+                    confirmation._error, confirmation._state = error, _FAILED
+                    self.stats.refused += 1
+                self._in_flight -= 1
+            self._settled.notify_all()
 
     def _fail_all(self, failure: BaseException) -> None:
         """The connection or channel is gone: every message not confirmed fails with ``failure``."""
@@ -404,8 +442,7 @@ class GuardedPublisher:
             self._drain_scheduled = False
         unconfirmed = list(self._unconfirmed.values())
         self._unconfirmed.clear()
-        for sent in unconfirmed + waiting:
-            self._resolve_error(sent, failure)
+        self._answer([(sent, failure) for sent in unconfirmed + waiting])
 
     def _stop_loop(self) -> None:
         connection = self._connection
@@ -437,9 +474,3 @@ class GuardedPublisher:
             return map_error(error, self.broker)
         except TypeError:  # not a pika or socket error
             return BrokerUnavailable(f"RabbitMQ at {self.broker}: the connection failed ({type(error).__name__})")
-
-
-def _type_of(envelope: Any) -> str | None:
-    metadata = envelope.get("metadata") if isinstance(envelope, Mapping) else None
-    value = metadata.get("messageType") if isinstance(metadata, Mapping) else None
-    return value if isinstance(value, str) else None
