@@ -19,6 +19,7 @@ the process, from ``os.wait4``), the way a user or a CI step runs it:
 | `check_all` | `contractctl check CATALOG --against HEAD --all --format json`, nothing changed |
 | `docs` | `contractctl docs CATALOG --out DIR` |
 | `export_asyncapi` | `contractctl export asyncapi --catalog CATALOG --out FILE.json` |
+| `export_asyncapi_yaml` | `contractctl export asyncapi --catalog CATALOG --out FILE.yaml` |
 
 Figures are plain functions in ``FIGURES`` (name -> function of an ``Estate``), grouped by
 ``GROUPS`` for ``--only``; other modules under ``benchmarks/`` add their own groups with
@@ -214,10 +215,18 @@ def figure_docs(estate: Estate) -> dict[str, Any]:
     return _public(estate.contractctl("docs", str(estate.root), "--out", str(estate.scratch / "docs")))
 
 
-def figure_export_asyncapi(estate: Estate) -> dict[str, Any]:
-    out = estate.scratch / "asyncapi.json"
+def _export(estate: Estate, name: str) -> dict[str, Any]:
+    out = estate.scratch / name
     result = estate.contractctl("export", "asyncapi", "--catalog", str(estate.root), "--out", str(out))
     return {**_public(result), "document_mb": round(out.stat().st_size / 2**20, 1) if out.exists() else None}
+
+
+def figure_export_asyncapi(estate: Estate) -> dict[str, Any]:
+    return _export(estate, "asyncapi.json")
+
+
+def figure_export_asyncapi_yaml(estate: Estate) -> dict[str, Any]:
+    return _export(estate, "asyncapi.yaml")
 
 
 FIGURES: dict[str, Callable[[Estate], dict[str, Any]]] = {}
@@ -237,6 +246,7 @@ for _name, _function in (
     ("check_all", figure_check_all),
     ("docs", figure_docs),
     ("export_asyncapi", figure_export_asyncapi),
+    ("export_asyncapi_yaml", figure_export_asyncapi_yaml),
 ):
     register("cli", _name, _function)
 

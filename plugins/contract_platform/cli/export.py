@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
@@ -69,11 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     render = _renderer(args.out)  # a bad extension fails before the catalogue is loaded
     document = export_asyncapi(load(args.catalog))
-    try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_bytes(render(document))
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
+    _write(args.out, render, document)
     summary = {
         "out": str(args.out),
         "asyncapi": document["asyncapi"],
@@ -126,11 +123,34 @@ def _bundle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _renderer(path: Path) -> Callable[[Any], bytes]:
+Renderer = Callable[[Any, IO[bytes]], None]
+
+
+def _renderer(path: Path) -> Renderer:
     kind = _SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise UsageError(f"--out {path}: unknown extension {path.suffix!r}; use one of {', '.join(_SUFFIXES)}")
-    return _json if kind == "json" else _yaml
+    return _write_json if kind == "json" else _write_yaml
+
+
+def _write(path: Path, render: Renderer, document: Any) -> None:
+    """``document`` rendered into ``path`` through a file beside it, which replaces ``path`` once complete: a
+    failure part-way (a full disk) leaves what was there before, never half a document."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with partial.open("wb") as stream:
+                render(document, stream)
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _write_json(document: Any, stream: IO[bytes]) -> None:
+    stream.write(_json(document))
 
 
 def _json(document: Any) -> bytes:
@@ -161,11 +181,48 @@ def _non_finite(document: Any) -> bool:
     return False
 
 
-def _yaml(document: Any) -> bytes:
+def _write_yaml(document: Any, stream: IO[bytes]) -> None:
+    """Block-style YAML in UTF-8, keys in the document's order, lines up to 120 characters, no anchors or
+    aliases (a mapping shared by two places is written out at each).
+
+    The document is written as it is walked: its nodes go one by one to libyaml's emitter (PyYAML's own when
+    PyYAML was built without libyaml), instead of first building PyYAML's representation of the whole
+    document, a second tree several times its size, for its pure-Python emitter (benchmarks/README.md, the
+    estate's export). Each scalar is still represented, tagged and resolved by the dumper itself, as
+    ``yaml.dump`` does, so the text is the same."""
     import yaml
 
-    class _NoAliases(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:
-            return True  # a shared dict is written twice, never as &id001/*id001
+    dumper_class: Any = getattr(yaml, "CSafeDumper", None) or yaml.SafeDumper
+    dumper = dumper_class(stream, allow_unicode=True, width=120, encoding="utf-8", default_flow_style=False)
 
-    return str(yaml.dump(document, Dumper=_NoAliases, sort_keys=False, allow_unicode=True, width=120)).encode("utf-8")
+    def events(value: Any) -> Iterator[yaml.Event]:
+        """The events PyYAML's serializer emits for the dumper's representation of ``value``, without anchors."""
+        if isinstance(value, dict):
+            yield yaml.MappingStartEvent(None, "tag:yaml.org,2002:map", True, flow_style=False)
+            for key, item in value.items():
+                yield from events(key)
+                yield from events(item)
+            yield yaml.MappingEndEvent()
+        elif isinstance(value, list | tuple):
+            yield yaml.SequenceStartEvent(None, "tag:yaml.org,2002:seq", True, flow_style=False)
+            for item in value:
+                yield from events(item)
+            yield yaml.SequenceEndEvent()
+        else:
+            node = dumper.represent_data(value)
+            if not isinstance(node, yaml.ScalarNode):
+                raise TypeError(f"{type(value).__name__} is not JSON data")
+            detected = dumper.resolve(yaml.ScalarNode, node.value, (True, False))
+            default = dumper.resolve(yaml.ScalarNode, node.value, (False, True))
+            implicit = (node.tag == detected, node.tag == default)
+            yield yaml.ScalarEvent(None, node.tag, implicit, node.value, style=node.style)
+
+    try:
+        dumper.emit(yaml.StreamStartEvent(encoding="utf-8"))
+        dumper.emit(yaml.DocumentStartEvent(explicit=False))
+        for event in events(document):
+            dumper.emit(event)
+        dumper.emit(yaml.DocumentEndEvent(explicit=False))
+        dumper.emit(yaml.StreamEndEvent())
+    finally:
+        dumper.dispose()
