@@ -29,9 +29,22 @@ AUTH = ("guest", "guest")
 STATS_INTERVAL = 30.0  # generous: the management API refreshes its statistics every ~5 s
 
 
+# What this process handed out: the end of the session checks that nothing under them was left behind
+# (tests/support/broker_leaks.py).
+_PREFIXES: set[str] = set()
+_VHOSTS: set[str] = set()
+
+
 def prefix() -> str:
     """A test's own name prefix on the shared broker."""
-    return f"t-{uuid.uuid4().hex[:8]}."
+    name = f"t-{uuid.uuid4().hex[:8]}."
+    _PREFIXES.add(name)
+    return name
+
+
+def handed_out() -> tuple[frozenset[str], frozenset[str]]:
+    """The name prefixes and virtual hosts this process gave tests (``prefix()``, ``create_vhost()``)."""
+    return frozenset(_PREFIXES), frozenset(_VHOSTS)
 
 
 def url_of(vhost: str = "/") -> str:
@@ -48,6 +61,7 @@ def management_answers() -> bool:
 
 def create_vhost(name: str) -> None:
     """A virtual host with full permissions for guest (``delete_vhost`` removes it with all it holds)."""
+    _VHOSTS.add(name)
     httpx.put(f"{API}/vhosts/{quote(name, safe='')}", auth=AUTH, timeout=10).raise_for_status()
     httpx.put(
         f"{API}/permissions/{quote(name, safe='')}/guest",
