@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.lanes import is_slow
+from tests.lanes import is_slow, start_order
 
 from contract_platform_airflow.settings import airflow_environment, ensure_pools
 
@@ -125,14 +125,23 @@ def postgres_url() -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark slow what ``tests.lanes`` calls slow: the fast lane, ``pytest -m "not slow"``, leaves it out."""
+    """Mark slow what ``tests.lanes`` calls slow: the fast lane, ``pytest -m "not slow"``, leaves it out.
+
+    The longest tests run first (``tests.lanes.start_order``): parallel workers then finish together
+    instead of one starting a five-minute end-to-end test when the rest is done.
+    """
     for item in items:
         if is_slow(item, REPO_ROOT / "tests"):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: start_order(item, REPO_ROOT / "tests"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
     import logging
+
+    from tests.support import leaks
+
+    leaks.register(config)  # a test that leaves an environment variable or a database behind fails the run
 
     # pika logs every socket event at INFO; keep test output about the platform.
     logging.getLogger("pika").setLevel(logging.WARNING)

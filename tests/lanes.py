@@ -33,3 +33,14 @@ def is_slow(item: Any, tests_root: Path) -> bool:
         or any(item.get_closest_marker(name) for name in SLOW_MARKERS)
         or item.nodeid.split("[")[0] in SLOW_UNIT_TESTS
     )
+
+
+# The order tests start in (stable within a folder): the end-to-end tests take minutes each, the Spark,
+# Airflow and broker tests seconds to a minute, the unit tests milliseconds.
+START_ORDER = {"e2e": 0, "integration": 1, "airflow": 1, "spark": 1, "fuzz": 2}
+
+
+def start_order(item: Any, tests_root: Path) -> int:
+    path = Path(str(item.path)).resolve()
+    folder = path.relative_to(tests_root).parts[0] if path.is_relative_to(tests_root) else ""
+    return START_ORDER.get(folder, 3)
