@@ -261,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--catalog", type=Path, default=ROOT / "contracts")
     args = parser.parse_args(argv)
 
-    from spark_jobs.quiet import local_session
+    from spark_jobs.session import local_session
 
     conf = {"spark.ui.showConsoleProgress": "false", "spark.ui.enabled": "false"}
     with local_session("archive-validation-benchmark", args.master, conf) as spark:

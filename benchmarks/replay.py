@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    from spark_jobs.quiet import local_session
+    from spark_jobs.session import local_session
 
     with (
         local_session("benchmark-replay", args.master) as spark,

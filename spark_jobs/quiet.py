@@ -14,7 +14,7 @@ exception or a non-zero exit code) or always with ``--verbose``; a verb that nev
 session already active, bad input found first) has no log and prints nothing, nor does a verb whose
 reader left (``contractctl quality ... | head -1``: a closed pipe is no failure).
 
-``local_session`` is the one start-Spark/stop-Spark block of the verbs' runners (``spark_jobs/runners.py``)
+``spark_jobs.session.local_session`` is the one start-Spark/stop-Spark block of the verbs' runners (``spark_jobs/runners.py``)
 and the benchmarks: a session, stopped at the end when it was created here (``spark_jobs/session.py``).
 Nothing here imports pyspark at module level.
 """
@@ -25,7 +25,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 from contract_platform import settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    pass
 
-__all__ = ["PYTHON_LOGGERS", "SparkLog", "jvm_output", "local_session", "log_path", "quiet_spark", "run_quietly"]
+__all__ = ["PYTHON_LOGGERS", "SparkLog", "jvm_output", "log_path", "quiet_spark", "run_quietly"]
 
 PYTHON_LOGGERS = ("py4j", "pyspark")  # their records go to the log while a verb is quiet
 
@@ -173,18 +173,3 @@ def jvm_output() -> Iterator[None]:
         os.dup2(saved[1], 2)
         for fd in (*saved, target):
             os.close(fd)
-
-
-@contextmanager
-def local_session(
-    app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None
-) -> Iterator[SparkSession]:
-    """A session for a verb or a benchmark (an active one is reused), stopped at the end when it was created here."""
-    from spark_jobs import session
-
-    spark, created = session.build_session(app_name, master, conf)
-    try:
-        yield spark
-    finally:
-        if created:
-            session.stop_session(spark)

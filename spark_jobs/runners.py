@@ -4,7 +4,7 @@
 ``quiet.quiet_spark``, ``quiet.run_quietly``) through the entry points of the group
 ``contract_platform.spark`` (pyproject.toml), whose protocols are ``contract_platform.cli.engines``.
 Each runner starts a local session (an active one is reused) and stops it when it started it
-(``spark_jobs.quiet.local_session``), so a verb holds no Spark code of its own.
+(``spark_jobs.session.local_session``), so a verb holds no Spark code of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spark_jobs.quiet import local_session
+from spark_jobs.session import local_session
 
 if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract

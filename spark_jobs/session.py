@@ -12,7 +12,7 @@ JVM work slower, and maps Spark's classes from a class-data archive that the fir
 (``class_archive_options``; docs/archive-validation.md#fixed-cost).
 
 ``build_session`` starts (or reuses) a session and ``stop_session`` stops one this process started;
-``spark_jobs.quiet.local_session`` and ``spark_jobs.jobs.JobRun`` are the two ways jobs and verbs use them.
+``local_session`` and ``spark_jobs.jobs.JobRun`` are the two ways jobs and verbs use them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from contract_platform.quality.telemetry import analytics_environment
+from spark_jobs.quiet import jvm_output
 
 __all__ = [
     "DRIVER_MEMORY_RANGE",
@@ -40,6 +42,7 @@ __all__ = [
     "default_driver_memory",
     "driver_memory_chosen",
     "launch_conf",
+    "local_session",
     "local_size_at_most",
     "stop_session",
 ]
@@ -222,8 +225,6 @@ def build_session(
     # Under spark-submit the JVM is already there and holds --master and every --conf; a SparkConf made
     # before connecting to it would be empty, and the job would quietly run in local mode.
     if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        from spark_jobs.quiet import jvm_output
-
         with jvm_output():  # a quiet contractctl verb: the JVM's output goes to its log (spark_jobs/quiet.py)
             SparkContext._ensure_initialized(conf=launch_conf(quick_start))
     else:
@@ -266,3 +267,16 @@ def local_size_at_most(path: str, limit: int) -> bool:
             if total > limit:
                 return False
     return True
+
+
+@contextmanager
+def local_session(
+    app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None
+) -> Iterator[SparkSession]:
+    """A session for a verb or a benchmark (an active one is reused), stopped at the end when it was created here."""
+    spark, created = build_session(app_name, master, conf)
+    try:
+        yield spark
+    finally:
+        if created:
+            stop_session(spark)

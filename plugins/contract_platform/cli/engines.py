@@ -15,7 +15,7 @@ providers:
 | ``quiet_spark`` | ``QuietSpark``: Spark's and the JVM's output into the verb's log | ``spark_jobs.quiet:quiet_spark`` |
 | ``run_quietly`` | ``RunQuietly``: a verb's body inside ``quiet_spark`` | ``spark_jobs.quiet:run_quietly`` |
 
-Each runner starts and stops its own session (``spark_jobs.quiet.local_session``). Without the Spark
+Each runner starts and stops its own session (``spark_jobs.session.local_session``). Without the Spark
 jobs installed (or without pyspark), a verb that needs them stops with exit 2 and says how to install
 them (``SparkJobsMissing``); ``run_quietly`` then just runs the body, since no JVM can start.
 """
