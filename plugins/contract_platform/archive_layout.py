@@ -2,7 +2,7 @@
 
 ::
 
-    <archive root>/<exchange>/date=YYYY-MM-DD/<file>.jsonl[.gz]      (docs/design.md#topic-archives)
+    <archive root>/<exchange>/date=YYYY-MM-DD/<file>.jsonl[.gz]      (docs/design.md#archive-record)
 
 - a **partition** is a folder named ``date=`` and an ISO day (``partition_name``, ``partition_day``); a
   ``date=`` folder whose name is not a day is no partition;

@@ -1,4 +1,4 @@
-"""The archive's layout, one rule for the archiver and every reader (docs/design.md#topic-archives)."""
+"""The archive's layout, one rule for the archiver and every reader (docs/design.md#archive-record)."""
 
 from __future__ import annotations
 
