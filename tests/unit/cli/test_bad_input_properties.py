@@ -72,7 +72,10 @@ def test_contract_yaml_mutations(tmp_path_factory, capsys, folder, data):
     elif mutation == "wrong":
         key = data.draw(st.sampled_from(sorted(doc)))
         harmless = {"consumers": [[]], "holds": [[]], "description": ["x" * 300]}
-        harmless.update({block: [{}] for block in ("topology", "limits", "quality", "validation", "retirement")})
+        # blocks whose keys all have defaults: empty, they are valid (compatibility: {} is the default mode)
+        harmless.update(
+            {block: [{}] for block in ("topology", "limits", "quality", "validation", "retirement", "compatibility")}
+        )
         doc[key] = data.draw(WRONG.filter(lambda v, k=key: v not in harmless.get(k, [])))
         path.write_text(yaml.safe_dump(doc))
     elif mutation == "unknown":

@@ -82,6 +82,7 @@ class FakeChannel:
     calls: list[tuple[str, Any]] = field(default_factory=list)
     is_open: bool = True
     taken: int = 0
+    channel_number: int = 1  # as a BlockingChannel has: the probe's log filter keys on it
 
     def basic_get(self, queue: str, auto_ack: bool = False) -> Any:
         self.calls.append(("get", auto_ack))
