@@ -39,6 +39,7 @@ from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement.dead_letters import (
     DEFAULT_MAX_MESSAGES,
     DeadLetterScan,
+    DeadLetterSweep,
     check_dead_letters,
     scan_dead_letters,
 )
@@ -90,6 +91,7 @@ def audit_version(
     record: bool = True,
     max_dead_letters: int = DEFAULT_MAX_MESSAGES,
     wait_for_recorder: timedelta | None = None,
+    sweep: DeadLetterSweep | None = None,
 ) -> AuditResult:
     """Run every check for ``contract``; with ``record`` its queue observations go to the store first.
 
@@ -100,6 +102,8 @@ def audit_version(
     virtual host); empty scans every DLQ found.
     ``wait_for_recorder``: how long to wait for the activity recorder to confirm ``now`` (default three of
     its heartbeats, ``settings.recorder_heartbeat()``), when it is running.
+    ``sweep``: the dead-letter queues the run has read already (``audit_versions`` shares one; None: this
+    audit's own).
     """
     now = require_aware(now)
     plan = plan_topology(contract)
@@ -117,6 +121,7 @@ def audit_version(
         discovery=discovery,
         scope=dead_letter_scope,
         max_messages=max_dead_letters,
+        sweep=sweep,
     )
     queues = version_queues(looks, discovery, home)
     if topology is None:
@@ -160,6 +165,7 @@ class AuditRun:
     snapshot: TopologySnapshot
     seconds: float
     failures: dict[str, str] = field(default_factory=dict)  # messageType -> why its audit could not run
+    sweep: DeadLetterSweep = field(default_factory=DeadLetterSweep)  # the DLQs the run read, each once
 
     def figures(self) -> dict[str, Any]:
         return {
@@ -168,7 +174,7 @@ class AuditRun:
             "queues": self.snapshot.queues,
             "topologySeconds": round(self.snapshot.seconds, 2),
             "paged": self.snapshot.paged,
-            "deadLetterQueuesPeeked": self.snapshot.sweep.peeked,
+            "deadLetterQueuesPeeked": self.sweep.peeked,
             "seconds": round(self.seconds, 2),
         }
 
@@ -198,6 +204,7 @@ def audit_versions(
     if snapshot is None:
         snapshot = audit_snapshot(connection, vhosts=vhosts, dead_letter_suffixes=dead_letter_suffixes)
     clock = now or (lambda: datetime.now(UTC))
+    sweep = DeadLetterSweep()
     results: list[AuditResult] = []
     failures: dict[str, str] = {}
     for contract in contracts:
@@ -213,6 +220,7 @@ def audit_versions(
                 dead_letter_scope=dead_letter_scope,
                 record=record,
                 snapshot=snapshot,
+                sweep=sweep,
             )
         except (BrokerUnavailable, StoreError):
             raise
@@ -222,7 +230,7 @@ def audit_versions(
         results.append(result)
         if on_result is not None:
             on_result(result)
-    return AuditRun(results, snapshot, time.perf_counter() - began, failures)
+    return AuditRun(results, snapshot, time.perf_counter() - began, failures, sweep)
 
 
 def version_queues(looks: Sequence[QueueLook], discovery: Discovery | None, home: str) -> list[VersionQueue]:

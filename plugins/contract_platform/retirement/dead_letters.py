@@ -19,7 +19,7 @@ counted as unreadable with the reason, and typed by its properties and headers a
 Messages of this type block; other versions of the family are counted.
 
 One read per queue per run: a run that audits many versions shares a ``DeadLetterSweep``
-(``retirement.snapshot``): each DLQ is peeked once, its messages tallied by type, and every version
+(``retirement.audit.audit_versions`` makes one per run): each DLQ is peeked once, its messages tallied by type, and every version
 judged from the tally. A version's result lists its own DLQs (``Discovery.attributed``: always read),
 and any other DLQ that holds messages of its type or family or could not be read completely; the other
 DLQs are counted (``sweptElsewhere``). Each DLQ's depth is asked first by a passive declare on one
@@ -224,13 +224,14 @@ def scan_dead_letters(
     scope: str = "",
     max_messages: int = DEFAULT_MAX_MESSAGES,
     management: ManagementClient | None = None,
+    sweep: DeadLetterSweep | None = None,
 ) -> DeadLetterScan:
     """Read every dead-letter queue in ``scope`` (a name prefix; empty: all) for messages of ``contract``.
 
     ``snapshot``: the run's read of the broker; the queues are the dead-letter queues ``discovery`` (made
     from it, here when not given) found in every watched virtual host, by its naming net
     (``$CONTRACT_DEAD_LETTER_SUFFIXES``); a queue in another virtual host is read over a connection of its
-    own, and each queue once per run (``snapshot.sweep``). Without a snapshot (no management API): the
+    own, and each queue once per ``sweep`` (one per run; None: this scan's own). Without a snapshot (no management API): the
     version's own dead-letter queues and parking lots only (coverage ``version``); with ``management`` alone,
     the queues its listing names by the same naming net (coverage ``broker``, the connection's virtual host).
     """
@@ -246,7 +247,7 @@ def scan_dead_letters(
             version,
             max_messages,
             scope,
-            snapshot.sweep,
+            sweep,
         )
     coverage, names, known = _dead_letter_queues(plan, management, scope)
     scans = []

@@ -1,12 +1,14 @@
 """The broker's topology read once per audit run and shared by every version the run audits.
 
+It is read-only: what a run does with it (the dead-letter queues it has read, ``dead_letters.DeadLetterSweep``)
+is the audit run's own, so replay and the readers check share the same snapshot.
+
 ::
 
     TopologySnapshot.read(client, *, vhosts, suffixes) -> TopologySnapshot
         topology   every watched virtual host's exchanges, bindings, queues (with the counters and depths the
                    checks need, ``columns=`` only), policies and consumers: ``amqp.management.read_topology``
         index      the broker-wide dead-letter queues (``discovery.dead_letter_index``), built once
-        sweep      each DLQ read at most once in the run (``dead_letters.DeadLetterSweep``)
     snapshot.discover(contract, plan, scope=...) -> Discovery   (the one ``discover_queues``)
 
 Cost: the per-version path read the whole topology for each version: 2 probes (overview, event exchange),
@@ -26,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -37,7 +39,6 @@ from contract_platform.amqp.topology import TopologyPlan
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import ManagementUnavailable
-from contract_platform.retirement.dead_letters import DeadLetterSweep
 from contract_platform.retirement.discovery import (
     DEFAULT_DEAD_LETTER_SUFFIXES,
     DeadLetterIndex,
@@ -67,7 +68,6 @@ class TopologySnapshot:
     read_at: datetime
     seconds: float
     paged: bool = False
-    sweep: DeadLetterSweep = field(default_factory=DeadLetterSweep)
 
     @classmethod
     def read(
