@@ -21,10 +21,11 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from contract_platform import settings
 from contract_platform.amqp.plan import Queue, Role, TopologyPlan, plan_topology
+from contract_platform.amqp.urls import vhost_of
 from contract_platform.catalog.loading import ENVELOPE_SCHEMA_PATH
 from contract_platform.catalog.model import Catalog, Contract, Kind
 from contract_platform.errors import UsageError
@@ -109,8 +110,7 @@ def server_for(url: str) -> tuple[dict[str, Any], str]:
         )
     host = parts.hostname or "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
-    vhost = unquote(parts.path[1:]) if parts.path.startswith("/") else ""
-    vhost = vhost or "/"
+    vhost = vhost_of(url)
     server = {
         "host": f"{host}:{port or _DEFAULT_PORTS[scheme]}",
         "protocol": scheme,
