@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.catalog.schemas import DEFAULT_DIALECT
 from contract_platform.evidence.figures import CompatibilityFigures
-from contract_platform.lint import Finding, Severity, lint_catalog
+from contract_platform.lint import Finding, lint_catalog
 
 if TYPE_CHECKING:
     from contract_platform.impact import ConsumerImpact, ConsumerReport, ObservedReaders, PerspectiveDecision
@@ -107,10 +107,8 @@ class CheckReport:
     compatibility: list[CompatibilityResult] = field(default_factory=list)
 
     def lint_ok(self, *, strict: bool = False) -> bool:
-        """Info findings (consumer-reads-everything) never fail a run; warnings do with ``--strict``."""
-        return not any(
-            f.severity is Severity.ERROR or (strict and f.severity is Severity.WARNING) for f in self.findings
-        )
+        """No finding fails the run (``Finding.fails``: info never, warnings with ``--strict``)."""
+        return not any(f.fails(strict=strict) for f in self.findings)
 
     def ok(self, *, strict: bool = False) -> bool:
         return self.lint_ok(strict=strict) and all(result.ok for result in self.compatibility)

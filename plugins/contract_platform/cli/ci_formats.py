@@ -111,17 +111,10 @@ def _where(pointer: str) -> str:
     return printable(pointer) if pointer else "/"
 
 
-def _fails(finding: Finding, *, strict: bool) -> bool:
-    """Whether the finding fails the run, as the verdict says: errors, and warnings with ``--strict`` (never info)."""
-    from contract_platform.lint.model import Severity
-
-    return finding.severity is Severity.ERROR or (strict and finding.severity is Severity.WARNING)
-
-
 def _level(finding: Finding, *, strict: bool) -> str:
     from contract_platform.lint.model import Severity
 
-    if _fails(finding, strict=strict):
+    if finding.fails(strict=strict):
         return "error"
     return "warning" if finding.severity is Severity.WARNING else "notice"
 
@@ -270,7 +263,7 @@ def _junit_findings(
     for finding in findings:
         owner = _owner(finding.file, contracts)
         line = f"{printable(finding.file)}#{_where(finding.pointer)}: {printable(finding.message)}"
-        if _fails(finding, strict=strict):
+        if finding.fails(strict=strict):
             suite.fail(owner, str(finding.rule), str(finding.severity), printable(finding.message), line)
         else:
             suite.note(owner, str(finding.rule), f"{finding.severity}: {line}")

@@ -22,8 +22,7 @@ def run(args: argparse.Namespace) -> int:
 
     catalog = load(args.catalog, args.default_dialect)
     findings = lint_catalog(catalog)
-    # as check's verdict (checks.CheckReport.ok): errors fail, warnings with --strict, info never
-    bad = any(f.severity is Severity.ERROR or (args.strict and f.severity is Severity.WARNING) for f in findings)
+    bad = any(f.fails(strict=args.strict) for f in findings)
     if args.format in ("github", "junit"):
         from contract_platform.cli.ci_formats import lint_output
 

@@ -87,6 +87,11 @@ class Finding:
     def severity(self) -> Severity:
         return SEVERITY[self.rule]  # KeyError here is a bug: every rule has a severity
 
+    def fails(self, *, strict: bool = False) -> bool:
+        """Whether this finding fails a run: errors always, warnings under ``--strict``, info never
+        (``consumer-reads-everything``). The one rule for lint, check and their CI formats."""
+        return self.severity is Severity.ERROR or (strict and self.severity is Severity.WARNING)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rule": str(self.rule),

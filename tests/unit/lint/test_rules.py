@@ -217,3 +217,17 @@ def test_the_envelope_schemas_patterns_are_checked_once(catalog_copy):
     [finding] = findings(catalog_copy, RuleId.PATTERN_EVALUABLE)
     assert finding.file.endswith("envelope.v1.schema.json")
     assert finding.pointer == "/properties/metadata/properties/traceId/pattern"
+
+
+def test_whether_a_finding_fails_a_run_is_its_severity_and_strict() -> None:
+    """One rule for lint, check and the CI formats: errors fail, warnings only with --strict, info never."""
+    from contract_platform.lint.model import SEVERITY, Finding, Severity
+
+    for severity, (plain, strict) in {
+        Severity.ERROR: (True, True),
+        Severity.WARNING: (False, True),
+        Severity.INFO: (False, False),
+    }.items():
+        rule = next(rule for rule, level in SEVERITY.items() if level is severity)
+        finding = Finding("contract.yaml", "/x", rule, "m")
+        assert (finding.fails(), finding.fails(strict=True)) == (plain, strict), severity
