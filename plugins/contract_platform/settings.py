@@ -16,10 +16,12 @@ __all__ = [
     "catalog_dir",
     "data_dir",
     "dead_letter_suffixes",
+    "default_registry_url",
     "docs_dir",
     "event_vhost",
     "rabbitmq_management_url",
     "rabbitmq_url",
+    "registry_file",
     "recorder_buffer",
     "recorder_heartbeat",
     "redact_url",
@@ -48,9 +50,19 @@ def docs_dir() -> Path:
     return Path(os.environ.get("CONTRACT_DOCS_DIR") or data_dir() / "docs")
 
 
+def registry_file(data: Path | None = None) -> Path:
+    """The registry store's SQLite file when no URL names another store: ``<data folder>/registry.db``."""
+    return (data if data is not None else data_dir()) / "registry.db"
+
+
+def default_registry_url(data: Path | None = None) -> str:
+    """The SQLite store of the data folder ``data`` (default: this process's), as a SQLAlchemy URL."""
+    return f"sqlite:///{registry_file(data)}"
+
+
 def registry_url() -> str:
-    """``$CONTRACT_REGISTRY_URL`` (any SQLAlchemy URL) or a SQLite file under the data folder."""
-    return os.environ.get("CONTRACT_REGISTRY_URL") or f"sqlite:///{data_dir() / 'registry.db'}"
+    """``$CONTRACT_REGISTRY_URL`` (any SQLAlchemy URL) or the data folder's SQLite store (``default_registry_url``)."""
+    return os.environ.get("CONTRACT_REGISTRY_URL") or default_registry_url()
 
 
 def rabbitmq_url() -> str:

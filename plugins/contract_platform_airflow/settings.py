@@ -251,7 +251,9 @@ def airflow_environment(
             env.get("CONTRACT_RABBITMQ_URL") or DEFAULT_RABBITMQ_URL
         )
     if REGISTRY_DEFAULT in wanted:
-        url = env.get("CONTRACT_REGISTRY_URL") or f"sqlite:///{data / 'registry.db'}"
+        from contract_platform.settings import default_registry_url
+
+        url = env.get("CONTRACT_REGISTRY_URL") or default_registry_url(data)
         values[connection_env_name(REGISTRY_DEFAULT)] = registry_connection(url)
     return values
 

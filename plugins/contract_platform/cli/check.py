@@ -184,7 +184,7 @@ def _readers_source(
     from contract_platform.store import Registry
 
     url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")
-    default = settings.data_dir() / "registry.db"
+    default = settings.registry_file()
     registry = None
     if url or default.is_file():
         try:
