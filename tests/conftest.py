@@ -139,9 +139,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_configure(config: pytest.Config) -> None:
     import logging
 
-    from tests.support import leaks
+    from tests.support import broker_leaks, leaks
 
     leaks.register(config)  # a test that leaves an environment variable or a database behind fails the run
+    broker_leaks.register(config)  # ... or a recorder queue or virtual host on the shared broker
 
     # pika logs every socket event at INFO; keep test output about the platform.
     logging.getLogger("pika").setLevel(logging.WARNING)
