@@ -12,18 +12,21 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contract_platform import evidence
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.fingerprint import fingerprint_catalog
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.catalog.selection import Changes, select
-from contract_platform.checks import ReadersOf, compatibility_of
+from contract_platform.checks import compatibility_of
 from contract_platform.errors import ContractPlatformError
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.figures import CompatibilityFigures, FixturesFigures, LintFigures, MigrationSpecFigures
 from contract_platform.lint import Finding, RuleId, Severity, lint_catalog
+
+if TYPE_CHECKING:  # an annotation: the readers come from the caller (retirement.observed.ReadersSource)
+    from contract_platform.impact import ReadersOf
 
 __all__ = [
     "MAX_EVENTS",

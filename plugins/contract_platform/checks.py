@@ -19,12 +19,11 @@ from contract_platform.evidence.figures import CompatibilityFigures
 from contract_platform.lint import Finding, lint_catalog
 
 if TYPE_CHECKING:
-    from contract_platform.impact import ConsumerImpact, ConsumerReport, ObservedReaders, PerspectiveDecision
+    from contract_platform.impact import ConsumerImpact, ConsumerReport, PerspectiveDecision, ReadersOf
 
 __all__ = ["CheckReport", "CompatibilityResult", "check_catalog", "compatibility_of"]
 
 History = Sequence[tuple[str, Any]]  # (label such as "1.2.0", payload schema), oldest first
-ReadersOf = Callable[[Contract], "ObservedReaders"]  # the readers perspective's view of a version's readers
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ ALLOWED = {
     "lint": FOUNDATION | {"impact"},
     "checks": FOUNDATION | {"compat", "impact", "lint"},
     "replay": FOUNDATION | {"amqp", "checks", "compat", "impact", "migration", "retirement", "validation"},
-    "change": FOUNDATION | {"amqp", "checks", "lifecycle", "lint", "migration"},
+    "change": FOUNDATION | {"amqp", "checks", "impact", "lifecycle", "lint", "migration"},
 }
 # the edge: contractctl may use every package of the domain, and no package uses it
 ALLOWED["cli"] = set(ALLOWED)

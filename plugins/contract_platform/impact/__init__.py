@@ -20,7 +20,7 @@ from .analysis import (
     impact_of,
     impact_of_contract,
 )
-from .perspective import Condition, ObservedReaders, PerspectiveDecision, readers_perspective
+from .perspective import Condition, ObservedReaders, PerspectiveDecision, ReadersOf, readers_perspective
 from .pointers import PositionIndex, covers, instance_paths, parse_read
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "ConsumerImpact",
     "ConsumerReport",
     "ObservedReaders",
+    "ReadersOf",
     "PerspectiveDecision",
     "PositionIndex",
     "ReaderRefusal",

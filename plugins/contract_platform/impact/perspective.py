@@ -26,7 +26,7 @@ widens what the writer verdict allows, never narrows it. A refusal keeps today's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 from .analysis import ConsumerImpact
 
 if TYPE_CHECKING:  # annotations only: diff and lint read impact.analysis and start without the evidence package
+    from contract_platform.catalog.model import Contract
     from contract_platform.evidence.records import CoverageGap, ReaderSession
 
-__all__ = ["Condition", "ObservedReaders", "PerspectiveDecision", "readers_perspective"]
+__all__ = ["Condition", "ObservedReaders", "PerspectiveDecision", "ReadersOf", "readers_perspective"]
 
 
 class Condition:
@@ -58,6 +59,10 @@ class ObservedReaders:
     window_start: datetime | None = None
     window_end: datetime | None = None
     blind: Sequence[str] = ()  # what could not be looked at (no topology, no store): readers there are unknown
+
+
+# What the caller hands the checks to see a version's readers (retirement.observed.ReadersSource is one).
+ReadersOf = Callable[["Contract"], ObservedReaders]
 
 
 @dataclass(frozen=True)

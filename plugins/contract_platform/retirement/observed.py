@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BrokerReaders",
-    "ReadersOf",
     "ReadersSource",
     "broker_readers",
     "observe_readers",
@@ -45,7 +44,6 @@ __all__ = [
     "recorded_coverage",
 ]
 
-ReadersOf = Callable[[Contract], ObservedReaders]
 NO_RECORDER = "no broker activity was recorded in the observation window (run contractctl record-activity)"
 RECORDER_WAIT = timedelta(seconds=5)  # a running recorder confirms its coverage every heartbeat (1 s by default)
 
