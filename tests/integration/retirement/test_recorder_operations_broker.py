@@ -10,7 +10,6 @@ dropped (docs/retirement-audit.md#restarts-standby-and-the-buffer).
 from __future__ import annotations
 
 import signal
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -224,7 +223,7 @@ def test_a_broker_restart_in_the_span_is_unknown_naming_the_restart(tmp_path: Pa
             assert "the broker restarted" in gap.reason and f"{recorder_queue}.alive is gone" in gap.reason
             now = wait_until(lambda: covered_after(registry, gap.end), 30, 0.2, what="coverage after the restart")
             registry.record_queue_counters(zero_counters(version, now))
-            result = judge_readers(replace(version), registry, [queue], now=now)
+            result = judge_readers(version, registry, [queue], now=now)
             assert result.verdict is Verdict.UNKNOWN and gap.reason in (result.blocker or "")
 
             node.stop()  # the whole node, then the same node again: its data is kept, its uptime starts over
