@@ -49,9 +49,15 @@ def assert_one_line_per_step(stdout: str) -> None:
     assert len(warned) == len(set(warned)), "a warning printed twice"
 
 
-def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost):
+def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost, request):
+    from tests.support.broker import delete_recorder_queues
+
+    from contract_platform.settings import default_registry_url
+
     workdir = tmp_path / "work"
     workdir.mkdir()
+    # The main job runs a broker activity recorder for its registry: its queues go with the test.
+    request.addfinalizer(lambda: delete_recorder_queues(default_registry_url((workdir / "data").resolve())))
     for name in ("contracts", "dags"):
         (workdir / name).symlink_to(REPO / name)
 

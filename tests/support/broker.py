@@ -108,6 +108,14 @@ def delete_prefixed(url: str, management: ManagementClient, prefix: str, *, also
     delete_names(url, queues, exchanges)
 
 
+def delete_recorder_queues(registry_url: str, vhost: str = "/") -> None:
+    """Delete the broker activity recorder's queue of ``registry_url`` and its companions (in the event
+    vhost): what a test leaves after running the serve command or the main job, which start a recorder."""
+    from contract_platform.activity.recorder import queue_for, recorder_queues
+
+    delete_names(url_of(vhost), queues=recorder_queues(queue_for(registry_url)))
+
+
 def depth(url: str, queue: str) -> tuple[int, int]:
     """(ready, consumers) of ``queue``, read with a passive declare on a connection of its own."""
     connection = open_connection(url)

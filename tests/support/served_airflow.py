@@ -105,12 +105,22 @@ class Served:
         if self.process is not None:
             with contextlib.suppress(ProcessLookupError):  # components that outlived the standalone parent
                 os.killpg(self.process.pid, signal.SIGKILL)
+        self.delete_recorder_queue()
         deadline = time.monotonic() + 20
         while (left := self.stragglers()) and time.monotonic() < deadline:
             for pid in left:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.5)
+
+    def delete_recorder_queue(self) -> None:
+        """The serve command starts a broker activity recorder for its registry: delete its queues."""
+        from tests.support.broker import delete_recorder_queues
+
+        from contract_platform.settings import default_registry_url
+
+        data = Path(self.env.get("CONTRACT_PLATFORM_HOME", self.work / "data")).resolve()
+        delete_recorder_queues(self.env.get("CONTRACT_REGISTRY_URL") or default_registry_url(data))
 
     def stragglers(self) -> list[int]:
         """Processes started for this test (task runners, spark-submit JVMs): they carry its AIRFLOW_HOME."""
