@@ -7,7 +7,9 @@ discriminator property); where they may overlap, a change to them is ``one-of-*-
 is checked against the whole schema on the other side, so wrapping ``{"type": "string"}`` in
 ``anyOf: [{"type": "string"}, {"type": "null"}]`` is recognised as a widening. A change of kind
 (``allOf`` -> ``oneOf``...) is judged from the values each side's branches accept, never from the
-keywords' names: each direction holds where one side's values are shown to lie within the other's.
+keywords' names: each direction holds where one side's values are shown to lie within the other's
+(``subsumption.contained``, which the walker also asks wherever the keywords call a direction broken).
+A ``not`` added where no old value could match it (or removed where no new value could) changes nothing.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from .context import allowed_values, as_object, effective_types, property_view, same_instance
 from .model import RuleId as R
-from .rules import ANNOTATION_RULES
-from .schema import ALL_TYPES, View, deref, describe, merge
+from .rules import ANNOTATION_RULES, effect
+from .schema import ALL_TYPES, View, deref, describe
+from .subsumption import branches, contained, with_branch
 
 if TYPE_CHECKING:
     from .walker import Walker
@@ -38,10 +41,6 @@ _KIND_CHANGED = {
     ("allOf", "oneOf"): R.ALL_OF_TO_ONE_OF,
     ("oneOf", "allOf"): R.ONE_OF_TO_ALL_OF,
 }
-
-
-def _branches(view: View, kind: str) -> list[View]:
-    return [same_instance(view, kind, schema, i) for i, schema in enumerate(view.schema_list(kind) or [])]
 
 
 def compare_compositions(w: Walker, old: View, new: View, old_types: frozenset[str], new_types: frozenset[str]) -> None:
@@ -105,13 +104,13 @@ def _one_of_guard(w: Walker, old: View, new: View, old_kind: str, new_kind: str)
     if not any(c.rule not in ANNOTATION_RULES for c in w.changes[start:]):
         return
     where = describe(new.ptr)
-    if not _pairwise_disjoint(_branches(new, new_kind)):
+    if not _pairwise_disjoint(branches(new, new_kind)):
         w.emit(
             R.ONE_OF_NEW_BRANCHES_OVERLAP,
             new.at(new_kind),
             f"the oneOf of {where} changed and its new branches may overlap (an old value may now match two)",
         )
-    if not _pairwise_disjoint(_branches(old, old_kind)):
+    if not _pairwise_disjoint(branches(old, old_kind)):
         w.emit(
             R.ONE_OF_OLD_BRANCHES_OVERLAP,
             old.at(old_kind),
@@ -148,11 +147,11 @@ def _compare_branches(w: Walker, old: View, new: View, old_kind: str, new_kind: 
     """Paired branches diffed; the rest added or removed. A removed branch is judged by its own kind's
     rule, except when the kind changed and nothing paired up (or one branch became one branch, where
     all kinds mean the same): then NEW's kind judges it, since no old branch carries over."""
-    pairs, lost, gained = pair_branches(w, _branches(old, old_kind), _branches(new, new_kind))
+    pairs, lost, gained = pair_branches(w, branches(old, old_kind), branches(new, new_kind))
     for before, after in pairs:
         w.compare(before, after)
     where = describe(new.ptr)
-    olds, news = _branches(old, old_kind), _branches(new, new_kind)
+    olds, news = branches(old, old_kind), branches(new, new_kind)
     single = len(olds) == 1 and len(news) == 1
     judge = new_kind if old_kind != new_kind and (single or not pairs) else old_kind
     for branch in lost:
@@ -187,7 +186,7 @@ def _compare_kind_change(w: Walker, old: View, new: View, old_kind: str, new_kin
     single = len(old.schema_list(old_kind) or []) == 1 and len(new.schema_list(new_kind) or []) == 1
     # anyOf and oneOf mean the same when the oneOf's branches are disjoint
     same = {old_kind, new_kind} == {"anyOf", "oneOf"} and _pairwise_disjoint(
-        _branches(old, old_kind) if old_kind == "oneOf" else _branches(new, new_kind)
+        branches(old, old_kind) if old_kind == "oneOf" else branches(new, new_kind)
     )
     if single or same:  # one branch means the same under all three: the branches carry the change
         _compare_branches(w, old, new, old_kind, new_kind)
@@ -195,8 +194,8 @@ def _compare_kind_change(w: Walker, old: View, new: View, old_kind: str, new_kin
     # Otherwise the keyword's name decides nothing: each direction holds when one side's instance set is
     # shown to lie inside the other's (allOf: the intersection of its branches; anyOf: their union; oneOf:
     # at most their union, and exactly it when the branches are disjoint).
-    backward = _within(w, old, old_kind, new, new_kind, backward=True)
-    forward = _within(w, new, new_kind, old, old_kind, backward=False)
+    backward = contained(w, old, new, backward=True)
+    forward = contained(w, new, old, backward=False)
     holds = {
         (True, True): "every value either schema accepts the other accepts too",
         (True, False): "every value the old schema accepted is still accepted",
@@ -211,54 +210,11 @@ def _compare_kind_change(w: Walker, old: View, new: View, old_kind: str, new_kin
     )
 
 
-def _parts(view: View, kind: str) -> list[View]:
-    """The schemas whose union holds every instance of ``view`` (allOf: one, all its branches merged in;
-    none when a branch is ``false``)."""
-    if kind == "allOf":
-        merged = replace(view, schema={k: v for k, v in view.schema.items() if k != kind})
-        for branch in _branches(view, kind):
-            resolved = deref(branch)
-            if resolved.schema is False:
-                return []
-            merged = merge(merged, as_object(resolved), tag="allOf-merged", ptr=view.at(kind))
-        return [merged]
-    return [_with_branch(view, kind, branch) for branch in _branches(view, kind)]
-
-
-def _within(w: Walker, inner: View, inner_kind: str, outer: View, outer_kind: str, *, backward: bool) -> bool:
-    """Every instance of ``inner`` is one of ``outer`` (shown by probes; False when not shown).
-
-    ``inner``'s instances lie in the union of its parts (oneOf included: exactly one branch is at most
-    any branch). ``outer`` as allOf must hold each part whole; as anyOf, or as oneOf with disjoint branches,
-    each part must lie in one of its branches; a oneOf whose branches may overlap is never shown to."""
-
-    def contains(part: View, target: View) -> bool:
-        probe = w.probe(part, target) if backward else w.probe(target, part)
-        return probe.backward if backward else probe.forward
-
-    parts = _parts(inner, inner_kind)
-    if outer_kind == "allOf":
-        return all(contains(part, outer) for part in parts)
-    if outer_kind == "oneOf" and not _pairwise_disjoint(_branches(outer, outer_kind)):
-        return not parts
-    targets = _parts(outer, outer_kind)
-    return all(any(contains(part, target) for target in targets) for part in parts)
-
-
-def _with_branch(view: View, kind: str, branch: View) -> View:
-    """``view`` without ``kind``, merged with one of its branches: what that branch admits."""
-    resolved = deref(branch)
-    if resolved.schema is False:
-        return resolved
-    rest = replace(view, schema={k: v for k, v in view.schema.items() if k != kind})
-    return merge(rest, as_object(resolved), tag=f"{kind}-branch", ptr=branch.ptr)
-
-
 def _composition_added(w: Walker, old: View, new: View, kind: str) -> None:
     """NEW gained allOf/anyOf/oneOf: implied if every OLD instance meets it (one branch, or all for allOf)."""
-    covered = [w.probe(old, _with_branch(new, kind, b)).backward for b in _branches(new, kind)]
+    covered = [w.probe(old, with_branch(new, kind, b)).backward for b in branches(new, kind)]
     implied = all(covered) if kind == "allOf" else any(covered)
-    implied = implied and (kind != "oneOf" or _pairwise_disjoint(_branches(new, kind)))
+    implied = implied and (kind != "oneOf" or _pairwise_disjoint(branches(new, kind)))
     rule = R.COMPOSITION_ADDED_IMPLIED if implied else R.COMPOSITION_ADDED
     note = "; every value the old schema accepted already meets it" if implied else ""
     w.emit(rule, new.at(kind), f"{kind} was added to {describe(new.ptr)}{note}")
@@ -266,9 +222,9 @@ def _composition_added(w: Walker, old: View, new: View, kind: str) -> None:
 
 def _composition_removed(w: Walker, old: View, new: View, kind: str) -> None:
     """OLD lost allOf/anyOf/oneOf: implied if every NEW instance still meets it."""
-    covered = [w.probe(_with_branch(old, kind, b), new).forward for b in _branches(old, kind)]
+    covered = [w.probe(with_branch(old, kind, b), new).forward for b in branches(old, kind)]
     implied = all(covered) if kind == "allOf" else any(covered)
-    implied = implied and (kind != "oneOf" or _pairwise_disjoint(_branches(old, kind)))
+    implied = implied and (kind != "oneOf" or _pairwise_disjoint(branches(old, kind)))
     rule = R.COMPOSITION_REMOVED_IMPLIED if implied else R.COMPOSITION_REMOVED
     note = "; the rest of the new schema still implies it" if implied else ""
     w.emit(rule, old.at(kind), f"{kind} was removed from {describe(new.ptr)}{note}")
@@ -280,9 +236,24 @@ def compare_not(w: Walker, old: View, new: View, old_types: frozenset[str], new_
         with w.negation():
             w.compare(same_instance(old, "not", before), same_instance(new, "not", after))
     elif after is not None:
-        w.emit(R.NOT_ADDED, new.at("not"), f"{describe(new.ptr)} must now not match a 'not' schema")
+        # no old value can match the new 'not' schema: each still passes it
+        moot = disjoint(old, same_instance(new, "not", after))
+        note = "; no value the old schema accepted matches it" if moot else ""
+        w.emit(
+            R.NOT_ADDED,
+            new.at("not"),
+            f"{describe(new.ptr)} must now not match a 'not' schema{note}",
+            directions=(True, effect(R.NOT_ADDED, w.session.policy)[1]) if moot else None,
+        )
     elif before is not None:
-        w.emit(R.NOT_REMOVED, old.at("not"), f"the 'not' schema of {describe(new.ptr)} was removed")
+        moot = disjoint(new, same_instance(old, "not", before))
+        note = "; no value the new schema accepts matches it" if moot else ""
+        w.emit(
+            R.NOT_REMOVED,
+            old.at("not"),
+            f"the 'not' schema of {describe(new.ptr)} was removed{note}",
+            directions=(effect(R.NOT_REMOVED, w.session.policy)[0], True) if moot else None,
+        )
 
 
 def compare_conditional(w: Walker, old: View, new: View, old_types: frozenset[str], new_types: frozenset[str]) -> None:

@@ -17,12 +17,13 @@ from fractions import Fraction
 from typing import Any, Final
 from urllib.parse import unquote
 
-from contract_platform.catalog.schemas import subschemas
-from contract_platform.errors import PatternNotEvaluable, SchemaError
+from contract_platform.catalog.schemas import DRAFTS, subschemas, validator_for
+from contract_platform.errors import ContractPlatformError, PatternNotEvaluable, SchemaError
 from contract_platform.patterns import compile_pattern
 
 __all__ = [
     "ALL_TYPES",
+    "CONJUNCTION",
     "NUMBER_TYPES",
     "Document",
     "View",
@@ -113,8 +114,37 @@ class Document:
         self.root = root
         self.label = label
         self._anchors: dict[str, tuple[Any, str]] | None = None
+        self._validator: Any = None
+        self._reads_evaluation: bool | None = None
         base = root.get("$id", root.get("id")) if isinstance(root, Mapping) else None
         self._base = base.split("#", 1)[0] if isinstance(base, str) else ""
+
+    def accepts(self, schema: Any, instance: Any) -> bool | None:
+        """Whether the platform's validator (formats asserted) accepts ``instance`` under ``schema``, a
+        subschema of this document read in the 2020-12 form the diff reads (``dialects``), its references
+        resolved in the document; None when the validator cannot say (a pattern it will not evaluate)."""
+        if self._validator is None:
+            root = {**self.root, "$schema": DRAFTS["2020-12"].uri} if isinstance(self.root, Mapping) else self.root
+            self._validator = validator_for(root)
+        try:
+            return bool(self._validator.evolve(schema=schema).is_valid(instance))
+        except (ContractPlatformError, RecursionError):
+            return None
+
+    @property
+    def reads_evaluation(self) -> bool:
+        """Whether a schema of this document uses ``unevaluatedProperties`` or ``unevaluatedItems``, which
+        read what other subschemas evaluated: there a subschema's values alone do not decide its effect."""
+        if self._reads_evaluation is None:
+            found = False
+            stack: list[Any] = [self.root]
+            while stack and not found:
+                node = stack.pop()
+                if isinstance(node, Mapping):
+                    found = "unevaluatedProperties" in node or "unevaluatedItems" in node
+                    stack.extend(sub for _, _, sub, _ in subschemas(node))
+            self._reads_evaluation = found
+        return self._reads_evaluation
 
     def error(self, pointer: str, message: str) -> SchemaError:
         return SchemaError(self.label, pointer, message)

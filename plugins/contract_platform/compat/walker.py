@@ -5,6 +5,11 @@ functions ``(walker, old, new, old_types, new_types)``. The walker owns what the
 resolution, the memo that makes recursive schemas terminate (pairs of old/new pointers already
 compared are skipped), the polarity flip inside ``not``, and *probes* — quiet sub-diffs that answer
 "is this subschema compatible with that one?" for matching composition branches.
+
+Where the changes found below a pair of schemas break a direction, the pair is judged once more by its
+values (``subsumption.contained``): when every value the source side accepts is shown to be accepted by
+the other, that direction holds for every change below, each saying so. The pairs compared below are
+then forgotten by the memo, so that met again elsewhere, without that proof, they are judged afresh.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ from typing import Any
 from contract_platform.catalog.schemas import DEFAULT_DIALECT, schema_problems
 from contract_platform.errors import SchemaError
 
-from . import arrays, logic, objects, scalars
+from . import arrays, logic, objects, scalars, subsumption
 from .context import as_object, effective_types, unconstrained
 from .dialects import normalise, original_path, same_dialect_spelling
 from .model import Change, Policy, RuleId
 from .rules import ANNOTATION_RULES, effect
-from .schema import REF_KEYWORDS, Document, View, deref, describe
+from .schema import REF_KEYWORDS, Document, View, deref, describe, freeze
 
 __all__ = ["Probe", "Walker", "diff_schemas"]
 
@@ -46,6 +51,10 @@ _CONSEQUENCE = {
     (True, False): ", so readers still on the old schema may reject data written under the new one",
     (False, False): ", so old data may fail the new schema and new data may fail the old one",
 }
+_SHOWN = {
+    "backward": "; yet the new schema accepts every value the old one accepted at {where}",
+    "forward": "; yet the old schema accepts every value the new one accepts at {where}",
+}
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,7 @@ class Session:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self.probes: dict[tuple[str, ...], Probe | None] = {}
+        self.probes: dict[tuple[Any, ...], Probe | None] = {}
 
 
 class Walker:
@@ -70,7 +79,8 @@ class Walker:
         self.session = session
         self.negated = False
         self.changes: list[Change] = []
-        self._seen: set[tuple[str, str, str, str, bool]] = set()
+        self._seen: set[tuple[str, Any, str, Any, bool]] = set()
+        self._seen_order: list[tuple[str, Any, str, Any, bool]] = []
 
     def emit(self, rule: RuleId, path: str, message: str, *, directions: tuple[bool, bool] | None = None) -> None:
         """Record a change; its directions are the rule's (``rules.RULES``) unless the caller decided them
@@ -85,6 +95,7 @@ class Walker:
         """Diff two subschemas (raw: ``$ref`` allowed) and emit what changed."""
         if _has_ref(old) and _has_ref(new):
             scalars.compare_annotations(self, old, new, frozenset(), frozenset())
+        written = old, new
         try:
             old, new = deref(old), deref(new)
         except SchemaError as exc:  # a reference that only leads back to itself: valid, but nothing to compare
@@ -99,16 +110,37 @@ class Walker:
             return
         # Every unconstrained schema behaves alike, so they share one key: a recursive schema compared
         # with an absent one (whose default children have ever longer pointers) still terminates.
-        key = (_memo_ptr(old), old.tag, _memo_ptr(new), new.tag, self.negated)
+        key = (_memo_ptr(old), _identity(old), _memo_ptr(new), _identity(new), self.negated)
         if key in self._seen:
             return  # already compared, or being compared further up: recursion ends here
+        first_change, first_seen = len(self.changes), len(self._seen_order)
         self._seen.add(key)
+        self._seen_order.append(key)
         try:
             old_types, new_types = effective_types(old), effective_types(new)
             for family in FAMILIES:
                 family(self, old, new, old_types, new_types)
         except SchemaError as exc:  # a valid schema the engine cannot read here: judged, never an error exit
             self._unmodelled(new, exc)
+        self._judge_by_values(*written, first_change, first_seen)
+
+    def _judge_by_values(self, old: View, new: View, first_change: int, first_seen: int) -> None:
+        """Each direction the changes since ``first_change`` break, held after all when every value of one
+        side lies within the other (``subsumption.contained``: old within new for backward). Inside ``not``
+        the pair's own backward is the whole diff's forward, as ``emit`` flips it."""
+        if len(self.changes) == first_change or old.doc.reads_evaluation or new.doc.reads_evaluation:
+            return
+        for own_backward in (True, False):
+            direction = "backward" if own_backward != self.negated else "forward"
+            if all(getattr(change, direction) for change in self.changes[first_change:]):
+                continue
+            inner, outer = (old, new) if own_backward else (new, old)
+            if subsumption.contained(self, inner, outer, backward=own_backward):
+                note = _SHOWN[direction].format(where=describe(new.ptr))
+                self.changes[first_change:] = [_holding(c, direction, note) for c in self.changes[first_change:]]
+                for forgotten in self._seen_order[first_seen:]:  # judged here under this proof only
+                    self._seen.discard(forgotten)
+                del self._seen_order[first_seen:]
 
     def _unmodelled(self, new: View, exc: SchemaError) -> None:
         self.emit(
@@ -137,7 +169,7 @@ class Walker:
         """Diff quietly; recursion into a probe already running assumes compatibility (co-induction)."""
         old, new = deref(old), deref(new)
         # the documents too: a branch is also probed against its sibling in the same document
-        key = (old.doc.label, _memo_ptr(old), old.tag, new.doc.label, _memo_ptr(new), new.tag)
+        key = (old.doc.label, _memo_ptr(old), _identity(old), new.doc.label, _memo_ptr(new), _identity(new))
         probes = self.session.probes
         if key in probes:
             return probes[key] or Probe(True, True, 0)
@@ -151,6 +183,24 @@ class Walker:
         )
         probes[key] = result
         return result
+
+
+def _holding(change: Change, direction: str, note: str) -> Change:
+    """``change`` with ``direction`` holding, its message saying why (``note``) and what follows from that."""
+    if getattr(change, direction):
+        return change
+    backward = change.backward or direction == "backward"
+    forward = change.forward or direction == "forward"
+    said = change.message.removesuffix(_CONSEQUENCE[change.backward, change.forward] + ".")
+    return replace(
+        change, backward=backward, forward=forward, message=said + note + _CONSEQUENCE[backward, forward] + "."
+    )
+
+
+def _identity(view: View) -> Any:
+    """What tells a view apart from others at its pointer: its tag, and a merged view's own keywords too (the
+    same branch merged into two different schemas, ``subsumption.with_branch``, is two different schemas)."""
+    return view.tag if view.bases is None else (view.tag, freeze(view.schema))
 
 
 def _memo_ptr(view: View) -> str:

@@ -16,6 +16,7 @@ D07 = "http://json-schema.org/draft-07/schema#"
 D2019 = "https://json-schema.org/draft/2019-09/schema"
 D2020 = "https://json-schema.org/draft/2020-12/schema"
 STRING, INTEGER, NULL = {"type": "string"}, {"type": "integer"}, {"type": "null"}
+NON_OBJECTS = {"type": ["null", "boolean", "array", "string", "number"]}
 
 
 def obj(props: dict[str, Any], **keywords: Any) -> dict[str, Any]:
@@ -48,6 +49,37 @@ SPEC_PAIRS: list[tuple[str, Any, Any, tuple[bool, bool]]] = [
      {"oneOf": [obj({"kind": {"const": "card"}}, required=["kind"]), obj({"kind": {"const": "iban"}}, required=["kind"])]},
      {"oneOf": [obj({"kind": {"const": "card"}}, required=["kind"]), obj({"kind": {"const": "iban"}}, required=["kind"]),
                 obj({"kind": {"const": "cash"}}, required=["kind"])]}, (True, False)),
+    # the values decide: a union cut into its branches, a branch into its JSON types, const/enum into values
+    ("any-of-minima-covered-by-one-minimum", {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "integer", "minimum": 2}]},
+     {"type": ["integer", "string"], "minimum": 1}, (True, False)),
+    ("any-of-minima-below-the-new-minimum", {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "minimum": 2}]},
+     {"type": ["integer", "string"], "minimum": 1}, (False, False)),
+    ("any-of-branch-made-object-others-take-the-rest", {"anyOf": [{"properties": {"id": STRING}}, NON_OBJECTS]},
+     {"anyOf": [obj({"id": STRING}), NON_OBJECTS]}, (True, True)),
+    ("any-of-branch-made-object-a-non-object-lost", {"anyOf": [{"properties": {"id": STRING}}, STRING]},
+     {"anyOf": [obj({"id": STRING}), STRING]}, (False, True)),
+    ("any-of-branch-made-object-others-take-non-objects", {"anyOf": [{"type": ["object", "string"], "required": ["id"]}, STRING]},
+     {"anyOf": [{"type": "object", "required": ["id"]}, {"not": {"type": "object"}}]}, (True, False)),
+    ("any-to-overlapping-one-of-minima", {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "integer", "minimum": 2}]},
+     {"oneOf": [{"type": "integer", "minimum": 1}, {"type": "integer", "minimum": 2}]}, (False, True)),
+    ("const-object-to-property-const", {"const": {"key": "value"}}, {"properties": {"key": {"const": "value"}}}, (True, False)),
+    ("const-object-to-closed-properties", {"const": {"key": "value"}},
+     {"properties": {"key": {"const": "value"}}, "additionalProperties": False}, (True, False)),
+    ("const-object-with-more-to-closed-properties", {"const": {"key": "value", "extra": 1}},
+     {"properties": {"key": {"const": "value"}}, "additionalProperties": False}, (False, False)),
+    ("const-object-value-differs", {"const": {"key": "other"}}, {"properties": {"key": {"const": "value"}}}, (False, False)),
+    ("enum-of-objects-one-refused", {"enum": [{"key": "value"}, {"key": 1}]}, {"properties": {"key": STRING}}, (False, False)),
+    ("const-date-to-format-date", {"const": "2026-11-27"}, {"type": "string", "format": "date"}, (True, False)),
+    ("const-not-a-date-to-format-date", {"const": "27/11/2026"}, {"type": "string", "format": "date"}, (False, False)),
+    ("not-added-no-old-value-matches", STRING, {"type": "string", "not": {"type": "object"}}, (True, True)),
+    ("not-added-old-values-match", {}, {"not": {"type": "object"}}, (False, True)),
+    # a definition shown to fit in one place (a's new anyOf covers it) still breaks where nothing covers it (b)
+    ("covered-in-one-place-only",
+     {"$defs": {"n": {"type": "integer", "minimum": 2}}, "type": "object",
+      "properties": {"a": {"anyOf": [{"$ref": "#/$defs/n"}, STRING]}, "b": {"$ref": "#/$defs/n"}}},
+     {"$defs": {"n": {"type": "integer", "minimum": 3}}, "type": "object",
+      "properties": {"a": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": ["integer", "string"], "minimum": 2}]},
+                     "b": {"$ref": "#/$defs/n"}}}, (False, True)),
     # required
     ("required-added", obj({"a": STRING}), obj({"a": STRING}, required=["a"]), (False, True)),
     ("required-removed", obj({"a": STRING}, required=["a"]), obj({"a": STRING}), (True, False)),

@@ -4,12 +4,16 @@ Each enabled case labels a pair (original -> updated) ``backward``, ``both`` or 
 two checks: BACKWARD(original -> updated) and FORWARD(original -> updated). Agreement must reach 98%
 in each direction separately.
 
-Where the engine disagrees with a label, the specification decides. Two cases remain, both ``oneOf``
-labelled ``backward``: ``"Complex: oneOf 1"`` (``[string, {maxLength: 5}]`` -> ``[string, {maxLength:
-10}]``) and ``"Complex: oneOf 3"`` (``[string]`` -> ``[string, {maxLength: 5}]``). oneOf wants exactly
-one matching branch, so the string ``"abcdefg"`` (first case) or ``"ab"`` (second), valid under the
+Where the engine disagrees with a label, the specification decides. Two cases remain backward, both
+``oneOf`` labelled ``backward``: ``"Complex: oneOf 1"`` (``[string, {maxLength: 5}]`` -> ``[string,
+{maxLength: 10}]``) and ``"Complex: oneOf 3"`` (``[string]`` -> ``[string, {maxLength: 5}]``). oneOf
+wants exactly one matching branch, so the string ``"abcdefg"`` (first case) or ``"ab"`` (second), valid under the
 original, matches two branches of the updated schema and is rejected: not backward compatible. The
-engine says so (``one-of-new-branches-overlap``); so does ``test_compat_soundness``, by sampling.
+engine says so (``one-of-new-branches-overlap``); so does ``test_compat_soundness``, by sampling. One
+remains forward: ``"Complex: anyOf 1"`` (``[string, {maxLength: 5}]`` -> ``[string, {maxLength: 10}]``),
+labelled ``backward``. ``maxLength`` constrains strings only, so both schemas accept every value (a
+string by the first branch, anything else by the second); the engine, judging by the values
+(docs/compatibility.md#when-the-values-decide), calls it compatible both ways.
 
 Content-model policy: **strict**. The corpus decides it. Where a declared property is removed from an
 open content model (no ``additionalProperties``), e.g. ``{"properties": {"postal_code": {"type":
