@@ -164,7 +164,8 @@ class Statement:
     def _broken_count(self) -> str:
         if not self.consumers_declared:
             return "no consumers declared"
-        return f"consumers: {len(self.broken)} of {len(self.consumers)} broken by the change"
+        said = f"consumers: {len(self.broken)} of {len(self.consumers)} broken by the change"
+        return said + (": " + ", ".join(f"{c.service} ({c.who})" for c in self.broken) if self.broken else "")
 
     def _why_static(self) -> str:
         reasons = "; ".join(reason.removeprefix("replay: ") for reason in self.replay_reasons)

@@ -29,6 +29,13 @@ VALID = [10_001, 10_002, 10_003, 10_004, 10_005]  # five digits or more: the str
 BOTH = ["billing-service", "fulfillment-service"]
 
 
+# whom the change breaks, with their owners and contacts
+BROKEN_BOTH = (
+    "consumers: 2 of 2 broken by the change: billing-service (billing-platform, billing-platform@example.com), "
+    "fulfillment-service (fulfillment-ops, fulfillment-ops@example.com)"
+)
+
+
 def _judged(
     tmp_path: Path, catalog_dir: Path, numbers: list[int] | None, compatibility: Any = EVIDENCE
 ) -> tuple[CompatibilityResult, ReplayResult | None]:
@@ -53,7 +60,7 @@ def test_without_replay_the_static_verdict_decides_and_names_the_broken_consumer
 
     assert (said.decided_by, said.ok, said.replay) == (DecidedBy.STATIC, False, None)
     assert [c.service for c in said.broken] == BOTH
-    assert said.headline == "consumers: 2 of 2 broken by the change; refused (static verdict decided; no replay)"
+    assert said.headline == BROKEN_BOTH + "; refused (static verdict decided; no replay)"
     assert said.lines()[1].startswith("  breaks billing-service (")
     assert "pattern-changed at /payload/orderId" in said.lines()[1]
 
@@ -106,7 +113,7 @@ def test_a_replay_that_does_not_decide_leaves_the_static_verdict_and_says_why(
     said = statement_of(result, replayed)
 
     assert (said.decided_by, said.ok, said.replay) == (DecidedBy.STATIC, False, decision)
-    assert said.headline == f"consumers: 2 of 2 broken by the change; refused (static verdict decided; {why})"
+    assert said.headline == BROKEN_BOTH + f"; refused (static verdict decided; {why})"
 
 
 def test_check_text_json_github_and_the_main_job_say_the_same_thing(capsys, tmp_path, catalog_dir):
