@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.environment import user_environment
-from tests.support.served_airflow import REPO, Served, free_port
+from tests.support.served_airflow import REPO, Served, free_port, processes_with
 
 SPARK_QUEUE = "spark"
 DEFAULT_QUEUE = "default"
@@ -230,17 +230,7 @@ class CeleryCluster(Served):
         super().stop()  # the processes carrying the marker (task runners, spark-submit JVMs)
 
     def stragglers(self) -> list[int]:
-        marker = f"{MARKER}={self.id}\0".encode()
-        found = []
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                if marker in (proc / "environ").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-        return found
+        return processes_with(f"{MARKER}={self.id}")
 
     def answers(self) -> bool:
         for process in self.processes:

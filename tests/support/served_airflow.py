@@ -124,17 +124,7 @@ class Served:
 
     def stragglers(self) -> list[int]:
         """Processes started for this test (task runners, spark-submit JVMs): they carry its AIRFLOW_HOME."""
-        marker = f"AIRFLOW_HOME={self.home}\0".encode()
-        found = []
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                if marker in (proc / "environ").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-        return found
+        return processes_with(f"AIRFLOW_HOME={self.home}")
 
     def output(self, lines: int = 60) -> str:
         text = self.log_path.read_text("utf-8", errors="replace") if self.log_path.exists() else ""
@@ -245,6 +235,21 @@ class Served:
         lines.append("airflow-local output (tail):")
         lines.append(self.output(40))
         return "\n".join(lines)
+
+
+def processes_with(variable: str) -> list[int]:
+    """The processes (but this one) whose environment holds ``variable`` (``NAME=value``)."""
+    marker = f"{variable}\0".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if marker in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
 
 
 def task_log_tail(path: Path, events: int = 25) -> list[str]:
