@@ -421,45 +421,93 @@ class RecorderDidNotStart(RuntimeError):
 RECORDER_HEARTBEAT = "1s"  # the demo's observation span is seconds: the recorder confirms coverage every second
 
 
-@contextlib.contextmanager
-def activity_recorder(log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``contractctl record-activity`` beside the whole run: retirement rests on what it records.
+RECORDERS = 2  # an active recorder and a standby on the same queue (docs/retirement-audit.md)
 
-    It starts before the lifecycle, so every reader of v1 (consumers, the bridge) is recorded, and stops
-    (SIGTERM: it confirms its last coverage) when the job ends. Its output goes to ``log``.
-    """
-    from datetime import UTC, datetime
 
-    from contract_platform.settings import registry_url
-    from contract_platform.store import Registry
+class ActivityRecorders:
+    """``contractctl record-activity`` processes beside the whole run, as production runs them: one active,
+    the others standing by on the same queue. ``restart_one`` stops one with SIGTERM and starts it again,
+    as a deploy does; coverage must go on without a gap (what the retirement of v1 later rests on)."""
 
-    os.environ["CONTRACT_RECORDER_HEARTBEAT"] = RECORDER_HEARTBEAT  # the audits wait for it accordingly
-    log.parent.mkdir(parents=True, exist_ok=True)
-    contractctl = Path(sys.executable).with_name("contractctl")
-    started = datetime.now(UTC)
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [str(contractctl), "record-activity", "--heartbeat", RECORDER_HEARTBEAT],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
+    def __init__(self, log: Path) -> None:
+        from datetime import UTC, datetime
+
+        self.log = log
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.began = datetime.now(UTC)
+
+    def start(self) -> subprocess.Popen[bytes]:
+        contractctl = Path(sys.executable).with_name("contractctl")
+        with self.log.open("ab") as output:
+            process = subprocess.Popen(
+                [str(contractctl), "record-activity", "--heartbeat", RECORDER_HEARTBEAT],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        self.processes.append(process)
+        return process
+
+    def wait_covering(self, since: Any, timeout: float = 60) -> None:
+        from contract_platform.settings import registry_url
+        from contract_platform.store import Registry
+
         with Registry.open(registry_url()) as registry:
-            deadline = time.monotonic() + 60
-            while not _covering(registry, started):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    tail = log.read_text(errors="replace")[-600:]
-                    raise RecorderDidNotStart(f"the broker activity recorder did not start (see {log}): {tail}")
+            deadline = time.monotonic() + timeout
+            while not _covering(registry, since):
+                if all(p.poll() is not None for p in self.processes) or time.monotonic() > deadline:
+                    tail = self.log.read_text(errors="replace")[-600:]
+                    raise RecorderDidNotStart(f"the broker activity recorder did not start (see {self.log}): {tail}")
                 time.sleep(0.2)
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+
+    def restart_one(self) -> dict[str, Any]:
+        """SIGTERM the recorder started first (the active one, unless it was replaced), start it again, and
+        report the gaps the store holds since the job began: none when the restart lost nothing."""
+        from datetime import UTC, datetime
+
+        from contract_platform.settings import registry_url
+        from contract_platform.store import Registry
+
+        stopped = self.processes.pop(0)
+        stopped.send_signal(signal.SIGTERM)
+        stopped.wait(timeout=30)
+        restarted = datetime.now(UTC)
+        self.start()
+        time.sleep(2.5)  # two heartbeats of the demo's recorder (1 s): the standby or the new one confirms
+        self.wait_covering(restarted)
+        with Registry.open(registry_url()) as registry:
+            gaps = registry.coverage(self.began)[1]
+        note(f"recorder {stopped.pid} restarted, {len(self.processes)} running, {len(gaps)} gaps in coverage")
+        return {"restarted": stopped.pid, "running": len(self.processes), "gaps": len(gaps)}
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+@contextlib.contextmanager
+def activity_recorders(log: Path) -> Iterator[ActivityRecorders]:
+    """The recorders beside the whole run: retirement rests on what they record.
+
+    They start before the lifecycle, so every reader of v1 (consumers, the bridge) is recorded, and stop
+    (SIGTERM: the active one confirms its last coverage) when the job ends. Their output goes to ``log``.
+    """
+    os.environ["CONTRACT_RECORDER_HEARTBEAT"] = RECORDER_HEARTBEAT  # the audits wait for it accordingly
+    log.parent.mkdir(parents=True, exist_ok=True)
+    recorders = ActivityRecorders(log)
+    try:
+        for _ in range(RECORDERS):
+            recorders.start()
+        recorders.wait_covering(recorders.began)
+        yield recorders
+    finally:
+        recorders.stop()
 
 
 def _covering(registry: Any, since: Any) -> bool:
@@ -503,16 +551,18 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     logs = data / "logs" / "main-job" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     try:
-        with activity_recorder(data / "logs" / "activity-recorder" / f"{logs.name}.log"):
-            return _lifecycle(args, env, data, logs)
+        with activity_recorders(data / "logs" / "activity-recorder" / f"{logs.name}.log") as recorders:
+            return _lifecycle(args, env, data, logs, recorders)
     except RecorderDidNotStart as exc:
         print(f"\nVERDICT: not started: {exc}", file=sys.stderr)
         return 3
 
 
-def _lifecycle(args: argparse.Namespace, env: dict[str, str], data: Path, logs: Path) -> int:
-    """Every step of the main job, with the broker activity recorder running."""
-    progress = Progress(total=19, logs=logs)
+def _lifecycle(
+    args: argparse.Namespace, env: dict[str, str], data: Path, logs: Path, recorders: ActivityRecorders
+) -> int:
+    """Every step of the main job, with the broker activity recorders running."""
+    progress = Progress(total=20, logs=logs)
     progress.step("prepare Airflow's metadata DB (SQLite)", migrate_airflow_db)
     progress.step("prepare the working catalogue", lambda: prepare_demo_catalog(ROOT, Path(env["CONTRACT_CATALOG"])))
     before = states()
@@ -531,6 +581,7 @@ def _lifecycle(args: argparse.Namespace, env: dict[str, str], data: Path, logs: 
         f"producers publish sample traffic ({args.messages} per live version)", lambda: publish_traffic(args.messages)
     )
     progress.step("consumers read their queues", consume_queues)
+    progress.step("restart a broker activity recorder, as a deploy does (the standby records)", recorders.restart_one)
     dag("topic_archive_validation: archive and validate (Spark)", "topic_archive_validation")
     progress.step(
         f"pull request: a stricter pattern for {REPLAYED}, replayed against its traffic",
