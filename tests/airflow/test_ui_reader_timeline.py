@@ -218,3 +218,31 @@ def test_a_readers_check_without_the_management_api_says_why_there_is_no_timelin
     assert "<svg" not in section
     assert "No reader timeline: the management API is required to see readers" in section
     assert f"<code>{QUEUE}</code>" in section
+
+
+def _recording_seed(registry: Any, contract: Any) -> None:
+    """A recorder that has confirmed its coverage a moment ago, on a host whose name is hostile text, and a
+    gap this morning; then the readers audit the timeline draws."""
+    now = datetime.now(UTC)
+    registry.open_coverage_segment(
+        "seg-health", started_at=now - timedelta(hours=2), host="recorder-1<b>", covered_from=now - timedelta(hours=2)
+    )
+    registry.extend_coverage("seg-health", covered_from=now - timedelta(hours=2), until=now)
+    registry.record_gap(now - timedelta(hours=5), now - timedelta(hours=4), "events the broker dropped (limit 20)")
+    _readers_seed(registry, contract)
+
+
+def test_the_recorder_s_health_stands_beside_the_timeline(serve) -> None:
+    client, auth = serve(_recording_seed)
+    section = _readers_section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    health = section.split('<p class="recorder-health">', 1)[1].split("</p>", 1)[0]
+    assert ">recording<" in health and "coverage confirmed until" in health
+    assert "active recorder recorder-1&lt;b&gt;" in health  # a host name is text, never markup
+    assert "1 gap in the last day" in health and "events the broker dropped (limit 20)" in health
+
+
+def test_a_recorder_that_confirmed_nothing_lately_is_said_not_to_record(serve) -> None:
+    client, auth = serve(_readers_seed)  # coverage only in the audit's evidence, none in the store
+    section = _readers_section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    health = section.split('<p class="recorder-health">', 1)[1].split("</p>", 1)[0]
+    assert ">not recording<" in health and "no coverage confirmed in the last day" in health

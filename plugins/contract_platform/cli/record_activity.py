@@ -113,32 +113,26 @@ def _status(registry: Any, recorder: Any, heartbeat: timedelta, form: str) -> in
     """Which recorder is active and since when, until when coverage is confirmed (fresh within three heartbeats),
     what the store holds and what waits in the queue, and the gaps of the last day."""
     from contract_platform.activity.recorder import queue_state
-    from contract_platform.retirement.readers import confirmed_until
+    from contract_platform.retirement.readers import recorder_health
 
-    now = datetime.now(UTC)
-    day = now - timedelta(days=1)
-    segments, gaps = registry.coverage(day)
-    covered = confirmed_until(segments)
-    fresh = covered is not None and now - covered <= 3 * heartbeat
-    running = [segment for segment in segments if segment.ended_at is None]
-    active = max(running, key=lambda segment: segment.started_at) if running else None
-    events, newest = registry.broker_events_since(day)
+    health = recorder_health(registry, heartbeat=heartbeat, now=datetime.now(UTC))
+    covered, fresh, gaps, events = health.covered_until, health.fresh, health.gaps, health.events_last_day
     queue = recorder.config.queue
     state = queue_state(recorder.management(), queue)
     document = {
         "queue": queue,
         "coveredUntil": covered.isoformat() if covered else None,
         "fresh": fresh,
-        "lagSeconds": round((now - covered).total_seconds(), 3) if covered else None,
+        "lagSeconds": health.lag_seconds,
         "active": {
-            "recorder": active.host,
-            "since": active.started_at.isoformat(),
-            "coveredFrom": active.covered_from.isoformat() if active.covered_from else None,
+            "recorder": health.active_host,
+            "since": health.active_since.isoformat(),
+            "coveredFrom": health.active_covered_from.isoformat() if health.active_covered_from else None,
         }
-        if active is not None
+        if health.active_since is not None
         else None,
         "eventsStoredLastDay": events,
-        "newestEventStored": newest.isoformat() if newest else None,
+        "newestEventStored": health.newest_event.isoformat() if health.newest_event else None,
         "broker": state,
         "gapsToday": [{"start": g.start.isoformat(), "end": g.end.isoformat(), "reason": g.reason} for g in gaps],
     }
@@ -148,8 +142,9 @@ def _status(registry: Any, recorder: Any, heartbeat: timedelta, form: str) -> in
     when = covered.isoformat(timespec="seconds") if covered else "never (in the last day)"
     lag = f", {document['lagSeconds']} s ago" if covered else ""
     out(f"coverage confirmed until {when}{lag}: {'recording' if fresh else 'NOT recording'}")
-    if active is not None:
-        out(f"active recorder: {printable(active.host or '?')} since {active.started_at.isoformat(timespec='seconds')}")
+    if health.active_since is not None:
+        since = health.active_since.isoformat(timespec="seconds")
+        out(f"active recorder: {printable(health.active_host or '?')} since {since}")
     out(f"events stored in the last day: {events:,}")
     if state is None:
         out(f"queue {printable(queue)}: not listed by the management API")

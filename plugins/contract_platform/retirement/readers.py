@@ -35,10 +35,13 @@ from contract_platform.evidence.records import (
     QueueCounters,
     ReaderSession,
 )
+from contract_platform.evidence.registry import Registry
 from contract_platform.retirement.model import CheckName, CheckResult, iso, require_aware
 
 __all__ = [
     "DEFAULT_CADENCE",
+    "RecorderHealth",
+    "recorder_health",
     "TAIL_TOLERANCE",
     "TOUCH_TOLERANCE",
     "Obstacle",
@@ -107,6 +110,49 @@ class ReaderEvidence:
     sessions: Sequence[ReaderSession]
     changes: Sequence[BrokerChange]
     counters: Sequence[QueueCounters]
+
+
+@dataclass(frozen=True)
+class RecorderHealth:
+    """What the broker activity recorder has recorded into one store over the last day: how far its coverage
+    is confirmed, whether that is fresh (within three heartbeats), which recorder is active, what it stored,
+    and the gaps. ``contractctl record-activity --status`` and the Contracts page both show it."""
+
+    now: datetime
+    covered_until: datetime | None
+    fresh: bool
+    active_host: str | None
+    active_since: datetime | None
+    active_covered_from: datetime | None
+    events_last_day: int
+    newest_event: datetime | None
+    gaps: tuple[CoverageGap, ...]
+
+    @property
+    def lag_seconds(self) -> float | None:
+        return round((self.now - self.covered_until).total_seconds(), 3) if self.covered_until else None
+
+
+def recorder_health(registry: Registry, *, heartbeat: timedelta, now: datetime) -> RecorderHealth:
+    """The recorder's health in ``registry`` at ``now`` (see ``RecorderHealth``)."""
+    now = require_aware(now)
+    day = now - timedelta(days=1)
+    segments, gaps = registry.coverage(day)
+    covered = confirmed_until(segments)
+    running = [segment for segment in segments if segment.ended_at is None]
+    active = max(running, key=lambda segment: segment.started_at) if running else None
+    events, newest = registry.broker_events_since(day)
+    return RecorderHealth(
+        now=now,
+        covered_until=covered,
+        fresh=covered is not None and now - covered <= 3 * heartbeat,
+        active_host=active.host if active is not None else None,
+        active_since=active.started_at if active is not None else None,
+        active_covered_from=active.covered_from if active is not None else None,
+        events_last_day=events,
+        newest_event=newest,
+        gaps=tuple(gaps),
+    )
 
 
 def confirmed_until(segments: Iterable[CoverageSegment]) -> datetime | None:

@@ -141,6 +141,7 @@ def contract_page(
         reference=(target, f"target {charts.percent(target)}"),
     )
     readers = charts.reader_timeline(view.readers) if view.readers is not None else None
+    recorder = _recorder_health(registry) if view.readers is not None else None
     history = [
         {**t, "dagId": views.dag_of(t["actor"]), "runUrl": _run_url(urls, t["actor"], t["runId"])}
         for t in reversed(view.status["history"])
@@ -157,10 +158,22 @@ def contract_page(
         consumers_chart=consumers,
         rates_chart=rates,
         readers_timeline=readers,
+        recorder=recorder,
         docs_html=markdown_to_html(view.docs_markdown, base=urls.base),
         evidence_dags=views.EVIDENCE_DAGS,
         highlight_run=run,
     )
+
+
+def _recorder_health(registry: Any) -> Any:
+    """The broker activity recorder's health now (``retirement.readers.recorder_health``, what
+    ``contractctl record-activity --status`` says), shown beside the reader timeline it feeds."""
+    from datetime import UTC, datetime
+
+    from contract_platform.retirement.readers import recorder_health
+    from contract_platform.settings import recorder_heartbeat
+
+    return recorder_health(registry, heartbeat=recorder_heartbeat(), now=datetime.now(UTC))
 
 
 def _run_url(urls: Urls, actor: str, run_id: str | None) -> str | None:
