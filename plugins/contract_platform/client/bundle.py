@@ -44,6 +44,7 @@ from contract_platform.catalog.schemas import DEFAULT_DIALECT, DRAFTS, pin_diale
 from contract_platform.envelope.validation import EnvelopeValidator
 from contract_platform.errors import BundleError, CatalogError, MigrationSpecError, Problem, printable
 from contract_platform.migration import MigrationSpec, check_spec, compile_spec, parse_spec
+from contract_platform.migration.inverse import read_backwards
 from contract_platform.validation.schemas import FastValidator
 
 __all__ = [
@@ -99,6 +100,8 @@ class Bundle:
     roles: Mapping[str, frozenset[str]]
     validator: FastValidator = field(repr=False)  # the platform's validator, jsonschema-rs fast path, compiled
     migrations: Mapping[tuple[str, str], MigrationStep] = field(repr=False)  # (source, target) -> the step
+    # (newer, older) -> why the older major's migration.yaml cannot be read backwards (migration.inverse)
+    not_backwards: Mapping[tuple[str, str], str] = field(default_factory=dict, repr=False)
 
     @property
     def message_types(self) -> list[str]:
@@ -119,22 +122,27 @@ class Bundle:
         return [t for t in self.message_types if CONSUMES in self.roles[t]]
 
     def route(self, source: str, target: str) -> list[MigrationStep] | None:
-        """The migrations that read a ``source`` message as ``target``, oldest major first; None when the bundle's
-        ``migration.yaml`` files do not go that way ([] when ``source`` is ``target``)."""
+        """The migrations that read a ``source`` message as ``target``, fewest steps first: forward through each
+        ``migration.yaml``, or backwards through its inverse (``migration.inverse``); None when no chain of them
+        goes that way ([] when ``source`` is ``target``)."""
         if source == target:
             return []
         first, last = self.catalog.get(source), self.catalog.get(target)
         if first is None or last is None or first.family != last.family:
             return None
-        steps = []
-        current = first
-        while current.message_type != target:
-            step = next((s for (src, _), s in self.migrations.items() if src == current.message_type), None)
-            if step is None or step.target.major > last.major:
-                return None
-            steps.append(step)
-            current = step.target
-        return steps
+        paths: dict[str, list[MigrationStep]] = {source: []}
+        frontier = [source]
+        while frontier:
+            following: list[str] = []
+            for current in frontier:
+                for (src, dst), step in sorted(self.migrations.items()):
+                    if src == current and dst not in paths:
+                        paths[dst] = [*paths[current], step]
+                        if dst == target:
+                            return paths[dst]
+                        following.append(dst)
+            frontier = following
+        return None
 
     def fixtures(self, message_type: str, *, valid: bool) -> Iterator[Fixture]:
         contract = self.catalog.get(message_type)
@@ -186,7 +194,7 @@ def bundle_from_document(document: Any, where: str = "<bundle>") -> Bundle:
         root=Path(where), envelope_schema=pin_dialect(envelope, dialect), contracts=contracts, default_dialect=dialect
     )
     validator = FastValidator(catalog)
-    migrations = _migrations(where, catalog, validator.reference)
+    migrations, not_backwards = _migrations(where, catalog, validator.reference)
     service = contents.get("service")
     return Bundle(
         where=where,
@@ -196,6 +204,7 @@ def bundle_from_document(document: Any, where: str = "<bundle>") -> Bundle:
         roles=roles,
         validator=validator,
         migrations=migrations,
+        not_backwards=not_backwards,
     )
 
 
@@ -274,9 +283,14 @@ def _fixtures(where: str, at: str, entry: Mapping[str, Any]) -> tuple[Fixture, .
     return tuple(found)
 
 
-def _migrations(where: str, catalog: Catalog, reference: EnvelopeValidator) -> dict[tuple[str, str], MigrationStep]:
-    """Every migration.yaml whose two versions are both in the bundle, parsed and checked against the fixtures."""
+def _migrations(
+    where: str, catalog: Catalog, reference: EnvelopeValidator
+) -> tuple[dict[tuple[str, str], MigrationStep], dict[tuple[str, str], str]]:
+    """Every migration.yaml whose two versions are both in the bundle, parsed and checked against the fixtures,
+    each with its inverse where it reads backwards (``migration.inverse``, checked the same way); and for each
+    inverse that does not, why."""
     steps: dict[tuple[str, str], MigrationStep] = {}
+    not_backwards: dict[tuple[str, str], str] = {}
     for target in catalog:
         if target.migration is None:
             continue
@@ -293,7 +307,24 @@ def _migrations(where: str, catalog: Catalog, reference: EnvelopeValidator) -> d
             raise _problems(where, problems)
         compile_spec(spec)
         steps[(source.message_type, target.message_type)] = MigrationStep(source, target, spec, file)
-    return steps
+        backwards = (target.message_type, source.message_type)
+        try:
+            inverse = read_backwards(spec, target)
+        except MigrationSpecError as exc:
+            not_backwards[backwards] = _why(exc.problems)
+            continue
+        problems = check_spec(inverse, target, source, reference)
+        if problems:
+            not_backwards[backwards] = _why(problems)
+            continue
+        compile_spec(inverse)
+        steps[backwards] = MigrationStep(target, source, inverse, inverse.file)
+    return steps, not_backwards
+
+
+def _why(problems: list[Problem]) -> str:
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{problems[0]}{more}"
 
 
 def _required(document: Mapping[str, Any], key: str, kind: type, where: str, at: str) -> Any:

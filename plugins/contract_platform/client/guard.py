@@ -16,7 +16,8 @@ code (``RejectReason``; the archive validation's codes where they mean the same,
     6. payload         the contract's schema, strictly, then what ``client.tolerance`` lets through (unknown
                        enum values with a passthrough or fallback policy; added fields where the compatibility
                        mode promises forward reading): PAYLOAD_INVALID
-    7. migration       into the version the service reads (``migration.yaml``, oldest major first), then
+    7. migration       into the version the service reads (``migration.yaml`` forward, or read backwards by
+                       ``migration.inverse``; fewest steps first), then
                        the target's schema: NOT_MIGRATABLE
 
 Anything that raises inside the guard is UNCHECKABLE with the exception's type, so no message ever stops a
@@ -148,11 +149,17 @@ class Guard:
                 return _Plan(source, steps[-1].target, tuple(steps))
         wanted = family[0]
         directions = ", ".join(f"{s} -> {t}" for s, t in sorted(self.bundle.migrations)) or "none"
+        backwards = self.bundle.not_backwards.get((received, wanted))
+        why = (
+            f"; {received} -> {wanted} would read a migration.yaml backwards, which cannot be: {backwards}"
+            if backwards
+            else ""
+        )
         return _Plan(
             source,
             source,
             refusal=f"this service reads {wanted}, and no migration.yaml of the bundle reads {received} as it "
-            f"(migrations: {directions})",
+            f"(migrations: {directions}){why}",
         )
 
     # -- consuming -----------------------------------------------------------------------------------------

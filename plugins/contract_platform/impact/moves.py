@@ -9,8 +9,8 @@ op                                              a v<N-1> consumer reading its ``
 =============================================== ===============================================================
 ``copy`` to the same pointer                    reads it unchanged
 ``copy`` to another pointer                     must change: the field is **renamed** (``to``)
-``decimalToMinorUnits``, ``mapEnum``,           must change: the field is **transformed** (its value changes
-``toString``                                    meaning or type)
+``decimalToMinorUnits``, ``minorUnitsToDecimal``, must change: the field is **transformed** (its value changes
+``mapEnum``, ``toString``                       meaning or type)
 ``drop``                                        must change: the field is **dropped**
 ``default``, ``constant``                       (new fields: they touch no old one)
 =============================================== ===============================================================
@@ -105,19 +105,21 @@ def _payload(pointer: str) -> str:
 
 def _op_fates(spec: MigrationSpec) -> list[tuple[str, str, str]]:
     """(old field as an envelope pointer, fate, detail) for every op that reads an old field."""
-    from contract_platform.migration.spec import Copy, DecimalToMinorUnits, Drop, MapEnum, ToString
+    from contract_platform.migration.spec import Copy, DecimalToMinorUnits, Drop, MapEnum, MinorUnitsToDecimal, ToString
 
     found = []
     for op in spec.ops:
         if isinstance(op, Copy):
             old, new = _payload(op.source), _payload(op.target)
             found.append((old, "unchanged", "") if new == old else (old, "renamed", f"renamed to {new} by op {op.at}"))
-        elif isinstance(op, DecimalToMinorUnits | MapEnum | ToString):
+        elif isinstance(op, DecimalToMinorUnits | MinorUnitsToDecimal | MapEnum | ToString):
             name = type(op).__name__
             how = f"transformed by {name[0].lower()}{name[1:]} (op {op.at}) into {_payload(op.target)}"
             found.append((_payload(op.source), "transformed", how))
-            if isinstance(op, DecimalToMinorUnits) and op.currency_source:
+            if isinstance(op, DecimalToMinorUnits | MinorUnitsToDecimal) and op.currency_source:
                 found.append((_payload(op.currency_source), "unchanged", ""))  # read, not changed
+            if isinstance(op, MinorUnitsToDecimal) and op.exponent_source:
+                found.append((_payload(op.exponent_source), "unchanged", ""))
         elif isinstance(op, Drop):
             found.append((_payload(op.source), "dropped", f"dropped by op {op.at}: {op.reason}"))
     return found

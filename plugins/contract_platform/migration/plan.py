@@ -35,6 +35,8 @@ from contract_platform.runs import run_file_name
 __all__ = ["MODES", "MigrationPlan", "parse_mode", "parse_since", "plan_migration"]
 
 MODES = tuple(mode.value for mode in ParityMode)  # the trigger form's choices
+
+
 def parse_mode(value: str | None) -> ParityMode:
     """The trigger form's *mode*; empty means ``bridge``."""
     text = (value or "").strip() or ParityMode.BRIDGE.value

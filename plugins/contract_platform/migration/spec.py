@@ -38,6 +38,7 @@ __all__ = [
     "Drop",
     "MapEnum",
     "MigrationSpec",
+    "MinorUnitsToDecimal",
     "Op",
     "ToString",
     "describe_value",
@@ -71,6 +72,26 @@ class DecimalToMinorUnits:
     source: str
     target: str
     exponent_target: str | None = None
+    currency_source: str | None = None
+    exponents: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    default_exponent: int | None = None
+    exponent: int | None = None
+
+
+@dataclass(frozen=True)
+class MinorUnitsToDecimal:
+    """An integer count of minor units becomes the decimal string it stands for, exactly: 12995 with exponent 2
+    is "129.95" (always ``exponent`` decimal places). ``decimalToMinorUnits`` read backwards.
+
+    The exponent is fixed (``exponent``), read from the message (``exponent_source``, an integer field), or
+    looked up from the currency code at ``currency_source`` in ``exponents``, falling back to
+    ``default_exponent``: exactly one of the three.
+    """
+
+    at: str
+    source: str
+    target: str
+    exponent_source: str | None = None
     currency_source: str | None = None
     exponents: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     default_exponent: int | None = None
@@ -125,7 +146,7 @@ class Drop:
     reason: str
 
 
-Op = Copy | DecimalToMinorUnits | MapEnum | ToString | Default | Constant | Drop
+Op = Copy | DecimalToMinorUnits | MinorUnitsToDecimal | MapEnum | ToString | Default | Constant | Drop
 
 
 @dataclass(frozen=True)
@@ -146,6 +167,7 @@ _FIELD = {
     "from": "source",
     "to": "target",
     "exponentTo": "exponent_target",
+    "exponentFrom": "exponent_source",
     "currencyFrom": "currency_source",
     "exponents": "exponents",
     "defaultExponent": "default_exponent",
@@ -171,6 +193,11 @@ OPS: Mapping[str, _Shape] = MappingProxyType(
             DecimalToMinorUnits,
             ("from", "to"),
             ("exponentTo", "currencyFrom", "exponents", "defaultExponent", "exponent"),
+        ),
+        "minorUnitsToDecimal": _Shape(
+            MinorUnitsToDecimal,
+            ("from", "to"),
+            ("exponentFrom", "currencyFrom", "exponents", "defaultExponent", "exponent"),
         ),
         "mapEnum": _Shape(MapEnum, ("from", "to", "mapping"), ("default",)),
         "toString": _Shape(ToString, ("from", "to")),
@@ -294,6 +321,7 @@ _PARSERS: Mapping[str, Callable[[Any, str, _Collector], object]] = MappingProxyT
         "from": _pointer,
         "to": _pointer,
         "exponentTo": _pointer,
+        "exponentFrom": _pointer,
         "currencyFrom": _pointer,
         "exponents": _exponents,
         "defaultExponent": _exponent,
@@ -319,20 +347,26 @@ _KEY_HINT = {
 
 
 def _decimal_rules(name: str, fields: Mapping[str, Any], at: str, out: _Collector) -> None:
-    """decimalToMinorUnits takes its exponent either fixed or from the currency, not both, not neither."""
-    if "exponent" in fields and "currencyFrom" in fields:
-        out.add(
-            at + "/exponent", "give either a fixed exponent or currencyFrom (+ exponents/defaultExponent), not both"
-        )
-    elif "exponent" in fields:
+    """decimalToMinorUnits and minorUnitsToDecimal take their exponent from exactly one place: fixed
+    (``exponent``), the currency (``currencyFrom`` + exponents/defaultExponent) or, for minorUnitsToDecimal,
+    the message (``exponentFrom``)."""
+    sources = [key for key in ("exponent", "exponentFrom", "currencyFrom") if key in fields]
+    if len(sources) > 1:
+        out.add(f"{at}/{sources[0]}", f"give the exponent one way ({' or '.join(sources)}), not {len(sources)}")
+    elif sources and sources[0] != "currencyFrom":
         for key in ("exponents", "defaultExponent"):
             if key in fields:
-                out.add(f"{at}/{key}", f"{key} only applies with currencyFrom; this op has a fixed exponent")
-    elif "currencyFrom" in fields:
+                out.add(f"{at}/{key}", f"{key} only applies with currencyFrom; this op has {sources[0]}")
+    elif sources:
         if "exponents" not in fields and "defaultExponent" not in fields:
             out.add(at, f"{name} with currencyFrom needs exponents, defaultExponent or both")
     else:
-        out.add(at, f"{name} needs an exponent: a fixed `exponent`, or `currencyFrom` with exponents/defaultExponent")
+        from_message = ", `exponentFrom` (an integer field of the message)" if name == "minorUnitsToDecimal" else ""
+        out.add(
+            at,
+            f"{name} needs an exponent: a fixed `exponent`{from_message}, or `currencyFrom` with "
+            "exponents/defaultExponent",
+        )
 
 
 def _parse_op(item: Any, at: str, out: _Collector) -> Op | None:
@@ -364,7 +398,7 @@ def _parse_op(item: Any, at: str, out: _Collector) -> Op | None:
             parsed = _PARSERS[key](item[key], f"{at}/{key}", out)
             if parsed is not _INVALID:
                 fields[key] = parsed
-    if name == "decimalToMinorUnits":
+    if name in ("decimalToMinorUnits", "minorUnitsToDecimal"):
         _decimal_rules(name, item, at, out)
     if len(out.problems) > before:
         return None

@@ -19,14 +19,16 @@ from contract_platform.catalog.documents import MISSING, pointer_from_path, poin
 from contract_platform.catalog.pointers import split_pointer
 from contract_platform.errors import MessageNotMigratable, clipped
 from contract_platform.limits import depth_limit, nesting_beyond
-from contract_platform.migration.conversions import decimal_to_minor_units, number_to_text
+from contract_platform.migration.conversions import decimal_to_minor_units, minor_units_to_decimal, number_to_text
 from contract_platform.migration.spec import (
+    MAX_EXPONENT,
     Constant,
     Copy,
     DecimalToMinorUnits,
     Default,
     Drop,
     MapEnum,
+    MinorUnitsToDecimal,
     Op,
     ToString,
     describe_value,
@@ -163,10 +165,12 @@ def _copy(op: Copy) -> Step:
     return step
 
 
-def _exponent_lookup(op: DecimalToMinorUnits) -> Callable[[Any], int]:
+def _exponent_lookup(op: DecimalToMinorUnits | MinorUnitsToDecimal) -> Callable[[Any], int]:
     if op.exponent is not None:
         fixed = op.exponent
         return lambda payload: fixed
+    if isinstance(op, MinorUnitsToDecimal) and op.exponent_source is not None:
+        return _exponent_field(op.exponent_source, op.source)
     where = "/payload" + str(op.currency_source)
     read_currency = _reader(str(op.currency_source))
 
@@ -182,6 +186,22 @@ def _exponent_lookup(op: DecimalToMinorUnits) -> Callable[[Any], int]:
                 f"currency {describe_value(currency)} has no exponent in the spec's exponents and no defaultExponent",
                 where,
             )
+        return exponent
+
+    return exponent_of
+
+
+def _exponent_field(pointer: str, amount: str) -> Callable[[Any], int]:
+    """The exponent of the amount at ``amount``, read from the integer field at ``pointer`` of the message."""
+    where, read = "/payload" + pointer, _reader(pointer)
+
+    def exponent_of(payload: Any) -> int:
+        exponent = read(payload)
+        if exponent is _ABSENT:
+            raise MessageNotMigratable(f"no exponent at {where} to read the amount at {amount}", where)
+        if type(exponent) is not int or not 0 <= exponent <= MAX_EXPONENT:
+            shown = describe_value(exponent) if not isinstance(exponent, dict | list) else "not an integer"
+            raise MessageNotMigratable(f"the exponent at {where} is {shown}, not an integer 0-{MAX_EXPONENT}", where)
         return exponent
 
     return exponent_of
@@ -204,6 +224,23 @@ def _decimal_to_minor_units(op: DecimalToMinorUnits) -> Step:
         write(result, minor_units)
         if write_exponent is not None:
             write_exponent(result, exponent)
+
+    return step
+
+
+def _minor_units_to_decimal(op: MinorUnitsToDecimal) -> Step:
+    read, write, exponent_of = _reader(op.source), _writer(op.target), _exponent_lookup(op)
+
+    def step(payload: Any, result: dict[str, Any]) -> None:
+        minor_units = read(payload)
+        if minor_units is _ABSENT:
+            return
+        if type(minor_units) is not int:
+            raise MessageNotMigratable(
+                f"the amount at /payload{op.source} is not an integer count of minor units", "/payload" + op.source
+            )
+        exponent = exponent_of(payload)
+        write(result, format(minor_units_to_decimal(minor_units, exponent), "f"))
 
     return step
 
@@ -273,6 +310,7 @@ def _unknown(kind: type[Any]) -> Step:
 _STEPS: Mapping[type[Any], Callable[[Any], Step] | None] = {
     Copy: _copy,
     DecimalToMinorUnits: _decimal_to_minor_units,
+    MinorUnitsToDecimal: _minor_units_to_decimal,
     MapEnum: _map_enum,
     ToString: _to_string,
     Drop: None,  # the field is left behind

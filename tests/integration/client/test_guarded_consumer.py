@@ -151,24 +151,27 @@ def test_a_reader_of_v2_reads_v1_traffic_through_migration_on_read(vhost_url, ac
     assert dead_letters(vhost_url, Q1) == []
 
 
-def test_a_reader_of_v1_given_bridged_v2_messages_dead_letters_them_naming_the_migration_direction(
-    vhost_url, accounting
-):
+def test_a_reader_of_v1_reads_bridged_v2_messages_through_the_migration_read_backwards(vhost_url, accounting):
     """What the bridge publishes for v1 traffic (migrate_envelope of migration.yaml, the properties mirrored),
-    reaching a service still written for v1: no migration.yaml reads v2 as v1, so each is refused as such."""
+    reaching a service still written for v1: the guard reads each back as the v1 message it came from."""
     target = accounting.contract(INVOICE_V2)
     spec = parse_spec(target.migration, "migration.yaml")
-    bridged = [migrate_envelope(spec, envelope, target) for envelope in fixtures(accounting, INVOICE_V1)]
+    originals = fixtures(accounting, INVOICE_V1)
+    bridged = [migrate_envelope(spec, envelope, target) for envelope in originals]
     send(vhost_url, KEY2, [delivery_of(envelope) for envelope in bridged])
-    read: list[str] = []
-    service = GuardedConsumer(accounting, vhost_url, queues=[Q2]).on(INVOICE_V1, lambda m: read.append(m.message_id))
+    read: dict[str, Message] = {}
+    service = GuardedConsumer(accounting, vhost_url, queues=[Q2]).on(
+        INVOICE_V1, lambda m: read.setdefault(m.message_id, m)
+    )
 
     service.run(idle_timeout=1.0)
 
-    letters = dead_letters(vhost_url, Q2)
-    assert read == []
-    assert reasons(letters) == ["NOT_MIGRATABLE"] * 3
-    assert f"{INVOICE_V1} -> {INVOICE_V2}" in letters[0][0].headers["x-reject-detail"]
+    assert {message_id: m.envelope["payload"] for message_id, m in read.items()} == {
+        e["metadata"]["messageId"]: e["payload"] for e in originals
+    }
+    assert {m.message_type for m in read.values()} == {INVOICE_V1}
+    assert service.counters.peek()[INVOICE_V2].migrated_to == {INVOICE_V1: 3}
+    assert dead_letters(vhost_url, Q2) == []
 
 
 def test_without_a_dead_letter_route_the_broker_dead_letters_the_rejected_message_itself(vhost_url, accounting):

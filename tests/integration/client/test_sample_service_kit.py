@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 from tests.integration.client.sample_service import INVOICE_V2, Ledger, dispatcher
 
+from contract_platform.catalog import load_catalog
 from contract_platform.client import Dispatcher, Message, run_consumer_kit
+from contract_platform.client.bundle import bundle_from_document
 from contract_platform.client.pytest_plugin import consumer_kit  # noqa: F401  # the fixture, as a service enables it
 from contract_platform.client.testkit import UNKNOWN_VALUE
+from contract_platform.export.bundle import export_bundle
 
 INVOICE_V1, ORDER_CREATED = "billing.invoice-issued.v1", "order.order-created.v1"
 
@@ -90,11 +93,33 @@ def test_the_kit_catches_a_reader_that_breaks_on_an_added_field_or_an_unknown_va
     assert all(UNKNOWN_VALUE not in c.outcome for c in report.cases)
 
 
-def test_a_version_the_service_cannot_read_is_reported_unreadable(accounting):
-    read: list[str] = []
-    v1_only = Dispatcher(accounting).on(INVOICE_V1, lambda message: read.append(message.message_id))
+def test_a_reader_of_v1_meets_every_v2_fixture_through_the_migration_read_backwards(accounting):
+    read: list[tuple[str, str]] = []
+    v1_only = Dispatcher(accounting).on(
+        INVOICE_V1, lambda message: read.append((message.received_type, message.message_id))
+    )
 
     report = run_consumer_kit(accounting, v1_only)
+
+    report.assert_ok()
+    assert report.unreadable == []
+    v2_ids = {f.document["metadata"]["messageId"] for f in accounting.fixtures(INVOICE_V2, valid=True)}
+    assert {message_id for received, message_id in read if received == INVOICE_V2} == v2_ids  # the v1 handler had each
+
+
+def test_a_version_the_service_cannot_read_is_reported_unreadable(catalog_copy):
+    migration = catalog_copy / "billing" / "invoice-issued" / "v2" / "migration.yaml"
+    migration.write_text(
+        migration.read_text().replace(
+            "{op: copy, from: /status, to: /status}",
+            "{op: mapEnum, from: /status, to: /status, mapping: {ISSUED: ISSUED, PAID: PAID}, default: VOID}",
+        )
+    )  # v1 -> v2 folds statuses: v2 cannot be read back as v1
+    bundle = bundle_from_document(export_bundle(load_catalog(catalog_copy), service="accounting-service"), "b.json")
+    read: list[str] = []
+    v1_only = Dispatcher(bundle).on(INVOICE_V1, lambda message: read.append(message.message_id))
+
+    report = run_consumer_kit(bundle, v1_only)
 
     report.assert_ok()
     assert report.unreadable == [INVOICE_V2]

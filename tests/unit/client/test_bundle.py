@@ -73,7 +73,10 @@ def test_an_exported_bundle_loads_compiled_with_its_roles_routes_and_fixtures(tm
     assert bundle.consumes() == [INVOICE_V1, INVOICE_V2]
     assert bundle.validator.accelerated  # jsonschema-rs validators built at load, not at the first message
     assert [step.target.message_type for step in bundle.route(INVOICE_V1, INVOICE_V2) or []] == [INVOICE_V2]
-    assert bundle.route(INVOICE_V2, INVOICE_V1) is None  # migration.yaml goes v1 -> v2 only
+    backwards = bundle.route(INVOICE_V2, INVOICE_V1) or []  # v1 -> v2's migration.yaml, read backwards
+    assert [(step.target.message_type, step.file.endswith("(read backwards)")) for step in backwards] == [
+        (INVOICE_V1, True)
+    ]
     assert len(list(bundle.fixtures(INVOICE_V2, valid=False))) == 3
 
 
@@ -250,3 +253,24 @@ def test_the_cli_refuses_a_bundle_without_a_selection_or_in_another_format(capsy
 
     code, _, err = run_cli(capsys, "export", "asyncapi", "--service", "billing-service", "--catalog", str(catalog_dir))
     assert code == 2 and "export bundle" in err
+
+
+def test_a_migration_that_cannot_be_read_backwards_is_loaded_one_way_with_the_reason_kept(catalog_copy, bundle_of):
+    migration = catalog_copy / "billing" / "invoice-issued" / "v2" / "migration.yaml"
+    text = migration.read_text()
+    assert "{op: copy, from: /status, to: /status}" in text
+    migration.write_text(
+        text.replace(
+            "{op: copy, from: /status, to: /status}",
+            "{op: mapEnum, from: /status, to: /status, mapping: {ISSUED: ISSUED, PAID: PAID}, default: VOID}",
+        )
+    )
+
+    bundle = bundle_of(service="accounting-service", source=catalog_copy)
+
+    assert bundle.route(INVOICE_V1, INVOICE_V2) is not None
+    assert bundle.route(INVOICE_V2, INVOICE_V1) is None
+    why = bundle.not_backwards[(INVOICE_V2, INVOICE_V1)]
+    assert why.endswith(
+        "/migration#/payload/5/default: mapEnum folds every unmapped /status value into 'VOID': it cannot be mapped back"
+    )

@@ -152,16 +152,36 @@ def test_an_older_major_is_read_through_migration_into_the_version_the_service_r
         assert seen.envelope == v2[item.name]
 
 
-def test_a_newer_major_for_a_reader_of_the_older_one_is_not_migratable_where_no_migration_goes_that_way(
-    every_version,
-):
+def test_a_reader_of_the_older_major_reads_the_newer_one_through_the_migration_read_backwards(every_version):
     guard = Guard(every_version, reads=[INVOICE_V1])
+    v1 = {item.name: item.document for item in every_version.fixtures(INVOICE_V1, valid=True)}
 
-    seen = guard.inspect(*delivery_of(fixture(every_version, INVOICE_V2)))
+    for item in every_version.fixtures(INVOICE_V2, valid=True):
+        seen = guard.inspect(*delivery_of(item.document))
+        assert isinstance(seen, Inspected), (item.name, seen)
+        assert (seen.received_type, seen.message_type, seen.migrated) == (INVOICE_V2, INVOICE_V1, True)
+        assert seen.envelope["payload"] == v1[item.name]["payload"]
+
+
+def test_a_newer_major_for_a_reader_of_the_older_one_is_not_migratable_where_the_migration_cannot_go_back(
+    catalog_copy, bundle_of
+):
+    migration = catalog_copy / "billing" / "invoice-issued" / "v2" / "migration.yaml"
+    migration.write_text(
+        migration.read_text().replace(
+            "{op: copy, from: /status, to: /status}",
+            "{op: mapEnum, from: /status, to: /status, mapping: {ISSUED: ISSUED, PAID: PAID}, default: VOID}",
+        )
+    )
+    bundle = bundle_of(message_types=(INVOICE_V1, INVOICE_V2), source=catalog_copy)
+    guard = Guard(bundle, reads=[INVOICE_V1])
+
+    seen = guard.inspect(*delivery_of(fixture(bundle, INVOICE_V2)))
 
     assert (seen.reason, seen.message_type) == (RejectReason.NOT_MIGRATABLE, INVOICE_V2)
     assert f"no migration.yaml of the bundle reads {INVOICE_V2}" in seen.detail
     assert f"{INVOICE_V1} -> {INVOICE_V2}" in seen.detail
+    assert "backwards" in seen.detail and "cannot be mapped back" in seen.detail
 
 
 def test_a_message_the_migration_cannot_carry_is_not_migratable_at_its_pointer(every_version):

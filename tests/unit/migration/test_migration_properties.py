@@ -138,6 +138,7 @@ VALUE_FOR = {
     "currencyFrom": st.sampled_from(OLD_FIELDS),
     "to": st.sampled_from(NEW_FIELDS),
     "exponentTo": st.sampled_from(NEW_FIELDS),
+    "exponentFrom": st.sampled_from(OLD_FIELDS),
     "exponents": st.dictionaries(st.sampled_from(["JPY", "EUR", "KWD"]), st.integers(0, 5), max_size=3),
     "defaultExponent": st.integers(0, 5),
     "exponent": st.integers(0, 5),
