@@ -32,6 +32,7 @@ from contract_platform.evidence.figures import (
     RuntimeValidationFigures,
 )
 from contract_platform.evidence.records import EvidenceRecord, VersionState
+from contract_platform.evidence.runtime import runtime_window
 
 __all__ = [
     "Guard",
@@ -167,22 +168,18 @@ def guard_runtime_validation(ctx: GuardContext) -> list[str]:
     """
     days = ctx.contract.validation.window_days
     records = ctx.collected_since(EvidenceKind.RUNTIME_VALIDATION, ctx.now - timedelta(days=days))
-    figures = [RuntimeValidationFigures.of(record) for record in records]
-    checked = sum(max(f.checked, 0) for f in figures)
-    rejected = sum(max(f.rejected, 0) for f in figures)
-    target = ctx.contract.validation.invalid_rate_target
-    if checked == 0 or rejected / checked <= target:
+    window = runtime_window(
+        (RuntimeValidationFigures.of(record) for record in records),
+        days=days,
+        target=ctx.contract.validation.invalid_rate_target,
+    )
+    if not window.over_target:
         return []
-    by_service: dict[str, int] = {}
-    for f in figures:
-        if f.rejected > 0:
-            name = f"{f.service or 'a service'} ({f.side or 'consume'})"
-            by_service[name] = by_service.get(name, 0) + f.rejected
-    worst = ", ".join(f"{name}: {count}" for name, count in sorted(by_service.items(), key=lambda kv: -kv[1])[:3])
+    worst = ", ".join(f"{t.service} ({t.side}): {t.rejected}" for t in window.tallies[:3] if t.rejected > 0)
     return [
-        f"runtime rejection rate {rejected / checked:.3%} ({rejected} of {checked} messages judged by services' guards "
-        f"in the last {days} days; {worst}) is above the target {target:.3%}: the dead-letter queues hold the "
-        "rejected messages with their x-reject-* headers (docs/service-client.md#dead-letters)"
+        f"runtime rejection rate {window.rate:.3%} ({window.rejected} of {window.checked} messages judged by services' "
+        f"guards in the last {days} days; {worst}) is above the target {window.target:.3%}: the dead-letter queues "
+        "hold the rejected messages with their x-reject-* headers (docs/service-client.md#dead-letters)"
     ]
 
 

@@ -235,6 +235,7 @@ def contract_detail(view: views.ContractView, urls: Urls) -> models.ContractDeta
         replay=[models.ReplayOut.of(r, _replay_run_url(urls, r.run_id)) for r in view.replays],
         readers=models.ReadersOut.of(view.readers),
         retired_traffic=models.RetiredTrafficOut.of(view.retired_traffic),
+        runtime=models.RuntimeOut.of(view.runtime),
     )
 
 

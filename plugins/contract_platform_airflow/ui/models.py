@@ -193,6 +193,61 @@ class ProducerTrafficOut(_Out):
     last_received_at: str | None
 
 
+class GuardTallyOut(_Out):
+    service: str
+    side: str = Field(description="publish or consume")
+    checked: int
+    rejected: int
+    rate: float | None
+    by_reason: dict[str, int]
+    tolerated: int
+    migrated: int
+    business_rejected: int = Field(description="The handler's own refusals: never in the rate.")
+    until: str | None = Field(description="The end of the latest period counted.")
+
+
+class RuntimeOut(_Out):
+    """What services' guards judged of this version over the validation window (docs/service-client.md)."""
+
+    days: int
+    target: float
+    checked: int
+    rejected: int
+    rate: float | None
+    over_target: bool = Field(description="Over validation.invalidRateTarget: promotion is refused.")
+    dropped: int = Field(description="Periods' counts services dropped: the figures undercount them.")
+    services: list[GuardTallyOut]
+
+    @classmethod
+    def of(cls, window: views.RuntimeWindow | None) -> RuntimeOut | None:
+        if window is None:
+            return None
+        return cls(
+            days=window.days,
+            target=window.target,
+            checked=window.checked,
+            rejected=window.rejected,
+            rate=window.rate,
+            over_target=window.over_target,
+            dropped=window.dropped,
+            services=[
+                GuardTallyOut(
+                    service=t.service,
+                    side=t.side,
+                    checked=t.checked,
+                    rejected=t.rejected,
+                    rate=t.rate,
+                    by_reason=dict(t.by_reason),
+                    tolerated=t.tolerated,
+                    migrated=t.migrated,
+                    business_rejected=t.business_rejected,
+                    until=t.until,
+                )
+                for t in window.tallies
+            ],
+        )
+
+
 class RetiredTrafficOut(_Out):
     """Messages received on a retired version after its retirement: an alarm, not a migration's parity."""
 
@@ -393,6 +448,10 @@ class ContractDetailOut(ContractSummaryOut):
     retired_traffic: RetiredTrafficOut | None = Field(
         default=None,
         description="A retired version's messages received after its retirement (None: none seen, or not retired).",
+    )
+    runtime: RuntimeOut | None = Field(
+        default=None,
+        description="Services' guards over the validation window, beside archive validation (None: no service reports).",
     )
 
 

@@ -28,8 +28,9 @@ from typing import Any, Literal, Protocol, cast
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
 from contract_platform.evidence import EvidenceKind, Registry
-from contract_platform.evidence.figures import ProducerTraffic, RetiredTrafficFigures
+from contract_platform.evidence.figures import ProducerTraffic, RetiredTrafficFigures, RuntimeValidationFigures
 from contract_platform.evidence.records import EvidenceMark, EvidenceRecord, RefusalRecord, TransitionRecord
+from contract_platform.evidence.runtime import RuntimeWindow, runtime_window
 from contract_platform.impact.moves import ConsumerMove
 from contract_platform.lifecycle import GuardContext, check_step
 from contract_platform.migration.readers import readers_over_time, version_sessions
@@ -387,6 +388,7 @@ class ContractView:
     readers: ReadersView | None = None  # the latest retirement audit's readers check, if it had one
     quality: QualityView | None = None  # the latest envelope quality run, expectation by expectation
     retired_traffic: RetiredTrafficView | None = None  # a retired version still receiving messages: an alarm
+    runtime: RuntimeWindow | None = None  # what services' guards judged over the validation window, if any guard did
 
 
 @dataclass(frozen=True)
@@ -883,7 +885,20 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         readers=_latest_readers(registry, message_type),
         quality=quality_view(_latest_quality(recent, registry, message_type)),
         retired_traffic=retired_traffic_view(registry, message_type, retired),
+        runtime=runtime_view(registry, contract, now or datetime.now(UTC)),
     )
+
+
+def runtime_view(registry: Registry, contract: Contract, now: datetime) -> RuntimeWindow | None:
+    """Services' guards over the validation window, summed as the promotion guard sums them; None when no service
+    reported any (a type no service guards)."""
+    days = contract.validation.window_days
+    since = now - timedelta(days=days)
+    records = registry.evidence(contract.message_type, EvidenceKind.RUNTIME_VALIDATION, since=since, limit=_MANY)
+    if not records:
+        return None
+    figures = (RuntimeValidationFigures.of(record) for record in records)
+    return runtime_window(figures, days=days, target=contract.validation.invalid_rate_target)
 
 
 def _latest_quality(recent: Sequence[Any], registry: Registry, message_type: str) -> EvidenceItem | None:
