@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from contract_platform.evidence.runtime import RuntimeWindow
 from contract_platform_airflow.ui import views
 
 __all__ = [
@@ -219,7 +220,7 @@ class RuntimeOut(_Out):
     services: list[GuardTallyOut]
 
     @classmethod
-    def of(cls, window: views.RuntimeWindow | None) -> RuntimeOut | None:
+    def of(cls, window: RuntimeWindow | None) -> RuntimeOut | None:
         if window is None:
             return None
         return cls(
