@@ -8,7 +8,8 @@
 The envelopes frame (``quality.columns``) is built by ``spark_jobs/envelope_quality.py``; the
 ``envelope_quality`` DAG and ``contractctl quality`` run that job. Importing this package imports
 neither Great Expectations nor PySpark: ``run_suite`` does, when it runs. Data Docs land in
-``<data>/gx/uncommitted/data_docs/local_site/index.html``.
+``<data>/gx/uncommitted/data_docs/local_site/index.html`` and open offline: ``offline_site.make_offline``
+points their pages at the scripts and styles in ``quality/assets/``, copied into ``local_site/static/vendor/``.
 """
 
 from contract_platform.quality.evidence import evidence_figures, record_quality

@@ -7,9 +7,11 @@ suite from ``suite_for``, a validation definition and a checkpoint of the same n
 ``add_or_update_*``, so re-running over the same context replaces, never duplicates.
 
 The context lives in ``<data>/gx`` (``settings.data_dir()``) unless ``context_root`` says otherwise;
-the Data Docs in ``<gx>/uncommitted/data_docs/local_site/index.html``, and beside them
-``envelope_quality.html``, the same results readable offline (``quality.results_page``). Neither Great Expectations
-nor PySpark is imported until ``run_suite`` runs, and GX's usage analytics are off before it is (``quality.telemetry``).
+the Data Docs in ``<gx>/uncommitted/data_docs/local_site/index.html``, their pages pointed at the scripts and
+styles the platform ships instead of CDNs, so the site opens offline (``quality.offline_site``), and beside them
+``envelope_quality.html``, the same results on one page without scripts (``quality.results_page``). Neither Great
+Expectations nor PySpark is imported until ``run_suite`` runs, and GX's usage analytics are off before it is
+(``quality.telemetry``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from contract_platform import settings
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.errors import QualityError, UsageError
 from contract_platform.quality import columns as col
+from contract_platform.quality.offline_site import make_offline
 from contract_platform.quality.report import NO_TYPE, ExpectationResult, QualityReport, TypeQuality
 from contract_platform.quality.results_page import RESULTS_PAGE_NAME, write_results_page
 from contract_platform.quality.samples import sample_message_ids
@@ -47,7 +50,7 @@ PREFIX = "envelope_quality"  # GX names: <PREFIX>.<messageType> for datasource, 
 ASSET = "envelopes"
 BATCH = "whole"
 DATA_DOCS_INDEX = Path("uncommitted", "data_docs", "local_site", "index.html")
-RESULTS_PAGE = DATA_DOCS_INDEX.with_name(RESULTS_PAGE_NAME)  # the results without scripts: opens offline
+RESULTS_PAGE = DATA_DOCS_INDEX.with_name(RESULTS_PAGE_NAME)  # the results on one page without scripts
 RESULT_FORMAT = {"result_format": "SUMMARY"}  # samples come from quality.samples (GX's index lists cost 2x)
 ROWS_PER_PARTITION = 1_000_000  # a type's envelopes are coalesced to this: GX runs many small Spark jobs
 
@@ -106,7 +109,11 @@ def run_suite(
     )
     if not data_docs:
         return report
-    try:  # beside the Data Docs, from the same results: what opens without a network (quality.results_page)
+    try:  # GX's pages load their scripts from CDNs: pointed at the copies the platform ships (quality.offline_site)
+        make_offline(index.parent)
+    except OSError as exc:
+        raise UsageError(f"{index.parent}: cannot copy the Data Docs' scripts and styles there ({exc})") from exc
+    try:  # beside the Data Docs, from the same results: one page without scripts (quality.results_page)
         page = write_results_page(report, index.parent)
     except OSError as exc:
         raise UsageError(f"{index.parent}: cannot write the envelope quality results page there ({exc})") from exc
