@@ -362,7 +362,8 @@ def _offline_browser(user_data: str):  # type: ignore[no-untyped-def]
 
 
 def _data_docs_site(root: Path) -> None:
-    """A real Great Expectations Data Docs site (pandas, one suite): what the CDN-loading index looks like."""
+    """A real Great Expectations Data Docs site (pandas, one suite), as GX writes it: its pages load from CDNs
+    (the platform's runs point them at local copies, ``quality.offline_site``; ``tests/spark`` opens those)."""
     import great_expectations as gx
     import pandas as pd
     from great_expectations.checkpoint import UpdateDataDocsAction
@@ -388,7 +389,7 @@ def _data_docs_site(root: Path) -> None:
 
 def test_the_quality_results_open_from_disk_without_a_network(tmp_path: Path) -> None:
     """What the main job's summary points to (``quality:``) opens offline and shows every expectation's outcome;
-    the Data Docs index, offline, shows little but a link to it."""
+    the Data Docs index links to it, even as GX writes it (before the platform's rewrite, its CDN scripts fail)."""
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
 

@@ -1,11 +1,11 @@
 """The envelope quality results as one self-contained HTML page that opens anywhere, without a network.
 
-Great Expectations' Data Docs load their scripts and stylesheets from CDNs: opened from disk on a
-machine without internet they show nothing but a broken logo. This page is written beside them
-(``<gx>/uncommitted/data_docs/local_site/envelope_quality.html``) after every run from the same
+Great Expectations' Data Docs spread a run over many pages, each loading a dozen scripts and stylesheets
+(the platform's copies, ``quality.offline_site``: the site opens offline too). This page is written beside
+them (``<gx>/uncommitted/data_docs/local_site/envelope_quality.html``) after every run from the same
 ``QualityReport``: per message type its verdict and every expectation, met or missed, with the share
 of envelopes that met it, its threshold (``mostly``), the unexpected count, sample messageIds and
-what was skipped. Inline CSS, no script, no external reference: a file to open, mail or archive.
+what was skipped. Inline CSS, no script, no external reference: one file to open, mail or archive.
 The Data Docs index gets a line at its top that links here.
 """
 
@@ -96,7 +96,7 @@ def render_results_page(report: QualityReport, *, generated_at: datetime | None 
     )
     docs = (
         '<p class="muted">The same run in Great Expectations\' Data Docs: <a href="index.html">index.html</a> '
-        "(needs internet for its scripts and styles).</p>"
+        "(opens offline too: its scripts and styles are in the site's <code>static/vendor</code> folder).</p>"
         if report.data_docs
         else ""
     )
@@ -125,7 +125,7 @@ def write_results_page(report: QualityReport, site: Path) -> Path:
 
 
 def link_from_data_docs(index: Path) -> None:
-    """Put a plain link to the results page at the top of the Data Docs index (once), where it shows offline."""
+    """Put a plain link to the results page at the top of the Data Docs index (once), above GX's own header."""
     if not index.is_file():
         return
     text = index.read_text(encoding="utf-8")
@@ -133,8 +133,8 @@ def link_from_data_docs(index: Path) -> None:
         return
     banner = (
         f'{_MARK}<p style="margin:0;padding:8px 12px;background:#fff8e1;border-bottom:1px solid #e0c36a;'
-        'font:15px system-ui,sans-serif">Offline, or this page stays empty? The same results without scripts: '
-        f'<a href="{RESULTS_PAGE_NAME}">{RESULTS_PAGE_NAME}</a></p>'
+        'font:15px system-ui,sans-serif">Every envelope quality result of the last run on one page, to read, mail or '
+        f'archive: <a href="{RESULTS_PAGE_NAME}">{RESULTS_PAGE_NAME}</a></p>'
     )
     start = text.find("<body")
     end = text.find(">", start) if start >= 0 else -1
