@@ -17,6 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.offline_browser import (
+    CHROMIUM_MISSING,
+    chromium_installed,
+    offline_chromium,
+    open_page,
+    screenshot,
+    script_errors,
+)
 from tests.unit.quality import quality_traffic as traffic
 
 from contract_platform.catalog import Catalog, load_catalog
@@ -269,6 +277,89 @@ def test_the_results_page_beside_the_data_docs_holds_every_expectation_of_the_ru
     with Registry.open(run["registry_url"]) as registry:
         recorded = registry.evidence("order.order-created.v1", EvidenceKind.ENVELOPE_QUALITY)
     assert [r.reference for r in recorded if r.run_id == "quality-test"] == [str(page)]
+
+
+def _site(run: dict[str, Any]) -> Path:
+    return run["out"] / "gx" / "uncommitted" / "data_docs" / "local_site"
+
+
+def test_the_data_docs_load_nothing_from_the_network_and_what_they_load_is_in_the_site(run: dict[str, Any]):
+    """Every page GX built for the run points at the copies in ``static/vendor`` (quality.offline_site)."""
+    from contract_platform.quality.offline_site import CDN_FILES, VENDOR_FOLDER, external_references, loaded_references
+
+    site = _site(run)
+    pages = [page for page in site.rglob("*.html") if not page.is_relative_to(site / VENDOR_FOLDER)]
+    assert len(pages) >= 1 + 2 * len(EXPECTED)  # the index, a suite and a validation page per type, the results
+    vendored = {f"{VENDOR_FOLDER}/{package.folder}/{path}" for package, path in CDN_FILES.values()}
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert external_references(text) == set(), page.relative_to(site)
+        for url in loaded_references(text):
+            target = (page.parent / url).resolve()
+            if target.relative_to(site.resolve()).as_posix() in vendored or "logo-long.png" in url:
+                assert target.is_file(), f"{page.relative_to(site)} loads {url}: not there"
+
+
+@pytest.mark.skipif(not chromium_installed(), reason=CHROMIUM_MISSING)
+def test_the_data_docs_and_the_results_page_open_offline_in_a_browser(run: dict[str, Any], tmp_path: Path):
+    """The site GX built for the run, opened from disk by a Chromium that reaches no network: the index, a
+    failing validation page and ``envelope_quality.html`` run their scripts (jQuery, bootstrap-table, vega...,
+    the versions vendored), their tables render, Font Awesome's icons load, and no page asks the network for
+    anything. Screenshots: ``<tmp_path>/screenshots/{data-docs-index,data-docs-validation,envelope-quality}.png``
+    (pytest's tmp folder of this test, kept for the last three runs)."""
+    import tempfile
+
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    site = _site(run)
+    [validation] = sorted(site.glob("validations/envelope_quality/order/order-created/v1/**/*.html"))
+    shots = tmp_path / "screenshots"
+    loaded = """
+        const $ = window.jQuery, table = $ && $.fn.bootstrapTable;
+        return {
+          jquery: $ && $.fn.jquery, bootstrapTable: table && table.VERSION, popper: typeof window.Popper,
+          filterControl: !!(table && 'filterControl' in table.defaults), datepicker: !!($ && $.fn.datepicker),
+          modal: !!($ && $.fn.modal), vega: window.vega && vega.version, vegaLite: window.vegaLite && vegaLite.version,
+          vegaEmbed: typeof window.vegaEmbed, tables: document.querySelectorAll('div.bootstrap-table table').length,
+          navbar: getComputedStyle(document.querySelector('nav.navbar')).display,
+          icons: document.querySelectorAll('i.fas, i.far, i.fa').length,
+          fontAwesome: document.fonts.check('900 16px "Font Awesome 6 Free"'),
+        };"""
+    with tempfile.TemporaryDirectory(prefix="chromium-offline-") as user_data:
+        driver = offline_chromium(user_data)
+        try:
+            with pytest.raises(WebDriverException, match="ERR_"):  # the network really is out of reach
+                driver.get("https://cdn.jsdelivr.net/npm/vega@5")
+            for page, name in ((site / "index.html", "data-docs-index"), (validation, "data-docs-validation")):
+                requests = open_page(driver, page)
+                state = driver.execute_script(loaded)
+                screenshot(driver, shots / f"{name}.png")
+                assert [r for r in requests if not r.local] == [], name  # nothing asked of the network
+                assert any(r.url.endswith("vega.min.js") and r.failed is None for r in requests), name
+                assert script_errors(driver) == [], name
+                assert (state["jquery"], state["bootstrapTable"], state["vega"], state["vegaLite"]) == (
+                    "3.7.1",
+                    "1.19.1",
+                    "5.33.1",
+                    "5.23.0",
+                ), name
+                assert state["popper"] == state["vegaEmbed"] == "function", name
+                assert state["filterControl"] and state["datepicker"] and state["modal"], name
+                assert state["tables"] >= 1 and state["navbar"] == "flex", (name, state)  # bootstrap's styles
+            assert state["icons"] >= 1 and state["fontAwesome"], state  # the failed expectations' icons
+
+            requests = open_page(driver, site / "envelope_quality.html")
+            screenshot(driver, shots / "envelope-quality.png")
+            assert [r for r in requests if not r.local] == [] and script_errors(driver) == []
+            assert driver.find_element(By.ID, "overall").text == "fail"
+            shown = {
+                row.get_attribute("data-expectation") for row in driver.find_elements(By.CSS_SELECTOR, "tr.missed")
+            }
+            assert set(EXPECTED[ORDER_CREATED]) <= shown
+        finally:
+            driver.quit()
+    assert all((shots / f"{name}.png").stat().st_size > 10_000 for name in ("data-docs-index", "envelope-quality"))
 
 
 def _seed_other_guards(registry: Registry, catalog: Catalog, name: str) -> None:
