@@ -234,7 +234,7 @@ def run_audits(
     url: str, management_url: str, contracts: list[Contract], deprecated: int, workdir: Path, per_version: int
 ) -> dict[str, Any]:
     from contract_platform.amqp.connection import close_quietly, open_connection
-    from contract_platform.amqp.inspection import ManagementClient
+    from contract_platform.amqp.http import ManagementClient
     from contract_platform.retirement import LastSeen, audit_version, audit_versions
     from contract_platform.retirement.snapshot import TopologySnapshot
     from contract_platform.store import Registry

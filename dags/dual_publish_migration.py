@@ -187,7 +187,8 @@ def dual_publish_migration() -> None:
     def verify_dual_publish(plan: dict[str, Any]) -> dict[str, Any]:
         import logging
 
-        from contract_platform.amqp.inspection import ManagementClient, inspect_queue
+        from contract_platform.amqp.http import ManagementClient
+        from contract_platform.amqp.inspection import inspect_queue
         from contract_platform.migration.parity import consumer_queues
 
         catalog, route = _route(plan["target"])

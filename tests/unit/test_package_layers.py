@@ -300,3 +300,29 @@ def test_the_dags_import_no_spark_job() -> None:
     assert not wrong, "a DAG submits a Spark job by its file (contract_platform_airflow.spark.spark_submit):\n" + (
         "\n".join(wrong)
     )
+
+
+def test_no_cycle_between_modules() -> None:
+    """No module reaches itself again through the modules it imports, at module level, inside a function or for
+    the type checker. A package's ``__init__`` is left out: it re-exports its modules and they import the names
+    it defines, which Python resolves in order."""
+    modules = {module_name(path) for path in DOMAIN.rglob("*.py")}
+    packages = {module_name(path) for path in DOMAIN.rglob("__init__.py")}
+
+    def resolved(target: str) -> str:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        return target
+
+    edges: dict[str, dict[str, Import]] = {}
+    for found in IMPORTS:
+        target = resolved(found.target) if found.target.startswith(f"{ROOT}.") else ""
+        if target and target != found.source and target not in packages and found.source not in packages:
+            edges.setdefault(found.source, {}).setdefault(target, found)
+    cycles = []
+    for start in sorted(edges):
+        path = _path_back(edges, start)
+        if path is not None:
+            cycles.append(" -> ".join([start, *(step.target for step in path)]))
+            cycles += [f"    {step}" for step in path]
+    assert not cycles, "modules that import each other (move the definition they share):\n" + "\n".join(cycles)

@@ -57,7 +57,8 @@ from contract_platform.activity.continuity import (
 )
 from contract_platform.activity.events import ROUTING_KEYS, parse_event
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
-from contract_platform.amqp.inspection import ManagementClient, exchange_exists, passive_queue
+from contract_platform.amqp.http import ManagementClient
+from contract_platform.amqp.inspection import exchange_exists, passive_queue
 from contract_platform.amqp.management import EVENT_EXCHANGE, event_exchange_problem, management_client_for_url
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import (

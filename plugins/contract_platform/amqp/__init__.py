@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
-    from contract_platform.amqp.inspection import ManagementClient, QueueState, inspect_queue
+    from contract_platform.amqp.http import ManagementClient
+    from contract_platform.amqp.inspection import QueueState, inspect_queue
     from contract_platform.amqp.peek import PeekOutcome
     from contract_platform.amqp.plan import (
         Binding,

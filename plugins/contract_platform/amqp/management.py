@@ -30,7 +30,7 @@ from urllib.parse import quote, unquote, urlsplit
 import httpx
 
 from contract_platform import settings
-from contract_platform.amqp.inspection import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient, describe_owner
+from contract_platform.amqp.http import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient, describe_owner
 from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import EventExchangeUnavailable, ManagementUnavailable

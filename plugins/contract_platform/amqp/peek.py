@@ -37,7 +37,8 @@ from typing import Any
 
 import pika.exceptions as px
 
-from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, QueueLocked, describe_owner, passive_queue
+from contract_platform.amqp.http import NOT_FOUND, describe_owner
+from contract_platform.amqp.inspection import RESOURCE_LOCKED, QueueLocked, passive_queue
 from contract_platform.amqp.types import BrokerConnection
 
 __all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk", "requeues_count"]

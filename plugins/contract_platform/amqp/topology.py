@@ -18,13 +18,8 @@ import pika.exceptions as px
 from pika.adapters.blocking_connection import BlockingChannel
 
 from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
-from contract_platform.amqp.inspection import (
-    ManagementClient,
-    exchange_exists,
-    inspect_queue,
-    passive_queue,
-    resolve_management,
-)
+from contract_platform.amqp.http import ManagementClient
+from contract_platform.amqp.inspection import exchange_exists, inspect_queue, passive_queue, resolve_management
 from contract_platform.amqp.plan import (
     ARCHIVE_QUEUE_TYPE,
     QUEUE_TYPES,

@@ -47,7 +47,8 @@ from functools import partial
 from typing import Any
 
 from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
-from contract_platform.amqp.inspection import ManagementClient, passive_queue
+from contract_platform.amqp.http import ManagementClient
+from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.management import BrokerTopology, probe_management, read_topology
 from contract_platform.amqp.peek import PeekOutcome, peek, requeues_count
 from contract_platform.amqp.topology import Role, dlx_name, plan_topology

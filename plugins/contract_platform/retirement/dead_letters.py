@@ -39,7 +39,8 @@ import pika
 
 from contract_platform import settings
 from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
-from contract_platform.amqp.inspection import NOT_FOUND, RESOURCE_LOCKED, ManagementClient, probing
+from contract_platform.amqp.http import NOT_FOUND, ManagementClient
+from contract_platform.amqp.inspection import RESOURCE_LOCKED, probing
 from contract_platform.amqp.management import BrokerTopology, QueueInfo
 from contract_platform.amqp.peek import PeekOutcome, peek, requeue_risk
 from contract_platform.amqp.topology import Role, TopologyPlan

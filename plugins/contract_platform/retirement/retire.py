@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from contract_platform import settings
-from contract_platform.amqp.inspection import ManagementClient, inspect_queue, resolve_management
+from contract_platform.amqp.http import ManagementClient
+from contract_platform.amqp.inspection import inspect_queue, resolve_management
 from contract_platform.amqp.topology import Outcome, TopologyPlan, plan_topology, remove_topology
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract, Status

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from contract_platform import settings
-from contract_platform.amqp.inspection import ManagementClient
+from contract_platform.amqp.http import ManagementClient
 from contract_platform.amqp.management import BrokerTopology, read_topology
 from contract_platform.amqp.topology import TopologyPlan
 from contract_platform.amqp.types import BrokerConnection

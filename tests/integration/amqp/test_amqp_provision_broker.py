@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from contract_platform.amqp import Outcome, Publisher, inspect_queue, plan_topology, provision, remove_topology
-from contract_platform.amqp.inspection import ManagementClient, exchange_exists, passive_queue
+from contract_platform.amqp.http import ManagementClient
+from contract_platform.amqp.inspection import exchange_exists, passive_queue
 from contract_platform.catalog.model import Contract
 from contract_platform.errors import TopologyConflict
 

@@ -10,7 +10,7 @@ import pytest
 
 from contract_platform.amqp import amqp_url, describe_broker, open_connection
 from contract_platform.amqp.connection import ERROR_TABLE, broker_errors, broker_version, map_error
-from contract_platform.amqp.inspection import ManagementClient
+from contract_platform.amqp.http import ManagementClient
 from contract_platform.errors import BrokerError, BrokerUnavailable, PublishRefused
 
 SECRET = "pa55-w0rd-secret"

@@ -26,7 +26,7 @@ def test_the_virtual_host_is_the_decoded_path_segment(url: str, vhost: str) -> N
 def test_every_reader_of_a_url_agrees() -> None:
     import json
 
-    from contract_platform.amqp.inspection import ManagementClient
+    from contract_platform.amqp.http import ManagementClient
     from contract_platform_airflow.settings import rabbitmq_connection
 
     url = "amqp://u:p@h:5672/billing%2Fv2"

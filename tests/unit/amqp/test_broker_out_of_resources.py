@@ -12,7 +12,7 @@ import pytest
 from pika.adapters.utils.connection_workflow import AMQPConnectorStackTimeout
 
 from contract_platform.amqp import connection as amqp_connection
-from contract_platform.amqp.inspection import ManagementClient
+from contract_platform.amqp.http import ManagementClient
 from contract_platform.amqp.management import describe_resources, read_topology, resource_problem
 from contract_platform.errors import BrokerOutOfResources, BrokerUnavailable, ManagementUnavailable
 

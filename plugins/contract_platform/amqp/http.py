@@ -1,0 +1,184 @@
+"""The RabbitMQ management HTTP API client: no pika, no AMQP connection, so every module may import it.
+
+``ManagementClient`` answers ``None`` rather than failing when the API cannot tell (plugin disabled, stats
+disabled, other credentials): every field it returns is optional to its callers. ``amqp.management`` reads
+the whole topology through it; ``amqp.inspection`` adds it to what passive declares see; ``amqp.connection``
+asks it why a broker refused a connection. ``httpx`` is imported on the first request.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from contract_platform.amqp.types import BrokerConnection
+from contract_platform.amqp.urls import vhost_of
+from contract_platform.settings import redact_url
+
+__all__ = ["DEFAULT_MANAGEMENT_PORT", "NOT_FOUND", "ManagementClient", "describe_owner"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MANAGEMENT_PORT = 15672
+_TLS: list[ssl.SSLContext] = []
+
+
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process: httpx builds a new one per call otherwise (~40 ms of loading
+    CA certificates each, which made provisioning an estate spend half its time here)."""
+    if not _TLS:
+        _TLS.append(ssl.create_default_context())
+    return _TLS[0]
+
+
+NOT_FOUND = 404
+
+
+class ManagementClient:
+    """A thin, read-mostly client of the RabbitMQ management API for one virtual host.
+
+    Every method returns ``None`` when the answer is not available: API not enabled or not reachable,
+    credentials refused, object not found. Callers then fall back to what AMQP alone can tell.
+    """
+
+    def __init__(
+        self,
+        base_url: str = f"http://127.0.0.1:{DEFAULT_MANAGEMENT_PORT}",
+        user: str = "guest",
+        password: str = "guest",
+        *,
+        vhost: str = "/",
+        timeout: float = 5.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.user = user
+        self.vhost = vhost
+        self.timeout = timeout
+        self._password = password
+        self._unavailable = False
+
+    @property
+    def auth(self) -> tuple[str, str]:
+        """(user, password) for HTTP basic auth: pass it on, never log it."""
+        return self.user, self._password
+
+    def __repr__(self) -> str:
+        return f"ManagementClient({self.base_url!r}, user={self.user!r}, vhost={self.vhost!r})"
+
+    @classmethod
+    def from_amqp_url(cls, url: str, *, port: int = DEFAULT_MANAGEMENT_PORT, timeout: float = 5.0) -> ManagementClient:
+        """Same host, user, password and vhost as the AMQP URL; HTTP on ``port`` (HTTPS for amqps)."""
+        parts = urlsplit(url)
+        scheme = "https" if parts.scheme == "amqps" else "http"
+        vhost = vhost_of(url)
+        return cls(
+            f"{scheme}://{parts.hostname or '127.0.0.1'}:{port}",
+            unquote(parts.username or "guest"),
+            unquote(parts.password or "guest"),
+            vhost=vhost,
+            timeout=timeout,
+        )
+
+    @classmethod
+    def for_connection(
+        cls, connection: BrokerConnection, *, port: int = DEFAULT_MANAGEMENT_PORT
+    ) -> ManagementClient | None:
+        """A client for the broker and credentials of an open pika connection (``None`` if unknown)."""
+        params = getattr(getattr(connection, "_impl", None), "params", None)
+        credentials = getattr(params, "credentials", None)
+        if params is None or credentials is None:
+            return None
+        scheme = "https" if getattr(params, "ssl_options", None) else "http"
+        return cls(
+            f"{scheme}://{params.host}:{port}",
+            credentials.username,
+            credentials.password,
+            vhost=params.virtual_host,
+        )
+
+    def get(self, path: str) -> Any | None:
+        """GET ``/api/<path>`` as JSON, or ``None`` (not found, API absent, refused, not JSON)."""
+        if self._unavailable:
+            return None
+        import httpx  # here, not at the top: the verbs that never ask the management API start without it
+
+        url = f"{self.base_url}/api/{path}"
+        try:
+            response = httpx.get(url, auth=(self.user, self._password), timeout=self.timeout, verify=_tls_context())
+        except httpx.HTTPError as exc:
+            self._give_up(f"management API at {self.base_url} not reachable ({type(exc).__name__})")
+            return None
+        if response.status_code == NOT_FOUND:
+            return None
+        if response.status_code in (httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN):
+            self._give_up(f"management API at {self.base_url} answered {response.status_code} for user {self.user!r}")
+            return None
+        if response.status_code != httpx.codes.OK:
+            log.warning("management API at %s answered %s for %s", self.base_url, response.status_code, path)
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return None
+
+    def overview(self) -> dict[str, Any] | None:
+        answer = self.get("overview")
+        return answer if isinstance(answer, dict) else None
+
+    def queue(self, name: str) -> dict[str, Any] | None:
+        answer = self.get(f"queues/{self._vhost()}/{quote(name, safe='')}")
+        return answer if isinstance(answer, dict) else None
+
+    def connection(self, name: str) -> dict[str, Any] | None:
+        """The connection object (client properties, peer host, user) by the broker's name for it."""
+        answer = self.get(f"connections/{quote(name, safe='')}")
+        return answer if isinstance(answer, dict) else None
+
+    def exchange(self, name: str) -> dict[str, Any] | None:
+        answer = self.get(f"exchanges/{self._vhost()}/{quote(name, safe='')}")
+        return answer if isinstance(answer, dict) else None
+
+    def bindings(self, exchange: str, queue: str) -> list[dict[str, Any]] | None:
+        """Bindings from ``exchange`` to ``queue``; ``None`` when the API cannot tell."""
+        answer = self.get(f"bindings/{self._vhost()}/e/{quote(exchange, safe='')}/q/{quote(queue, safe='')}")
+        return answer if isinstance(answer, list) else None
+
+    def queue_names(self, prefix: str = "") -> list[str] | None:
+        answer = self.get(f"queues/{self._vhost()}?columns=name")
+        if not isinstance(answer, list):
+            return None
+        return sorted(
+            str(q["name"]) for q in answer if isinstance(q, dict) and str(q.get("name", "")).startswith(prefix)
+        )
+
+    def exchange_names(self, prefix: str = "") -> list[str] | None:
+        answer = self.get(f"exchanges/{self._vhost()}?columns=name")
+        if not isinstance(answer, list):
+            return None
+        return sorted(
+            str(x["name"]) for x in answer if isinstance(x, dict) and str(x.get("name", "")).startswith(prefix)
+        )
+
+    def _vhost(self) -> str:
+        return quote(self.vhost, safe="")
+
+    def _give_up(self, message: str) -> None:
+        """Stop asking (a firewalled port would cost a timeout per call) and say so once."""
+        self._unavailable = True
+        log.warning("%s; using AMQP only from now on", redact_url(message))
+
+
+def describe_owner(details: Any, connection: Any = None) -> str:
+    """Who holds an exclusive queue, from its ``owner_pid_details`` and, when known, the owner's connection
+    object: ``billing-reader from 10.0.0.7 as svc`` (the client-provided name, else the broker's name)."""
+    details = details if isinstance(details, dict) else {}
+    connection = connection if isinstance(connection, dict) else {}
+    properties = connection.get("client_properties")
+    client_name = properties.get("connection_name") if isinstance(properties, dict) else None
+    name = client_name or details.get("name") or connection.get("name")
+    who = str(name) if name else "another connection"
+    peer = details.get("peer_host") or connection.get("peer_host")
+    user = connection.get("user")
+    return who + (f" from {peer}" if peer else "") + (f" as {user}" if user else "")
