@@ -277,7 +277,8 @@ def test_dockerfile_installs_java_and_the_platform():
     dockerfile = DOCKERFILE.read_text("utf-8")
     assert "openjdk-17-jre-headless" in dockerfile
     assert re.search(
-        r"pip install [^\n]*\"apache-airflow==\$\{AIRFLOW_VERSION\}\" \"/opt/contract-platform/src\[celery\]\"", dockerfile
+        r"pip install [^\n]*\"apache-airflow==\$\{AIRFLOW_VERSION\}\" \"/opt/contract-platform/src\[celery\]\"",
+        dockerfile,
     )
     for folder in ("plugins", "contracts", "dags", "spark_jobs"):
         assert re.search(rf"^COPY [^\n]*\b{folder} ", dockerfile, re.MULTILINE), f"the image does not copy {folder}/"

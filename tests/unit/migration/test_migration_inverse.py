@@ -153,7 +153,10 @@ def test_minor_units_to_decimal_is_an_op_of_the_language_with_its_exponent_given
     for ops, gist in [
         ("- {op: minorUnitsToDecimal, from: /minor, to: /amount}", "needs an exponent"),
         ("- {op: minorUnitsToDecimal, from: /minor, to: /amount, exponent: 2, exponentFrom: /e}", "one way"),
-        ("- {op: minorUnitsToDecimal, from: /minor, to: /amount, exponentFrom: /e, defaultExponent: 2}", "only applies"),
+        (
+            "- {op: minorUnitsToDecimal, from: /minor, to: /amount, exponentFrom: /e, defaultExponent: 2}",
+            "only applies",
+        ),
         ("- {op: decimalToMinorUnits, from: /amount, to: /minor, exponentFrom: /e}", "unknown key 'exponentFrom'"),
     ]:
         with pytest.raises(MigrationSpecError) as caught:
