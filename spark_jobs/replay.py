@@ -41,6 +41,7 @@ from pyspark.sql import SparkSession
 from contract_platform import settings
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import History
+from contract_platform.evidence.registry import earlier_schemas
 from contract_platform.replay.engine import ReplayPlan, Tally, judge_for
 from contract_platform.replay.run import (
     InFlightOf,
@@ -50,7 +51,6 @@ from contract_platform.replay.run import (
     broker_in_flight,
     missing_archive,
     record_result,
-    registry_history,
     replay_targets,
     replay_versions,
     replay_window,
@@ -64,7 +64,6 @@ from spark_jobs.validate_archive import archive_splits, list_archive
 __all__ = [
     "broker_in_flight",
     "main",
-    "registry_history",
     "replay_archive",
     "run_replay",
     "spark_tally",
@@ -189,7 +188,7 @@ def _replay(run: JobRun) -> int:
             archive,
             run.catalog_dir,
             run.catalog,
-            partial(registry_history, registry),
+            partial(earlier_schemas, registry),
             only=args.only,
             in_flight=not args.no_in_flight,
             now=datetime.now(UTC),

@@ -23,6 +23,7 @@ from contract_platform.checks import compatibility_of
 from contract_platform.errors import ContractPlatformError
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.figures import CompatibilityFigures, FixturesFigures, LintFigures, MigrationSpecFigures
+from contract_platform.evidence.registry import earlier_schemas
 from contract_platform.lint import Finding, RuleId, Severity, lint_catalog
 
 if TYPE_CHECKING:  # an annotation: the readers come from the caller (retirement.observed.ReadersSource)
@@ -138,7 +139,7 @@ def check_compatibility(
     for contract in catalog:
         if wanted is not None and contract.message_type not in wanted:
             continue
-        history = [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
+        history = earlier_schemas(registry, contract)
         result = compatibility_of(
             contract, history, default_dialect=catalog.default_dialect, catalog=catalog, readers=readers
         )

@@ -29,3 +29,18 @@ def test_a_url_given_wins(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", "postgresql+psycopg2://registry@db/registry")
     assert settings.registry_url() == "postgresql+psycopg2://registry@db/registry"
+
+
+def test_earlier_schemas_leave_the_version_itself_out_oldest_first(tmp_path, catalog):
+    """The one rule for 'what a version is compared with': the registry's schemas of its major, not its own."""
+    from contract_platform.evidence.registry import earlier_schemas
+    from contract_platform.store import Registry
+
+    v1 = catalog.get("billing.invoice-issued.v1")
+    with Registry.open(f"sqlite:///{tmp_path / 'r.db'}") as registry:
+        for version in ("1.10.0", v1.version, "1.2.0"):
+            registry.snapshot_schema(v1.message_type, version, {"title": version})
+        assert [v for v, _ in earlier_schemas(registry, v1)] == sorted(
+            {"1.2.0", "1.10.0"} - {v1.version}, key=lambda v: tuple(int(p) for p in v.split("."))
+        )
+    assert earlier_schemas(None, v1) == []

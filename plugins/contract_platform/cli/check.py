@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.catalog.selection import Selection
-    from contract_platform.checks import CheckReport
+    from contract_platform.checks import CheckReport, History
     from contract_platform.replay.run import ReplayResult
     from contract_platform.replay.statement import Statement
     from contract_platform.retirement.observed import ReadersSource
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from contract_platform.replay.statement import statements_of
 
     catalog, selection = _selected(args)
-    history_of: Callable[[Contract], list[tuple[str, object]]] | None = None
+    history_of: Callable[[Contract], History] | None = None
     if args.against:
         from contract_platform.catalog.history import schemas_at_git_ref
 
@@ -78,22 +79,26 @@ def run(args: argparse.Namespace) -> int:
             [c for c in catalog if selection is None or c.message_type in selection], args.against
         )
 
-        def at_git_ref(contract: Contract) -> list[tuple[str, object]]:
+        def at_git_ref(contract: Contract) -> History:
             found = earlier.get(contract.message_type)  # an unselected version: nothing to compare or replay
             return [found] if found else []
 
         history_of = at_git_ref
-    elif args.replay is not None:
-        history_of = _registry_history(args.registry_url)
+    with contextlib.ExitStack() as history:  # the registry the replay's history comes from, closed on every path
+        if not args.against and args.replay is not None:
+            from contract_platform.evidence.registry import earlier_schemas
 
-    only_types = None if selection is None else set(selection.selected)
-    with contextlib.ExitStack() as opened:  # the readers perspective's registry and broker connection
-        readers = _readers_source(args, catalog, only_types, opened)
-        report = check_catalog(catalog, history_of, only=only_types, readers=readers)
-    if selection is not None and args.format == "text":
-        out(selection.describe())
-    only = None if selection is None else selection.selected  # replay too: the versions the change reaches
-    replayed = _replay(args, catalog, history_of, only) if args.replay is not None and history_of is not None else None
+            history_of = partial(earlier_schemas, history.enter_context(_open_registry(args.registry_url)))
+        only_types = None if selection is None else set(selection.selected)
+        with contextlib.ExitStack() as opened:  # the readers perspective's registry and broker connection
+            readers = _readers_source(args, catalog, only_types, opened)
+            report = check_catalog(catalog, history_of, only=only_types, readers=readers)
+        if selection is not None and args.format == "text":
+            out(selection.describe())
+        only = None if selection is None else selection.selected  # replay too: the versions the change reaches
+        replayed = (
+            _replay(args, catalog, history_of, only) if args.replay is not None and history_of is not None else None
+        )
     statements = statements_of(report.compatibility, replayed)  # what each version's evidence decided
     ok = _passes(report, statements, replayed, strict=args.strict)
     if getattr(args, "spark_log", None) is not None:  # --replay ran Spark: its log's path on failure or --verbose
@@ -217,17 +222,10 @@ def _selected(args: argparse.Namespace) -> tuple[Catalog, Selection | None]:
     return catalog, selection
 
 
-def _registry_history(url: str | None) -> Callable[[Contract], list[tuple[str, object]]]:
-    """Earlier versions of each contract's major as the registry saw them (its own version left out)."""
-    from contract_platform import settings
+def _open_registry(url: str | None) -> Any:
     from contract_platform.store import Registry
 
-    registry = Registry.open(url or settings.registry_url())
-
-    def history_of(contract: Contract) -> list[tuple[str, object]]:
-        return [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
-
-    return history_of
+    return Registry.open(url or settings.registry_url())
 
 
 def _replay(

@@ -28,7 +28,7 @@ from contract_platform.evidence.records import (
     VersionState,
 )
 
-__all__ = ["ActivityLog", "Registry"]
+__all__ = ["ActivityLog", "Registry", "earlier_schemas"]
 
 
 class Registry(Protocol):
@@ -175,3 +175,11 @@ class ActivityLog(Protocol):
     def record_gap(self, start: datetime, end: datetime, reason: str, *, close_sessions: bool = False) -> None: ...
 
     def prune_broker_activity(self, before: datetime) -> int: ...
+
+
+def earlier_schemas(registry: Registry | None, contract: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The payload schemas the registry has recorded of ``contract``'s major, oldest first, without the contract's
+    own version: what a change is compared with and a replay judges against (``[]`` without a registry)."""
+    if registry is None:
+        return []
+    return [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]

@@ -54,7 +54,6 @@ __all__ = [
     "missing_archive",
     "problems_after_replay",
     "record_result",
-    "registry_history",
     "replay_summary",
     "replay_targets",
     "replay_versions",
@@ -401,13 +400,6 @@ def broker_in_flight(connection: BrokerConnection, management: Any) -> InFlightO
             return not_checked(str(exc))
 
     return read
-
-
-def registry_history(registry: Registry | None, contract: Contract) -> History:
-    """The schemas the registry has seen of the contract's major, the contract's own version left out."""
-    if registry is None:
-        return []
-    return [(v, s) for v, s in registry.schema_history(contract.message_type) if v != contract.version]
 
 
 def record_result(registry: Registry, result: ReplayResult, *, run_id: str | None = None) -> None:
