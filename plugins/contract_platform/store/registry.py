@@ -719,15 +719,8 @@ def _gap_before(conn: Connection, segment_id: str, covered_from: datetime) -> Co
     if previous is None:
         return None
     start = previous.covered_until
-    activity.close_open_sessions(conn, start, covered_from)
-    reason = previous.end_reason or _UNCLOSED
-    gap = CoverageGap(start, covered_from, reason)
-    exists = conn.execute(
-        select(coverage_gaps.c.id).where(coverage_gaps.c.start == start, coverage_gaps.c.end == covered_from)
-    ).first()
-    if exists is None:
-        conn.execute(insert(coverage_gaps).values(start=start, end=covered_from, reason=reason))
-    return gap
+    activity.close_open_sessions(conn, start, covered_from)  # what they did in the gap is unknown, recorded or not
+    return _record_gap(conn, start, covered_from, previous.end_reason or _UNCLOSED, close_sessions=False)
 
 
 def _latest_per(table: Any, group: Sequence[Any], newest: Sequence[Any], where: Sequence[Any] = ()) -> Select[Any]:
