@@ -89,34 +89,30 @@ def _run(args: argparse.Namespace) -> int:
     catalog = load(args.catalog)
     contract = catalog.require(args.type)
     connection = open_connection()
-    try:  # the management API is required, probed once, before anything slow; its read serves every check
+    try:  # closed on every path: the management probe, the registry, the scan and the audit may each raise
+        # the management API is required, probed once, before anything slow; its read serves every check
         snapshot = audit_snapshot(connection, vhosts=args.vhost, dead_letter_suffixes=args.dead_letter_suffix)
-    except BaseException:
-        close_quietly(connection)
-        raise
-    registry = Registry.open(args.registry)
-    try:
-        last_seen = LastSeen.read(args.last_seen) if args.last_seen else _scan(args.archive or settings.archive_dir())
-        try:
-            result = audit_version(
-                contract,
-                catalog,
-                registry,
-                connection,
-                last_seen,
-                now=datetime.now(UTC),
-                run_id=None,
-                snapshot=snapshot,
-                dead_letter_scope=args.dead_letter_prefix,
-                record=args.record,
-            )
-        finally:
-            close_quietly(connection)
-        report = None
-        if args.record:
-            report = keep_audit(result, registry, settings.docs_dir()).paths.markdown
+        with Registry.open(args.registry) as registry:
+            try:
+                last_seen = (
+                    LastSeen.read(args.last_seen) if args.last_seen else _scan(args.archive or settings.archive_dir())
+                )
+                result = audit_version(
+                    contract,
+                    catalog,
+                    registry,
+                    connection,
+                    last_seen,
+                    now=datetime.now(UTC),
+                    run_id=None,
+                    snapshot=snapshot,
+                    dead_letter_scope=args.dead_letter_prefix,
+                    record=args.record,
+                )
+            finally:
+                close_quietly(connection)  # the broker is done with before the report is written
+            report = keep_audit(result, registry, settings.docs_dir()).paths.markdown if args.record else None
     finally:
-        registry.close()
         close_quietly(connection)
     if args.format == "json":
         emit_json(result.to_dict() | {"report": str(report) if report else None})
