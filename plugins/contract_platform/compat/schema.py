@@ -130,6 +130,10 @@ class Document:
             return bool(self._validator.evolve(schema=schema).is_valid(instance))
         except (ContractPlatformError, RecursionError):
             return None
+        except BaseException as exc:  # a recursion that ended inside the Rust validator comes out as its panic
+            if type(exc).__name__ == "PanicException":
+                return None
+            raise
 
     @property
     def reads_evaluation(self) -> bool:
