@@ -65,6 +65,7 @@ __all__ = [
     "broker_in_flight",
     "main",
     "replay_archive",
+    "replay_targets_on_spark",
     "run_replay",
     "spark_tally",
     "tally_archive",
@@ -145,11 +146,34 @@ def replay_archive(
     broker_url: str | None = None,
     now: datetime | None = None,
 ) -> list[ReplayResult]:
-    """This job's replay (and ``contractctl check --replay --engine spark``): targets, then
-    ``replay.run.replay_versions`` with the archive on Spark."""
+    """This job's replay: the targets (``replay.run.replay_targets``), then ``replay_targets_on_spark``."""
     if not path_exists(spark, archive):
         raise missing_archive(archive)
-    targets = replay_targets(catalog, history_of, only)
+    return replay_targets_on_spark(
+        spark,
+        archive,
+        catalog_dir,
+        replay_targets(catalog, history_of, only),
+        in_flight=in_flight,
+        broker_url=broker_url,
+        now=now,
+    )
+
+
+def replay_targets_on_spark(
+    spark: SparkSession,
+    archive: str,
+    catalog_dir: str,
+    targets: Sequence[ReplayTarget],
+    *,
+    in_flight: bool = True,
+    broker_url: str | None = None,
+    now: datetime | None = None,
+) -> list[ReplayResult]:
+    """``replay.run.replay_versions`` of targets already chosen, with the archive on Spark (also
+    ``contractctl check --replay --engine spark``, whose check chose them)."""
+    if not path_exists(spark, archive):
+        raise missing_archive(archive)
     return replay_versions(
         targets, archive, catalog_dir, spark_tally(spark), in_flight=in_flight, broker_url=broker_url, now=now
     )

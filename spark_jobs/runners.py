@@ -9,7 +9,7 @@ Each runner starts a local session (an active one is reused) and stops it when i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from spark_jobs.session import local_session
 
 if TYPE_CHECKING:
-    from contract_platform.catalog.model import Catalog, Contract
+    from contract_platform.catalog.model import Catalog
     from contract_platform.quality import QualityReport
-    from contract_platform.replay.run import ReplayResult
+    from contract_platform.replay.run import ReplayResult, ReplayTarget
 
 __all__ = ["last_seen", "quality", "replay"]
 
@@ -40,18 +40,9 @@ def last_seen(root: str) -> dict[str, dict[str, Any]] | None:
         return archive_last_seen.scan_archive(spark, root)
 
 
-def replay(
-    archive: str,
-    catalog: Catalog,
-    history_of: Callable[[Contract], list[tuple[str, object]]],
-    *,
-    only: list[str] | None,
-    in_flight: bool,
-) -> list[ReplayResult]:
-    """``contractctl check --replay`` on Spark: the replay job's ``replay_archive`` over ``archive``."""
+def replay(archive: str, catalog: Catalog, targets: Sequence[ReplayTarget], *, in_flight: bool) -> list[ReplayResult]:
+    """``contractctl check --replay`` on Spark: the replay job's ``replay_targets_on_spark`` over ``archive``."""
     from spark_jobs import replay as replay_job
 
     with local_session("contractctl-replay") as spark:
-        return replay_job.replay_archive(
-            spark, archive, str(catalog.root), catalog, history_of, only=only, in_flight=in_flight
-        )
+        return replay_job.replay_targets_on_spark(spark, archive, str(catalog.root), targets, in_flight=in_flight)

@@ -37,6 +37,8 @@ class CompatibilityResult:
     semver_problems: list[str]
     impact: ConsumerImpact | None = None  # per consumer; None when the version declares no consumers
     perspective: PerspectiveDecision | None = None  # set when the readers perspective was asked to decide
+    # the changes against the latest earlier version (compat ``Change``s, under the contract's policy): diffed once
+    latest_changes: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def accepted_by_readers(self) -> bool:
@@ -136,20 +138,23 @@ def compatibility_of(
     catalogue's ``defaultDialect``), as the contract's own schema was when it loaded. With
     ``compatibility.perspective: readers`` and a refused writer verdict, ``readers`` (what was seen of the
     version's readers) lets the readers perspective decide; without it the perspective refuses, naming why."""
-    from contract_platform.compat import Mode, Policy, check_history, diff_schemas
+    from contract_platform.compat import Mode, Policy, history_diffs, judge_changes
     from contract_platform.compat import check_semver as semver
     from contract_platform.impact import impact_of_contract, readers_perspective
 
     if not history:
         return None
-    verdict = check_history(
+    mode = Mode(contract.compatibility)
+    diffs = history_diffs(
         list(history),
         contract.payload_schema,
-        mode=Mode(contract.compatibility),
+        mode=mode,
         policy=Policy(contract.compatibility_policy),
         default_dialect=default_dialect,
     )
+    verdict = judge_changes(mode, diffs)
     latest_label, latest_schema = history[-1]
+    latest_changes = diffs[-1][1]  # the latest version is always compared, and last
     latest_version = latest_label.split(" ", 1)[0]
     impact = None
     if contract.consumers:  # judged on the changes against the latest version, whose places the diff knows
@@ -163,10 +168,11 @@ def compatibility_of(
             impact if impact is not None else impact_of_contract(contract, verdict.changes, old_schema=latest_schema),
             readers(contract) if readers is not None else None,
         )
-    changes = diff_schemas(latest_schema, contract.payload_schema, default_dialect=default_dialect)
     accepted = perspective is not None and perspective.accepted
     problems = (
-        semver(latest_version, contract.version, changes, breaking_allowed=accepted) if latest_version != "?" else []
+        semver(latest_version, contract.version, latest_changes, breaking_allowed=accepted)
+        if latest_version != "?"
+        else []
     )
     return CompatibilityResult(
         message_type=contract.message_type,
@@ -178,6 +184,7 @@ def compatibility_of(
         semver_problems=list(problems),
         impact=impact,
         perspective=perspective,
+        latest_changes=tuple(latest_changes),
     )
 
 

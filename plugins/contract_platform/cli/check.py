@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.catalog.selection import Selection
     from contract_platform.checks import CheckReport, History
+    from contract_platform.cli.engines import SparkLog
     from contract_platform.replay.run import ReplayResult
     from contract_platform.replay.statement import Statement
     from contract_platform.retirement.observed import ReadersSource
@@ -96,13 +97,15 @@ def run(args: argparse.Namespace) -> int:
         if selection is not None and args.format == "text":
             out(selection.describe())
         only = None if selection is None else selection.selected  # replay too: the versions the change reaches
-        replayed = (
-            _replay(args, catalog, history_of, only) if args.replay is not None and history_of is not None else None
+        replayed, spark_log = (
+            _replay(args, catalog, history_of, report, only)
+            if args.replay is not None and history_of is not None
+            else (None, None)
         )
     statements = statements_of(report.compatibility, replayed)  # what each version's evidence decided
     ok = _passes(report, statements, replayed, strict=args.strict)
-    if getattr(args, "spark_log", None) is not None:  # --replay ran Spark: its log's path on failure or --verbose
-        args.spark_log.announce(failed=not ok)
+    if spark_log is not None:  # --replay ran Spark: its log's path on failure or --verbose
+        spark_log.announce(failed=not ok)
     summary = (
         f"{report.contracts} contracts checked: {len(report.findings)} lint findings, "
         f"{sum(1 for s in statements if not s.ok)} compatibility failures — {'OK' if ok else 'FAILED'}"
@@ -229,29 +232,34 @@ def _open_registry(url: str | None) -> Any:
 
 
 def _replay(
-    args: argparse.Namespace, catalog: Catalog, history_of: Any, only: list[str] | None = None
-) -> list[ReplayResult]:
-    """The replay, in this process for a small local window, else on one local SparkSession (docs/replay.md#engines)."""
+    args: argparse.Namespace,
+    catalog: Catalog,
+    history_of: Any,
+    report: CheckReport,
+    only: list[str] | None = None,
+) -> tuple[list[ReplayResult], SparkLog | None]:
+    """The replay of what ``report`` compared (its verdicts reused, not reached again), in this process for a small
+    local window, else on one local SparkSession (docs/replay.md#engines); with the Spark log when Spark ran."""
     from contract_platform import settings
     from contract_platform.cli.output import err
     from contract_platform.replay.local import Engine, choose_engine, replay_locally
     from contract_platform.replay.run import replay_targets
 
     archive = args.replay or str(settings.archive_dir())
-    targets = replay_targets(catalog, history_of, only)
+    targets = replay_targets(catalog, history_of, only, compatibility=report.compatibility)
     choice = choose_engine(args.engine, archive, targets)
     if args.verbose:
         err(f"contractctl: replay engine: {choice.engine} ({choice.why})")
     if args.format == "text":
         out(choice.describe(len(targets)))
     if choice.engine is Engine.LOCAL:
-        return replay_locally(targets, archive, str(catalog.root), in_flight=not args.no_in_flight)
+        return replay_locally(targets, archive, str(catalog.root), in_flight=not args.no_in_flight), None
     from contract_platform.cli import engines
 
     replay_on_spark = engines.replay()  # found before the log starts: without the Spark jobs, exit 2 says so
     # Spark's own output goes to a log; its path is printed once the verdict is known (run's output part)
-    with engines.quiet_spark()("check", verbose=args.verbose, defer=True) as args.spark_log:
-        return replay_on_spark(archive, catalog, history_of, only=only, in_flight=not args.no_in_flight)
+    with engines.quiet_spark()("check", verbose=args.verbose, defer=True) as spark_log:
+        return replay_on_spark(archive, catalog, targets, in_flight=not args.no_in_flight), spark_log
 
 
 def _passes(

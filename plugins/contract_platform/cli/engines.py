@@ -22,7 +22,7 @@ them (``SparkJobsMissing``); ``run_quietly`` then just runs the body, since no J
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import date
 from importlib.metadata import EntryPoint, entry_points
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from contract_platform.errors import SparkJobsMissing
 
 if TYPE_CHECKING:
-    from contract_platform.catalog.model import Catalog, Contract
+    from contract_platform.catalog.model import Catalog
     from contract_platform.quality import QualityReport
-    from contract_platform.replay.run import ReplayResult
+    from contract_platform.replay.run import ReplayResult, ReplayTarget
     from contract_platform.validation.request import ValidationRequest
 
 __all__ = [
@@ -92,13 +92,7 @@ class LastSeenScan(Protocol):
 
 class Replay(Protocol):
     def __call__(
-        self,
-        archive: str,
-        catalog: Catalog,
-        history_of: Callable[[Contract], list[tuple[str, object]]],
-        *,
-        only: list[str] | None,
-        in_flight: bool,
+        self, archive: str, catalog: Catalog, targets: Sequence[ReplayTarget], *, in_flight: bool
     ) -> list[ReplayResult]: ...
 
 

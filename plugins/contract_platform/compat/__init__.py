@@ -15,7 +15,7 @@ data written under NEW (NEW ⊆ OLD). Rule ids and their directions: :class:`Rul
 from __future__ import annotations
 
 from .model import Change, Mode, Policy, ReportedChange, RuleId, Verdict
-from .verdict import check_compatibility, check_history, check_semver, required_bump
+from .verdict import check_compatibility, check_history, check_semver, history_diffs, judge_changes, required_bump
 from .walker import diff_schemas
 
 __all__ = [
@@ -28,6 +28,8 @@ __all__ = [
     "check_compatibility",
     "check_history",
     "check_semver",
+    "history_diffs",
+    "judge_changes",
     "diff_schemas",
     "required_bump",
 ]

@@ -20,13 +20,14 @@ from .model import Change, Mode, Policy, ReportedChange, Verdict
 from .rules import ANNOTATION_RULES
 from .walker import diff_schemas
 
-__all__ = ["check_compatibility", "check_history", "check_semver", "required_bump"]
+__all__ = ["check_compatibility", "check_history", "check_semver", "history_diffs", "judge_changes", "required_bump"]
 
 Bump = Literal["major", "minor", "patch"]
 _VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 
 
-def _verdict(mode: Mode, groups: Sequence[tuple[str | None, list[Change]]]) -> Verdict:
+def judge_changes(mode: Mode, groups: Sequence[tuple[str | None, list[Change]]]) -> Verdict:
+    """The verdict under ``mode`` on changes already found, each group against the version its label names."""
     reported = [
         ReportedChange(c.rule, c.path, mode.accepts(c.backward, c.forward), c.message, label)
         for label, changes in groups
@@ -46,7 +47,7 @@ def check_compatibility(
     """May NEW replace OLD under ``mode``? NONE is always compatible; its changes are still listed.
     ``default_dialect`` reads a schema with neither ``$schema`` nor a draft's own keywords."""
     changes = diff_schemas(old, new, policy=policy, default_dialect=default_dialect)
-    return _verdict(Mode(mode), [(None, changes)])
+    return judge_changes(Mode(mode), [(None, changes)])
 
 
 def check_history(
@@ -59,15 +60,25 @@ def check_history(
 ) -> Verdict:
     """NEW against the versions before it (oldest first, one major): the latest only, or all of them
     for ``*_TRANSITIVE`` modes. Each reported change names the version it was found against."""
-    mode = Mode(mode)
-    targets = history if mode.transitive else history[-1:]
-    return _verdict(
-        mode,
-        [
-            (label, diff_schemas(schema, new, policy=policy, default_dialect=default_dialect))
-            for label, schema in targets
-        ],
-    )
+    diffs = history_diffs(history, new, mode=mode, policy=policy, default_dialect=default_dialect)
+    return judge_changes(Mode(mode), diffs)
+
+
+def history_diffs(
+    history: Sequence[tuple[str, Mapping[str, Any] | bool]],
+    new: Mapping[str, Any] | bool,
+    *,
+    mode: Mode,
+    policy: Policy = Policy.STRICT,
+    default_dialect: str = DEFAULT_DIALECT,
+) -> list[tuple[str, list[Change]]]:
+    """What ``check_history`` judges: NEW diffed once against each version ``mode`` compares it with (the latest
+    last), as ``(label, changes)``: a caller that needs the changes themselves (the semver check, the replay's
+    narrowing) takes them from here instead of diffing again."""
+    targets = history if Mode(mode).transitive else history[-1:]
+    return [
+        (label, diff_schemas(schema, new, policy=policy, default_dialect=default_dialect)) for label, schema in targets
+    ]
 
 
 def _breaks(change: Change, mode: Mode) -> bool:

@@ -27,7 +27,7 @@ import orjson
 from contract_platform import evidence
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract
-from contract_platform.checks import History, compatibility_of
+from contract_platform.checks import CompatibilityResult, History, compatibility_of
 from contract_platform.errors import BrokerError, ContractPlatformError, UsageError
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.figures import CompatibilityFigures, ReplayFigures
@@ -82,11 +82,19 @@ class ReplayTarget:
 
 
 def replay_targets(
-    catalog: Catalog, history_of: Callable[[Contract], History], only: Iterable[str] | None = None
+    catalog: Catalog,
+    history_of: Callable[[Contract], History],
+    only: Iterable[str] | None = None,
+    *,
+    compatibility: Iterable[CompatibilityResult] | None = None,
 ) -> list[ReplayTarget]:
-    """Every version with an earlier version of its major (``history_of``), and every new major with a migration."""
-    from contract_platform.compat import Mode, Policy, diff_schemas
+    """Every version with an earlier version of its major (``history_of``), and every new major with a migration.
 
+    ``compatibility``: the verdicts ``check`` already reached (``CheckReport.compatibility``); a version found
+    there is not compared again, so the replay judges what the check judged (its readers perspective too)."""
+    from contract_platform.compat import Mode
+
+    judged = {result.message_type: result for result in compatibility or ()}
     wanted = set(only) if only is not None else None
     found = []
     for contract in catalog:
@@ -94,20 +102,16 @@ def replay_targets(
             continue
         mask = _MESSAGE_ID in contract.pii.fields
         history = list(history_of(contract))
-        result = compatibility_of(contract, history, default_dialect=catalog.default_dialect)
-        if result is not None:
+        result = judged.get(contract.message_type)
+        if result is None:
+            result = compatibility_of(contract, history, default_dialect=catalog.default_dialect)
+        if result is not None and history:
             latest = history[-1][1]
-            changes = diff_schemas(
-                latest,
-                contract.payload_schema,
-                policy=Policy(contract.compatibility_policy),
-                default_dialect=catalog.default_dialect,
-            )
             static = StaticVerdict.COMPATIBLE if result.compatible else StaticVerdict.BREAKING
             problems = [f"{c['message']} ({c['path']})" for c in result.changes if not c["compatible"]]
             problems += list(result.semver_problems)
             plan = ReplayPlan(contract.message_type, contract.message_type, current_schema=latest, mask_ids=mask)
-            narrowing = breaks_only_by_narrowing(changes, Mode(contract.compatibility))
+            narrowing = breaks_only_by_narrowing(result.latest_changes, Mode(contract.compatibility))
             found.append(ReplayTarget(contract, plan, static, narrowing, tuple(problems)))
             continue
         predecessor = catalog.predecessor(contract)

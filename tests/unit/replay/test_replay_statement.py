@@ -144,3 +144,30 @@ def test_check_text_json_github_and_the_main_job_say_the_same_thing(capsys, tmp_
     assert consumers.startswith("::warning ") and headline in consumers.replace("%0A", "\n").splitlines()[0]
     main_job = load_script("main_job")
     assert main_job.pull_request_statement(report) == f"{ORDER} 1.3.0: {headline}"
+
+
+def test_check_against_with_replay_compares_each_changed_version_once(capsys, tmp_path, catalog_dir, monkeypatch):
+    """The replay takes the check's verdicts: the changed version is diffed against its earlier one once in the
+    whole run, not again for the replay's targets and its narrowing (one walk, going one way)."""
+    import contract_platform.compat as compat
+    from contract_platform.compat import verdict
+
+    catalogue = catalogue_repo(tmp_path / "repo", catalog_dir)
+    tighten(catalogue, compatibility=EVIDENCE)
+    archive = write_archive(tmp_path / "archive", catalogue, VALID, datetime.now(UTC))
+    diffed: list[str] = []
+    real = verdict.diff_schemas
+
+    def counted(old: Any, new: Any, **options: Any) -> Any:
+        diffed.append(str(new.get("title") if isinstance(new, dict) else new))
+        return real(old, new, **options)
+
+    monkeypatch.setattr(verdict, "diff_schemas", counted)  # what check_history calls
+    monkeypatch.setattr(compat, "diff_schemas", counted)  # what any other caller imports
+    argv = ["check", str(catalogue), "--against", "main", "--replay", str(archive), "--no-in-flight"]
+
+    code, _, _ = run_cli(capsys, *argv, "--engine", "local")
+
+    changed = load_catalog(catalogue).contracts[ORDER].payload_schema
+    assert code == 0
+    assert diffed.count(str(changed.get("title"))) == 1
