@@ -45,7 +45,7 @@ from contract_platform.retirement.dead_letters import (
 )
 from contract_platform.retirement.discovery import Discovery
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, require_aware
-from contract_platform.retirement.observed import recorded_coverage
+from contract_platform.retirement.observed import Coverage, recorded_coverage
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
 from contract_platform.retirement.queues import (
     QueueLook,
@@ -124,6 +124,7 @@ def audit_version(
         sweep=sweep,
     )
     queues = version_queues(looks, discovery, home)
+    coverage: Coverage | None = None
     if topology is None:
         readers = CheckResult(
             CheckName.READERS,
@@ -138,13 +139,14 @@ def audit_version(
         )
         if record:
             registry.record_queue_counters(counters)
-        readers = judge_readers(
-            contract,
+        coverage = recorded_coverage(  # read once: the readers check and the consumers' moves both judge it
             registry,
-            queues,
+            readers_since(contract, now),
             now=now,
-            unrecorded=() if record else counters,
             wait=settings.recorder_heartbeat() * 3 if wait_for_recorder is None else wait_for_recorder,
+        )
+        readers = judge_readers(
+            contract, registry, queues, now=now, unrecorded=() if record else counters, coverage=coverage
         )
     checks = (
         check_queues(looks, discovery),
@@ -152,7 +154,7 @@ def audit_version(
         check_dead_letters(contract, scan),
         check_retention(contract, last_seen, now=now),
         check_holds(contract, now=now),
-        check_successor_consumers(contract, catalog, _moves(contract, catalog, registry, now)),
+        check_successor_consumers(contract, catalog, _moves(contract, catalog, registry, now, coverage)),
     )
     return AuditResult(contract.message_type, contract.version, now, checks, run_id)
 
@@ -291,12 +293,21 @@ def queue_counters(
     return rows
 
 
-def _moves(contract: Contract, catalog: Catalog, registry: Registry, now: datetime) -> list[Any] | None:
+def _moves(
+    contract: Contract, catalog: Catalog, registry: Registry, now: datetime, coverage: Coverage | None
+) -> list[Any] | None:
     """Each consumer's move to the successor as the recorder saw it (None: no successor in the catalogue)."""
     from contract_platform.retirement.observed import observed_moves
 
     successor = catalog.successor(contract)
-    return observed_moves(catalog, contract, successor, registry, now=now) if successor is not None else None
+    if successor is None:
+        return None
+    return observed_moves(catalog, contract, successor, registry, now=now, coverage=coverage)
+
+
+def readers_since(contract: Contract, now: datetime) -> datetime:
+    """How far back the readers check reads the stored evidence: four observation spans, at least a week."""
+    return now - max(_HISTORY_AT_LEAST, 4 * contract.retirement.observation_span)
 
 
 def judge_readers(
@@ -307,11 +318,13 @@ def judge_readers(
     now: datetime,
     unrecorded: Sequence[QueueCounters] = (),
     wait: timedelta = timedelta(0),
+    coverage: Coverage | None = None,
 ) -> CheckResult:
-    """The ``readers`` check on the stored evidence; waits (at most ``wait``) for a running recorder to reach ``now``."""
-    since = now - max(_HISTORY_AT_LEAST, 4 * contract.retirement.observation_span)
+    """The ``readers`` check on the stored evidence; waits (at most ``wait``) for a running recorder to reach
+    ``now``, unless the caller read the coverage since ``readers_since`` already (``coverage``)."""
+    since = readers_since(contract, now)
     keys = [queue.key for queue in queues]
-    segments, gaps = recorded_coverage(registry, since, now=now, wait=wait)
+    segments, gaps = coverage if coverage is not None else recorded_coverage(registry, since, now=now, wait=wait)
     evidence = ReaderEvidence(
         since=since,
         segments=segments,

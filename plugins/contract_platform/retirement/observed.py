@@ -42,6 +42,7 @@ __all__ = [
     "observed_moves",
     "platform_vhost",
     "recorded_coverage",
+    "coverage_since",
 ]
 
 NO_RECORDER = "no broker activity was recorded in the observation window (run contractctl record-activity)"
@@ -100,6 +101,19 @@ def recorded_coverage(
         if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
             return list(segments), list(gaps)
         time.sleep(0.2)
+
+
+Coverage = tuple[list[CoverageSegment], list[CoverageGap]]  # what ``recorded_coverage`` read
+
+
+def coverage_since(coverage: Coverage, since: datetime) -> Coverage:
+    """The part of a coverage read over a longer window that ``registry.coverage(since)`` would have returned:
+    segments still open or covering past ``since``, gaps ending at or after it (store.activity's rule)."""
+    segments, gaps = coverage
+    return (
+        [s for s in segments if s.covered_until is None or s.covered_until >= since],
+        [g for g in gaps if g.end >= since],
+    )
 
 
 def observe_readers(
@@ -223,12 +237,14 @@ def observed_moves(
     *,
     now: datetime | None = None,
     live: Sequence[ReaderSession] = (),
+    coverage: Coverage | None = None,
 ) -> list[ConsumerMove]:
     """``consumer_moves`` from ``source`` to ``target`` (under the target's ``migration.yaml``; one that cannot
     be read, or none, lists no field to change: lint and contract_change report the file) with the reader
     sessions the recorder stored for both versions' consumer queues over the old version's observation
     window, and ``live`` (consumers on those queues now, when the caller read the broker). A recorder gap or
-    no coverage makes the state unknown, saying so."""
+    no coverage makes the state unknown, saying so. ``coverage``: the recorder's coverage the caller already
+    read over a window holding this one (the audit's), instead of reading it again."""
     from contract_platform.errors import MigrationSpecError
     from contract_platform.impact.moves import consumer_moves
     from contract_platform.migration.spec import parse_spec
@@ -244,7 +260,9 @@ def observed_moves(
         return consumer_moves(catalog, source, target, spec, sessions=None, unknown="no registry store")
     now = now or datetime.now(UTC)
     since = now - source.retirement.observation_span
-    segments, gaps = recorded_coverage(registry, since, now=now)
+    segments, gaps = (
+        coverage_since(coverage, since) if coverage is not None else recorded_coverage(registry, since, now=now)
+    )
     vhost = platform_vhost()
     queues = [(vhost, c.queue) for c in (*source.consumers, *target.consumers)]
     sessions = [*registry.reader_sessions(queues, since=since, until=now), *live]

@@ -187,3 +187,23 @@ def test_without_the_management_api_the_audit_cannot_pass(
     )
     assert result.verdict is Verdict.UNKNOWN
     assert set(result.failed_checks) == {"queues", "readers", "dead_letters"}
+
+
+def test_an_audit_reads_the_recorders_coverage_once_for_the_readers_and_the_successors_consumers(
+    connection: Any, contracts: Catalog, registry: Registry, prefix: str, ready: Contract, monkeypatch: Any
+) -> None:
+    """One walk: the readers check and the consumers' moves to the successor judge the same coverage read."""
+    windows: list[datetime] = []
+    read = registry.coverage
+
+    def counted(since: datetime) -> Any:
+        windows.append(since)
+        return read(since)
+
+    monkeypatch.setattr(registry, "coverage", counted)
+
+    result = run_audit(connection, contracts, registry, prefix, ready, long_ago())
+
+    assert result.verdict is Verdict.PASS, result.figures()["blockers"]
+    assert {check.name for check in result.checks} >= {"readers", "successor_consumers"}
+    assert len(set(windows)) == 1  # one window (a running recorder may be asked again while the audit waits for it)
