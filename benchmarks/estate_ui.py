@@ -128,7 +128,7 @@ def _baseline(catalog_dir: Path, registry: Any, statements: list[int]) -> dict[s
 
     catalog = load_catalog(catalog_dir)
     before, started = statements[0], time.perf_counter()
-    views._catalogue_per_version(catalog, registry, None)
+    views.catalogue_per_version(catalog, registry, None)
     return {"seconds": round(time.perf_counter() - started, 2), "sql_statements": statements[0] - before}
 
 
