@@ -14,7 +14,9 @@ import pika
 import pytest
 from pika.spec import Basic
 
-from contract_platform.archiver import ArchiverConfig, _PartitionWriter, _Sink, repair_partial_files
+from contract_platform.archiver import ArchiverConfig, repair_partial_files
+from contract_platform.archiver.files import PartitionWriter
+from contract_platform.archiver.service import _Sink
 from contract_platform.errors import UsageError
 
 LINE = b'{"n":1}\n'
@@ -69,7 +71,7 @@ def test_repair_of_a_missing_root_is_nothing(tmp_path: Path) -> None:
 
 
 def test_writer_rotates_by_size_without_splitting_a_line(tmp_path: Path) -> None:
-    writer = _PartitionWriter(tmp_path / "ex", max_file_bytes=100)
+    writer = PartitionWriter(tmp_path / "ex", max_file_bytes=100)
     lines = [json.dumps({"n": n, "pad": "x" * 20}).encode() + b"\n" for n in range(12)]  # 40-ish bytes each
     for line in lines:
         writer.write(line, date(2026, 7, 1))
@@ -85,7 +87,7 @@ def test_writer_rotates_by_size_without_splitting_a_line(tmp_path: Path) -> None
 
 
 def test_writer_rotates_on_date_change_into_the_date_partition(tmp_path: Path) -> None:
-    writer = _PartitionWriter(tmp_path / "ex", max_file_bytes=1 << 20)
+    writer = PartitionWriter(tmp_path / "ex", max_file_bytes=1 << 20)
     writer.write(LINE, date(2026, 6, 30))
     writer.write(LINE, date(2026, 6, 30))
     writer.write(LINE, date(2026, 7, 1))
@@ -98,8 +100,8 @@ def test_writer_rotates_on_date_change_into_the_date_partition(tmp_path: Path) -
 
 
 def test_file_names_are_unique_per_process_and_never_reused(tmp_path: Path) -> None:
-    one = _PartitionWriter(tmp_path / "ex", max_file_bytes=1 << 20)
-    two = _PartitionWriter(tmp_path / "ex", max_file_bytes=1 << 20)
+    one = PartitionWriter(tmp_path / "ex", max_file_bytes=1 << 20)
+    two = PartitionWriter(tmp_path / "ex", max_file_bytes=1 << 20)
     one.write(LINE, date(2026, 7, 1))
     two.write(LINE, date(2026, 7, 1))
     one.close()
