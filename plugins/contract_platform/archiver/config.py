@@ -13,6 +13,7 @@ from contract_platform.archiver.files import MIB
 from contract_platform.errors import UsageError
 
 __all__ = ["ArchiveRunReport", "ArchiverConfig", "MODES"]
+
 MODES = ("drain", "follow")
 _EXCHANGE_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,247}")  # AMQP's characters, 255 - len("archive."), a safe dir name
 

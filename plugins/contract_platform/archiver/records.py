@@ -14,6 +14,7 @@ from contract_platform.errors import clipped
 from contract_platform.limits import depth_limit, nesting_beyond
 
 __all__ = ["ORJSON_MAX_DEPTH", "encode_record"]
+
 ORJSON_MAX_DEPTH = 254  # orjson refuses to write anything nested deeper
 
 

@@ -11,6 +11,7 @@ from typing import Any, Final
 from contract_platform.catalog.documents import pointer_from_path
 
 __all__ = ["REF_KEYWORDS", "child_schemas", "subschemas"]
+
 REF_KEYWORDS: Final = ("$ref", "$dynamicRef", "$recursiveRef")
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "schema_resources",
     "validator_for",
 ]
+
 _BASE: Final = "https://schema.contract-platform.invalid/root.json"  # base URI of a schema without $id
 
 
