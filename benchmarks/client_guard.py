@@ -11,6 +11,8 @@ catalogue's own ``billing.invoice-issued`` fixtures (an ~800-byte envelope):
   standard, properties against metadata, the payload schema (the platform's validator, jsonschema-rs fast path);
 - ``migrate_on_read``: ``Guard.inspect`` of a v1 delivery by a v2 reader: all of the above for v1, the
   migration (``migration.yaml``), then the v2 schema;
+- ``migrate_backwards``: ``Guard.inspect`` of a v2 delivery by a v1 reader: the v2 checks, the same
+  ``migration.yaml`` read backwards (``migration.inverse``), then the v1 schema;
 - ``publish_check``: ``GuardedPublisher.check``: validate, encode, the AMQP properties the standard mirrors.
 
 **Throughput**, on the broker of ``$CONTRACT_RABBITMQ_URL`` (default 127.0.0.1:5672), in a virtual host of
@@ -70,7 +72,7 @@ from contract_platform.export.bundle import export_bundle  # noqa: E402
 V1, V2 = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 EXCHANGE, KEY = "billing.events", "billing.invoice.issued.v2"
 QUEUE = "accounting-service.billing.invoice-issued.v2"
-TARGETS_US = {"peek": 5.0, "validate": 50.0, "migrate_on_read": 100.0}
+TARGETS_US = {"peek": 5.0, "validate": 50.0, "migrate_on_read": 100.0, "migrate_backwards": 100.0}
 TARGET_PUBLISH, TARGET_CONSUME = 0.9, 0.8
 
 
@@ -93,6 +95,9 @@ def per_message(bundle: Bundle, count: int, repeat: int) -> dict[str, Any]:
     assert isinstance(reader.inspect(properties, body), Inspected)
     migrated = reader.inspect(old_properties, old_body)
     assert isinstance(migrated, Inspected) and migrated.migrated
+    old_reader = Guard(bundle, reads=[V1])
+    backwards = old_reader.inspect(properties, body)
+    assert isinstance(backwards, Inspected) and backwards.migrated
     publisher = GuardedPublisher(bundle, "amqp://unused", service="billing-service")
     return {
         "envelope_bytes": len(body),
@@ -100,6 +105,7 @@ def per_message(bundle: Bundle, count: int, repeat: int) -> dict[str, Any]:
         "parse": best_us(lambda: orjson.loads(body), count, repeat),
         "validate": best_us(lambda: reader.inspect(properties, body), count, repeat),
         "migrate_on_read": best_us(lambda: reader.inspect(old_properties, old_body), count, repeat),
+        "migrate_backwards": best_us(lambda: old_reader.inspect(properties, body), count, repeat),
         "publish_check": best_us(lambda: publisher.check(v2), count, repeat),
     }
 

@@ -17,7 +17,7 @@ Extract -> transform -> load:
   partitions of the version's window are listed, then cut into splits packed over the cores;
 * ``tally_archive`` (``spark_tally``, this job's archive engine for ``replay.run.replay_versions``):
   each Python worker reads its splits and judges every line with the record engine
-  (``replay.engine.ReplayJudge`` over ``RecordChecker``, compiled once per worker), returning one tally
+  (``replay.judge.ReplayJudge`` over ``RecordChecker``, compiled once per worker), returning one tally
   per partition (``mapInArrow``); the driver adds them up;
 * in-flight messages (``replay.run.broker_in_flight``, the non-destructive peek) are judged on the driver
   the same way;
@@ -42,7 +42,7 @@ from contract_platform import settings
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import History
 from contract_platform.evidence.registry import earlier_schemas
-from contract_platform.replay.engine import ReplayPlan, Tally, judge_for
+from contract_platform.replay.judge import ReplayPlan, Tally, judge_for
 from contract_platform.replay.run import (
     InFlightOf,
     ReplayResult,

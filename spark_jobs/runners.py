@@ -2,7 +2,7 @@
 
 ``contractctl`` never imports this module: it finds these functions (and ``validate_archive.run``,
 ``quiet.quiet_spark``, ``quiet.run_quietly``) through the entry points of the group
-``contract_platform.spark`` (pyproject.toml), whose protocols are ``contract_platform.cli.engines``.
+``contract_platform.spark`` (pyproject.toml), whose protocols are ``contract_platform.cli.on_spark``.
 Each runner starts a local session (an active one is reused) and stops it when it started it
 (``spark_jobs.session.local_session``), so a verb holds no Spark code of its own.
 """

@@ -15,7 +15,7 @@ from typing import Any
 from tests.support.replay import NOW, ORDER, mixed_archive, tighten
 
 from contract_platform.catalog import load_catalog
-from contract_platform.replay.engine import Tally
+from contract_platform.replay.judge import Tally
 from contract_platform.replay.local import replay_locally, tally_local, window_files
 from contract_platform.replay.run import replay_targets, window_of
 from contract_platform.validation.bundle import CatalogBundle

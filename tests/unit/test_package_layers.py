@@ -7,7 +7,7 @@ for the package graph, not as runtime imports of Airflow or PySpark.
 Every package of the domain has its layer in ``ALLOWED`` (a new package must be given one), and the
 trees around the domain point inwards: the domain imports nothing of ``spark_jobs``, ``dags`` or
 ``contract_platform_airflow`` (contractctl finds the Spark jobs through entry points,
-``contract_platform.cli.engines``); ``spark_jobs`` imports no DAG and nothing of Airflow;
+``contract_platform.cli.on_spark``); ``spark_jobs`` imports no DAG and nothing of Airflow;
 ``contract_platform_airflow`` imports no DAG, and of ``spark_jobs`` only the package itself, to find the
 job files it submits by path; the DAGs import no Spark job (they submit the files by path).
 """
@@ -269,7 +269,7 @@ def test_the_domain_imports_no_spark_job_dag_or_airflow_glue_even_inside_a_funct
     outside = ("spark_jobs", "dags", "contract_platform_airflow")
     wrong = [str(found) for found in IMPORTS if top(found) in outside]
     assert not wrong, (
-        "the domain must not import these; a verb finds a Spark job through contract_platform.cli.engines "
+        "the domain must not import these; a verb finds a Spark job through contract_platform.cli.on_spark "
         "(entry points contract_platform.spark in pyproject.toml):\n" + "\n".join(wrong)
     )
 

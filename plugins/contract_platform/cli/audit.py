@@ -2,7 +2,7 @@
 
 The retention check needs the last archived message of the type: by default the archive is scanned
 here, with the Spark job's own transform in a local session (its ``last_seen`` entry point,
-``contract_platform.cli.engines``); ``--last-seen FILE`` uses a file the
+``contract_platform.cli.on_spark``); ``--last-seen FILE`` uses a file the
 ``archive_last_seen`` job wrote instead. Nothing is recorded unless ``--record`` is given (then the
 queue observations, the evidence bundle and the ``retirement_audit`` evidence, as the DAG records).
 The audit needs the broker's management API (it lists the queues, bindings, policies and consumers
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contract_platform import settings
-from contract_platform.cli import engines
+from contract_platform.cli import on_spark
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out, table
 from contract_platform.errors import printable
@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return engines.run_quietly("audit", args.verbose, lambda: _run(args))
+    return on_spark.run_quietly("audit", args.verbose, lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -127,7 +127,7 @@ def _scan(root: Path) -> LastSeen:
 
     if "://" not in str(root) and not root.exists():
         return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
-    document = engines.last_seen()(str(root))
+    document = on_spark.last_seen()(str(root))
     if document is None:
         return LastSeen(source=f"{root} (the archive root does not exist: nothing scanned)")
     return LastSeen.from_document(document, source=f"in-process scan of {root}", scanned_at=datetime.now(UTC))

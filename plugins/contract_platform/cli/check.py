@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from contract_platform.catalog.model import Catalog, Contract
     from contract_platform.catalog.selection import Selection
     from contract_platform.checks import CheckReport, History
-    from contract_platform.cli.engines import SparkLog
+    from contract_platform.cli.on_spark import SparkLog
     from contract_platform.replay.run import ReplayResult
     from contract_platform.replay.statement import Statement
     from contract_platform.retirement.observed import ReadersSource
@@ -254,11 +254,11 @@ def _replay(
         out(choice.describe(len(targets)))
     if choice.engine is Engine.LOCAL:
         return replay_locally(targets, archive, str(catalog.root), in_flight=not args.no_in_flight), None
-    from contract_platform.cli import engines
+    from contract_platform.cli import on_spark
 
-    replay_on_spark = engines.replay()  # found before the log starts: without the Spark jobs, exit 2 says so
+    replay_on_spark = on_spark.replay()  # found before the log starts: without the Spark jobs, exit 2 says so
     # Spark's own output goes to a log; its path is printed once the verdict is known (run's output part)
-    with engines.quiet_spark()("check", verbose=args.verbose, defer=True) as spark_log:
+    with on_spark.quiet_spark()("check", verbose=args.verbose, defer=True) as spark_log:
         return replay_on_spark(archive, catalog, targets, in_flight=not args.no_in_flight), spark_log
 
 

@@ -1,7 +1,7 @@
 """``contractctl quality``: the envelope quality suites over an archive, on a local SparkSession.
 
 The same code as the ``envelope_quality`` Spark job (``spark_jobs/envelope_quality.py``), run
-in-process through its ``quality`` entry point (``contract_platform.cli.engines``); nothing is
+in-process through its ``quality`` entry point (``contract_platform.cli.on_spark``); nothing is
 recorded in the registry. Exit 0 when every expectation meets its
 threshold, 1 when any misses, 2 for bad input.
 """
@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from contract_platform import settings
-from contract_platform.cli import engines
+from contract_platform.cli import on_spark
 from contract_platform.cli.common import add_catalog_argument, add_format_argument
 from contract_platform.cli.output import emit_json, out, table
 from contract_platform.days import parse_day
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return engines.run_quietly("quality", args.verbose, lambda: _run(args))
+    return on_spark.run_quietly("quality", args.verbose, lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -44,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
     load_catalog(catalog_dir)  # a catalogue that does not load is bad input, before a JVM starts
     if not args.archive.exists():
         raise UsageError(f"{args.archive}: archive path does not exist; give an archive root, folder or file")
-    report = engines.quality()(args.archive, catalog_dir, gx_root=args.gx_root, since=since)
+    report = on_spark.quality()(args.archive, catalog_dir, gx_root=args.gx_root, since=since)
     if args.format == "json":
         emit_json(report.to_dict())
         return report.exit_code

@@ -3,7 +3,7 @@
 The arguments are the job's own (``contract_platform.validation.request.add_arguments``, one
 definition), plus ``--verbose``; they become one ``ValidationRequest``, which the job's one runner
 takes (``spark_jobs.validate_archive.run``, found through the ``contract_platform.spark`` entry
-points: ``contract_platform.cli.engines``). Spark's and the JVM's own output go to a log file under
+points: ``contract_platform.cli.on_spark``). Spark's and the JVM's own output go to a log file under
 the data folder, whose path is printed when the run fails or with ``--verbose``.
 
 ``--since``/``--until`` validate only the date partitions in ``[since, until)``, keeping the state
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from contract_platform.cli import engines
+from contract_platform.cli import on_spark
 from contract_platform.validation import request as validation
 from contract_platform.validation.request import ValidationRequest
 
@@ -30,5 +30,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     request = ValidationRequest.from_args(args)
-    job = engines.validate_archive()  # before anything starts: the Spark jobs may not be installed
-    return engines.run_quietly("validate-archive", args.verbose, lambda: job(request))
+    job = on_spark.validate_archive()  # before anything starts: the Spark jobs may not be installed
+    return on_spark.run_quietly("validate-archive", args.verbose, lambda: job(request))

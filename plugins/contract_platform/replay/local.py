@@ -36,7 +36,7 @@ from urllib.parse import unquote, urlsplit
 
 from contract_platform.archive_layout import file_work, is_archive_file, partition_day
 from contract_platform.errors import ArchiveError, UsageError
-from contract_platform.replay.engine import Tally, judge_for
+from contract_platform.replay.judge import Tally, judge_for
 from contract_platform.replay.run import ReplayResult, ReplayTarget, missing_archive, replay_versions, window_of
 from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.reading import line_batches, open_file, plan_splits

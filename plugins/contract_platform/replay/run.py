@@ -39,7 +39,7 @@ from contract_platform.replay.decision import (
     breaks_only_by_narrowing,
     decide,
 )
-from contract_platform.replay.engine import ReplayJudge, ReplayPlan, Tally, judge_for
+from contract_platform.replay.judge import ReplayJudge, ReplayPlan, Tally, judge_for
 from contract_platform.validation.bundle import CatalogBundle
 
 __all__ = [

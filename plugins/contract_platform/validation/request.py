@@ -5,7 +5,7 @@ arguments (``add_arguments``) to their own parser, so each names itself in its u
 what they parsed into one ``ValidationRequest`` (``from_args``): dates as dates, the range checked,
 the statuses a mapping. The Spark job's one runner (``spark_jobs.validate_archive.run``) takes it;
 ``contractctl`` reaches that runner through the ``contract_platform.spark`` entry points
-(``contract_platform.cli.engines``), never by importing the job.
+(``contract_platform.cli.on_spark``), never by importing the job.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from contract_platform.amqp.topology import provision
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.envelope import amqp_properties
 from contract_platform.replay.decision import Decision, StaticVerdict
-from contract_platform.replay.engine import ReplayJudge, ReplayPlan, Tally
 from contract_platform.replay.inflight import in_flight_records
+from contract_platform.replay.judge import ReplayJudge, ReplayPlan, Tally
 from contract_platform.replay.run import ReplayResult, ReplayTarget, conclude, in_flight_part
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

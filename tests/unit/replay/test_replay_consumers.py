@@ -11,7 +11,7 @@ import yaml
 from tests.support.cli import catalogue_repo, run_cli
 from tests.support.replay import ORDER, tighten, write_archive
 
-from contract_platform.replay.engine import ReplayPlan, Tally, judge_for
+from contract_platform.replay.judge import ReplayPlan, Tally, judge_for
 from contract_platform.validation.bundle import CatalogBundle
 
 MORE_CONSUMERS = [

@@ -16,7 +16,7 @@ from contract_platform.catalog.model import ReplaySettings
 from contract_platform.compat import Mode, diff_schemas
 from contract_platform.errors import CatalogError
 from contract_platform.replay.decision import Decision, Rejections, StaticVerdict, breaks_only_by_narrowing, decide
-from contract_platform.replay.engine import MASK, ReplayJudge, ReplayPlan, Tally
+from contract_platform.replay.judge import MASK, ReplayJudge, ReplayPlan, Tally
 
 STRING = {"type": "string"}
 

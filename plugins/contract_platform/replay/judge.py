@@ -1,4 +1,4 @@
-"""Replaying records against a candidate version with the record engine of archive validation (docs/replay.md).
+"""Judging archived records against a candidate version, with the record rules of archive validation (docs/replay.md).
 
 ::
 
@@ -6,8 +6,8 @@
     judge = judge_for(bundle, plan)                                               # per process, cached
     tally = Tally(); judge.replay(line, tally)                                    # one archive record line
 
-A record is *rejected* when the candidate's payload or envelope rules (``RecordChecker``, the one rule
-engine) reject a message the current version accepts. The current version is the candidate's catalogue
+A record is *rejected* when the candidate's payload or envelope rules (``RecordChecker``, the one set of
+record rules) reject a message the current version accepts. The current version is the candidate's catalogue
 with the candidate's payload schema replaced by the one the registry (or git) holds, so both sides are
 judged by the same checker class. Messages the current version rejects too are ``already_invalid``
 and not held against the candidate. A message of the source type (by its record: the body's type,

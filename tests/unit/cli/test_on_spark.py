@@ -1,6 +1,6 @@
 """contractctl reaches the Spark jobs only through their entry points, with the jobs' own arguments.
 
-``contract_platform.cli.engines`` declares what the Spark-backed verbs need; the jobs provide it under
+``contract_platform.cli.on_spark`` declares what the Spark-backed verbs need; the jobs provide it under
 the entry point group ``contract_platform.spark``. Without them a verb says how to install them; with
 them, ``contractctl validate-archive`` and ``spark-submit spark_jobs/validate_archive.py`` parse the same
 arguments into the same request. No JVM starts here.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from contract_platform.cli import engines
+from contract_platform.cli import on_spark
 from contract_platform.cli.main import build_parser
 from contract_platform.cli.main import main as contractctl
 from contract_platform.validation.request import ValidationRequest
@@ -41,7 +41,7 @@ ARGV = [
 
 
 def test_every_runner_the_verbs_declare_is_installed_and_loads() -> None:
-    installed = {entry.name: entry for entry in entry_points(group=engines.GROUP)}
+    installed = {entry.name: entry for entry in entry_points(group=on_spark.GROUP)}
     assert set(RUNNERS) <= set(installed), "reinstall: pip install -e . --no-deps"
     assert all(callable(installed[name].load()) for name in RUNNERS)
 
@@ -66,7 +66,7 @@ def test_contractctl_and_the_job_parse_the_same_arguments_into_the_same_request(
 def test_without_the_spark_jobs_a_verb_says_how_to_install_them(
     tmp_path: Path, catalog_dir: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engines, "entry_points", lambda **selection: [])  # an install without the Spark jobs
+    monkeypatch.setattr(on_spark, "entry_points", lambda **selection: [])  # an install without the Spark jobs
 
     assert contractctl(["validate-archive", str(tmp_path), "--catalog", str(catalog_dir)]) == 2
     assert contractctl(["quality", str(tmp_path), "--catalog", str(catalog_dir)]) == 2
