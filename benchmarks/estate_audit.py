@@ -237,12 +237,12 @@ def run_audits(
     from contract_platform.amqp.http import ManagementClient
     from contract_platform.retirement import LastSeen, audit_version, audit_versions
     from contract_platform.retirement.snapshot import TopologySnapshot
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     catalog: Catalog = catalog_of(*contracts)
     audited = contracts[:deprecated]
     client = ManagementClient(management_url, "guest", "guest", vhost="/")
-    registry = Registry.open(f"sqlite:///{workdir / 'registry.db'}")
+    registry = SqlRegistry.open(f"sqlite:///{workdir / 'registry.db'}")
     counter = _Counted()
     httpx.get = counter  # type: ignore[assignment]
     connection = open_connection(url)

@@ -51,13 +51,13 @@ def _client(catalog_dir: Path, url: str) -> tuple[Any, Any]:
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
     from contract_platform_airflow.ui import create_app
     from contract_platform_airflow.ui.auth import require_reader
     from contract_platform_airflow.ui.deps import get_registry
 
     os.environ["CONTRACT_CATALOG"] = str(catalog_dir)
-    registry = Registry.open(url)
+    registry = SqlRegistry.open(url)
     app = create_app()
     app.dependency_overrides[require_reader] = lambda: _Reader()
     app.dependency_overrides[get_registry] = lambda: registry

@@ -59,7 +59,7 @@ from contract_platform.amqp import ManagementClient, open_connection  # noqa: E4
 from contract_platform.amqp.connection import close_quietly  # noqa: E402
 from contract_platform.retirement.readers import confirmed_until  # noqa: E402
 from contract_platform.settings import rabbitmq_url  # noqa: E402
-from contract_platform.store import Registry  # noqa: E402
+from contract_platform.store import SqlRegistry  # noqa: E402
 from contract_platform.store.tables import reader_sessions  # noqa: E402
 
 TARGET = 2000.0
@@ -74,7 +74,7 @@ def produce(url: str, queue: str, pairs: int) -> None:
     connection.close()
 
 
-def stored(registry: Registry, queue: str) -> tuple[int, datetime | None]:
+def stored(registry: SqlRegistry, queue: str) -> tuple[int, datetime | None]:
     """Sessions of ``queue`` stored with their detachment, and the latest detachment."""
     engine = registry._engine  # a benchmark may read the table directly
     assert engine is not None
@@ -98,7 +98,7 @@ def generate(url: str, queue: str, pairs: int, producers: int) -> None:
         worker.join()
 
 
-def wait_for_coverage(registry: Registry, recorder: subprocess.Popen[bytes], work: Path) -> None:
+def wait_for_coverage(registry: SqlRegistry, recorder: subprocess.Popen[bytes], work: Path) -> None:
     deadline = time.monotonic() + 60
     while not registry.coverage(datetime.now(UTC) - timedelta(minutes=1))[0]:
         if recorder.poll() is not None or time.monotonic() > deadline:
@@ -106,7 +106,9 @@ def wait_for_coverage(registry: Registry, recorder: subprocess.Popen[bytes], wor
         time.sleep(0.2)
 
 
-def wait_stored(registry: Registry, queue: str, sessions: int, since: float) -> tuple[float, datetime | None, datetime]:
+def wait_stored(
+    registry: SqlRegistry, queue: str, sessions: int, since: float
+) -> tuple[float, datetime | None, datetime]:
     """Seconds from ``since`` until ``sessions`` sessions of ``queue`` are stored, the latest detachment, now."""
     last, progressed = -1, time.monotonic()
     while True:
@@ -142,7 +144,7 @@ def buffered_bytes(url: str, queue: str) -> float | None:
     return None
 
 
-def confirmed_after(registry: Registry, moment: datetime, timeout: float) -> float:
+def confirmed_after(registry: SqlRegistry, moment: datetime, timeout: float) -> float:
     """Seconds until the store's coverage is confirmed past ``moment``."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:
@@ -182,7 +184,7 @@ def measure(args: argparse.Namespace, url: str, queue: str, recorder_queue: str,
 
     load_before = os.getloadavg()[0]
     running = [recorder()]
-    registry = Registry.open(store_url)
+    registry = SqlRegistry.open(store_url)
     try:
         wait_for_coverage(registry, running[0], work)
         pairs = args.events // 2 // args.producers

@@ -47,7 +47,7 @@ def prepare(work: Path, messages: int, compression: str = "gzip") -> tuple[Path,
     from tests.support.replay import ORDER, tighten
 
     from contract_platform.catalog import load_catalog
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     catalog_dir, old = tighten(Path(shutil.copytree(ROOT / "contracts", work / "contracts")))
     today = datetime.now(UTC).date()
@@ -57,7 +57,7 @@ def prepare(work: Path, messages: int, compression: str = "gzip") -> tuple[Path,
     )
     archive = generate_archive(work / "archive", load_catalog(ROOT / "contracts"), spec)
     url = f"sqlite:///{work / 'registry.db'}"
-    registry = Registry.open(url)
+    registry = SqlRegistry.open(url)
     try:
         catalog = load_catalog(catalog_dir)
         for message_type in TYPES:

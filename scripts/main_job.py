@@ -253,11 +253,11 @@ def publish_traffic(per_type: int) -> dict[str, int]:
     from contract_platform.client.bundle import bundle_from_document
     from contract_platform.export.bundle import export_bundle
     from contract_platform.settings import rabbitmq_url
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
     from contract_platform.traffic import sample_envelopes
 
     catalog = load_catalog()
-    registry = Registry.open()
+    registry = SqlRegistry.open()
     try:
         live = []
         for contract in catalog:
@@ -339,10 +339,10 @@ def consume_queues() -> dict[str, int]:
 
 def evidence_summary() -> list[str]:
     from contract_platform.catalog import load_catalog
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     lines = []
-    registry = Registry.open()
+    registry = SqlRegistry.open()
     try:
         for contract in load_catalog():
             parts = []
@@ -365,9 +365,9 @@ def evidence_summary() -> list[str]:
 def states() -> list[dict[str, Any]]:
     from contract_platform.catalog import load_catalog
     from contract_platform.status import overview
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
-    registry = Registry.open()
+    registry = SqlRegistry.open()
     try:
         return overview(load_catalog(), registry)
     finally:
@@ -450,9 +450,9 @@ class ActivityRecorders:
 
     def wait_covering(self, since: Any, timeout: float = 60) -> None:
         from contract_platform.settings import registry_url
-        from contract_platform.store import Registry
+        from contract_platform.store import SqlRegistry
 
-        with Registry.open(registry_url()) as registry:
+        with SqlRegistry.open(registry_url()) as registry:
             deadline = time.monotonic() + timeout
             while not _covering(registry, since):
                 if all(p.poll() is not None for p in self.processes) or time.monotonic() > deadline:
@@ -466,7 +466,7 @@ class ActivityRecorders:
         from datetime import UTC, datetime
 
         from contract_platform.settings import registry_url
-        from contract_platform.store import Registry
+        from contract_platform.store import SqlRegistry
 
         stopped = self.processes.pop(0)
         stopped.send_signal(signal.SIGTERM)
@@ -475,7 +475,7 @@ class ActivityRecorders:
         self.start()
         time.sleep(2.5)  # two heartbeats of the demo's recorder (1 s): the standby or the new one confirms
         self.wait_covering(restarted)
-        with Registry.open(registry_url()) as registry:
+        with SqlRegistry.open(registry_url()) as registry:
             gaps = registry.coverage(self.began)[1]
         note(f"recorder {stopped.pid} restarted, {len(self.processes)} running, {len(gaps)} gaps in coverage")
         return {"restarted": stopped.pid, "running": len(self.processes), "gaps": len(gaps)}

@@ -431,9 +431,9 @@ def _parity(run: JobRun) -> int:
     )
     run.close()  # the evidence needs no JVM
     if run.registry_url:
-        from contract_platform.store import Registry  # SQLAlchemy: only when evidence is recorded
+        from contract_platform.store import SqlRegistry  # SQLAlchemy: only when evidence is recorded
 
-        with Registry.open(run.registry_url) as registry:
+        with SqlRegistry.open(run.registry_url) as registry:
             record_parity(report, registry, args.run_id, reference=args.report)
     print(json.dumps(report.to_dict()))
     return report.exit_code

@@ -244,9 +244,9 @@ def _quality(run: JobRun) -> int:
     )
     run.close()  # the evidence needs no JVM
     if run.registry_url:
-        from contract_platform.store import Registry  # SQLAlchemy only where evidence is recorded
+        from contract_platform.store import SqlRegistry  # SQLAlchemy only where evidence is recorded
 
-        with Registry.open(run.registry_url) as registry:
+        with SqlRegistry.open(run.registry_url) as registry:
             record_quality(report, run.catalog, registry, run_id=args.run_id)
     print(json.dumps(report.to_dict()))
     return report.exit_code

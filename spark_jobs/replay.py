@@ -203,9 +203,9 @@ def _replay(run: JobRun) -> int:
     archive = args.archive or str(settings.archive_dir())
     registry = None
     if run.registry_url:
-        from contract_platform.store import Registry
+        from contract_platform.store import SqlRegistry
 
-        registry = Registry.open(run.registry_url)
+        registry = SqlRegistry.open(run.registry_url)
     try:
         results = replay_archive(
             run.spark,

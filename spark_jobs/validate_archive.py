@@ -593,9 +593,9 @@ def registry_statuses(registry_url: str) -> dict[str, str]:
     terminal, so its last update is the retirement): what was archived before it is history, not a finding.
     """
     from contract_platform.catalog.model import Status
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
-    registry = Registry.open(registry_url)
+    registry = SqlRegistry.open(registry_url)
     try:
         return {
             state.message_type: (
@@ -627,10 +627,10 @@ def _validate(run: JobRun) -> int:
             file=sys.stderr,
         )
     if run.registry_url:
-        from contract_platform.store import Registry  # SQLAlchemy: only where evidence is recorded
+        from contract_platform.store import SqlRegistry  # SQLAlchemy: only where evidence is recorded
 
         reference = str(request.report) if request.report is not None else None
-        with Registry.open(run.registry_url) as registry:
+        with SqlRegistry.open(run.registry_url) as registry:
             record_evidence(report, run.catalog, registry, reference=reference, run_id=request.run_id)
     print(json.dumps(report.to_dict()))
     return report.exit_code

@@ -19,7 +19,7 @@ from contract_platform.errors import BrokerUnavailable, CatalogError, ContractPl
 
 if TYPE_CHECKING:
     from contract_platform.amqp.types import BrokerConnection
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def actor_of(context: Mapping[str, Any] | None) -> str:
 
 
 @contextmanager
-def registry() -> Iterator[Registry]:
+def registry() -> Iterator[SqlRegistry]:
     from contract_platform_airflow.hooks.registry import RegistryHook
 
     store = RegistryHook().get_conn()

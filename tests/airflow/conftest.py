@@ -62,7 +62,7 @@ def contracts_app(airflow_db, tmp_path, monkeypatch):  # type: ignore[no-untyped
 
     from contract_platform.catalog.loading import load_catalog
     from contract_platform.catalog.model import Status
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
     from contract_platform_airflow.ui import create_app
 
     folder = tmp_path / "contracts"
@@ -75,7 +75,7 @@ def contracts_app(airflow_db, tmp_path, monkeypatch):  # type: ignore[no-untyped
     clients = []
 
     def start(seed):  # type: ignore[no-untyped-def]
-        with Registry.open(url) as registry:
+        with SqlRegistry.open(url) as registry:
             for message_type, target in (
                 ("billing.invoice-issued.v2", Status.ACTIVE),
                 ("billing.invoice-issued.v1", Status.DEPRECATED),

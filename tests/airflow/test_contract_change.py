@@ -24,7 +24,7 @@ def test_contract_change_provisions_and_reconciles_then_changes_nothing(dagbag, 
     from contract_platform.amqp.connection import close_quietly
     from contract_platform.amqp.inspection import exchange_exists, passive_queue
     from contract_platform.catalog import load_catalog
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     first = run(dagbag)
     assert first.state == "success", task_states(first)
@@ -39,7 +39,7 @@ def test_contract_change_provisions_and_reconciles_then_changes_nothing(dagbag, 
     finally:
         close_quietly(connection)
 
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         for contract in catalog:
             history = registry.history(contract.message_type)
@@ -58,7 +58,7 @@ def test_contract_change_provisions_and_reconciles_then_changes_nothing(dagbag, 
 
     second = run(dagbag)
     assert second.state == "success", task_states(second)
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         assert {c.message_type: len(registry.history(c.message_type)) for c in catalog} == before
         assert {c.message_type: len(registry.refusals(c.message_type)) for c in catalog} == refusals_before
@@ -81,13 +81,13 @@ def test_a_catalogue_that_does_not_load_fails_without_retry(dagbag, platform_env
 
 
 def test_a_manual_step_through_the_trigger_form_is_guarded(dagbag, platform_env, rabbitmq_url):
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     assert run(dagbag).state == "success"
     refused = run(dagbag, contract=INV1, target_status="active", reason="try to skip quality")
     assert refused.state == "failed"
     assert task_states(refused)["reconcile_lifecycle"] == "failed"
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         latest = registry.refusals(INV1, limit=1)[0]
         assert latest.run_id == refused.run_id and str(latest.to_status) == "active"
@@ -130,7 +130,7 @@ def test_replay_refuses_a_stricter_pattern_archived_traffic_violates_and_accepts
 
     from tests.support.replay import ORDER, tighten, write_archive
 
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     assert run(dagbag).state == "success"  # the registry now holds order.order-created.v1 1.2.0
     catalog = platform_env["catalog"]
@@ -142,7 +142,7 @@ def test_replay_refuses_a_stricter_pattern_archived_traffic_violates_and_accepts
     states = task_states(refused)
     assert refused.state == "failed" and states["replay_traffic"] == "success", states
     assert states["report_problems"] == "failed" and states["reconcile_lifecycle"] == "success"
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         latest = registry.evidence(ORDER, "replay", limit=1)[0]
         assert latest.run_id == refused.run_id and latest.contract_version == "1.3.0"
@@ -158,7 +158,7 @@ def test_replay_refuses_a_stricter_pattern_archived_traffic_violates_and_accepts
     write_archive(archive, catalog, [10_000 + n for n in range(100)], today)  # the same day, rewritten: all fit
     accepted = run(dagbag)
     assert accepted.state == "success", task_states(accepted)
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         assert registry.evidence(ORDER, "replay", limit=1)[0].figures["decision"] == "accepted-on-evidence"
         compatibility = registry.evidence(ORDER, "compatibility", limit=1)[0]
@@ -174,11 +174,11 @@ def test_a_change_that_breaks_one_consumer_of_three_names_it_and_its_owner(dagba
     import json
 
     from contract_platform.catalog import load_catalog
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     order = "order.order-created.v1"
     folder = platform_env["catalog"] / "order/order-created/v1"
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:  # as an earlier run leaves it: 1.2.0 is the schema the platform has seen
         registry.snapshot_schema(order, "1.2.0", load_catalog(platform_env["catalog"]).get(order).payload_schema)
     finally:
@@ -207,7 +207,7 @@ def test_a_change_that_breaks_one_consumer_of_three_names_it_and_its_owner(dagba
     states = task_states(broken)
     assert broken.state == "failed" and states["check_compatibility"] == "success", states
     assert states["report_problems"] == "failed"
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         evidence = registry.evidence(order, "compatibility", limit=1)[0]
         assert evidence.run_id == broken.run_id and evidence.verdict == "fail"

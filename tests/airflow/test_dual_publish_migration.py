@@ -41,7 +41,7 @@ def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbi
     from contract_platform.catalog.model import Status
     from contract_platform.change import provision_topologies
     from contract_platform.envelope import EnvelopeValidator
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     catalog = load_catalog(platform_env["catalog"])
     v1, v2 = catalog.contracts[V1], catalog.contracts[V2]
@@ -51,7 +51,7 @@ def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbi
     traffic = Traffic(catalog_dir)
     connection = open_connection(f"{rabbitmq_url}?heartbeat=0")  # idle while dag.test runs
     try:
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             activate(store, V2, v2.version)
             activate(store, V1, v1.version)
             provisioned = provision_topologies(catalog, connection, store, only=[V1, V2])
@@ -66,7 +66,7 @@ def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbi
         assert parked.state == "success", task_states(parked)
         assert task_states(parked)["verify_dual_publish"] == "skipped"
         assert passive_queue(connection, parking_lot_name(tap)) == (1, 0)
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             evidence = store.latest_evidence(V1, "migration_parity")
             assert (str(evidence.verdict), evidence.run_id) == ("fail", parked.run_id)
             figures = evidence.figures
@@ -88,7 +88,7 @@ def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbi
         migrated = dagbag.get_dag("dual_publish_migration").test(run_conf=conf | {"parity_since": since})
 
         assert migrated.state == "success", task_states(migrated)
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             evidence = store.latest_evidence(V1, "migration_parity")
             figures = evidence.figures
             assert (str(evidence.verdict), evidence.run_id, figures["parity"]) == ("pass", migrated.run_id, 1.0)
@@ -128,14 +128,14 @@ def test_a_retired_source_is_left_alone_by_the_schedule(dagbag, platform_env, ra
     from contract_platform.change import provision_topologies
     from contract_platform.envelope import EnvelopeValidator
     from contract_platform.evidence import EvidenceKind
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     catalog = load_catalog(platform_env["catalog"])
     v1, v2 = catalog.contracts[V1], catalog.contracts[V2]
     tap = f"{platform_env['prefix']}.bridge.{V1}"
     connection = open_connection(f"{rabbitmq_url}?heartbeat=0")  # idle while dag.test runs
     try:
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             activate(store, V2, v2.version)
             activate(store, V1, v1.version)
             assert provision_topologies(catalog, connection, store, only=[V1, V2]).ok
@@ -164,7 +164,7 @@ def test_a_retired_source_is_left_alone_by_the_schedule(dagbag, platform_env, ra
         assert passive_queue(connection, tap) == (2, 0)  # nothing bridged
         for consumer in v2.consumers:
             assert passive_queue(connection, consumer.queue) == (0, 0)
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             assert store.latest_evidence(V1, EvidenceKind.MIGRATION_PARITY) is None
             assert not [o for o in store.observations(V1) if o.run_id == dag_run.run_id]
             assert store.effective(V1).status is Status.RETIRED

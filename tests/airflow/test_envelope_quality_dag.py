@@ -27,7 +27,7 @@ def test_the_dag_records_evidence_builds_data_docs_and_refuses_promotion_on_a_fa
     from contract_platform.catalog import load_catalog
     from contract_platform.catalog.model import Status
     from contract_platform.evidence import EvidenceKind
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     catalog = load_catalog(platform_env["catalog"])
     contract = catalog.contracts[ORDER_CREATED]
@@ -35,7 +35,7 @@ def test_the_dag_records_evidence_builds_data_docs_and_refuses_promotion_on_a_fa
     traffic.apply_defects(deliveries, {3: traffic.metadata(producer="billing-service")})
     archive = traffic.write_archive(tmp_path / "archive", deliveries)
     monkeypatch.setenv("CONTRACT_ARCHIVE_DIR", str(archive))
-    with Registry.open(platform_env["registry_url"]) as registry:
+    with SqlRegistry.open(platform_env["registry_url"]) as registry:
         state = registry.register(ORDER_CREATED, contract.version, actor="setup")
         registry.apply_transition(ORDER_CREATED, expected=state, to=Status.EXPERIMENTAL, actor="setup", reason="")
         for kind, figures in (
@@ -59,7 +59,7 @@ def test_the_dag_records_evidence_builds_data_docs_and_refuses_promotion_on_a_fa
     index = Path(platform_env["home"]) / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     results_page = index.with_name("envelope_quality.html")  # the results as they open offline
     assert index.exists() and results_page.exists()
-    with Registry.open(platform_env["registry_url"]) as registry:
+    with SqlRegistry.open(platform_env["registry_url"]) as registry:
         evidence = registry.latest_evidence(ORDER_CREATED, EvidenceKind.ENVELOPE_QUALITY)
         assert evidence is not None and str(evidence.verdict) == "fail"
         assert evidence.figures["failed_expectations"] == ["producer-is-owner-service"]

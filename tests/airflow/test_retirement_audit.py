@@ -99,7 +99,7 @@ def test_retirement_audit_records_blockers_then_retires_v1(
     from contract_platform.amqp.topology import Role
     from contract_platform.catalog import load_catalog
     from contract_platform.catalog.model import Status
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     home: Path = platform_env["home"]
     archive = home / "archive"
@@ -108,11 +108,11 @@ def test_retirement_audit_records_blockers_then_retires_v1(
     v1, v2 = catalog.contracts[V1], catalog.contracts[V2]
     assert v1.status is Status.DEPRECATED and v1.topology.remove_on_retire
     now = datetime.now(UTC)
-    with Registry.open(platform_env["registry_url"]) as store:
+    with SqlRegistry.open(platform_env["registry_url"]) as store:
         walk(store, V1, v1.version, "deprecated")
         walk(store, V2, v2.version, "active")
     write_archive(archive, v1, now - timedelta(days=20), catalog_dir)
-    recorder_store = Registry.open(platform_env["registry_url"])  # the broker activity recorder, as deployed
+    recorder_store = SqlRegistry.open(platform_env["registry_url"])  # the broker activity recorder, as deployed
     recording = running_recorder(recorder_store, rabbitmq_url, f"{platform_env['prefix']}.broker-activity")
     recording.__enter__()
     plan = plan_topology(v1)
@@ -131,7 +131,7 @@ def test_retirement_audit_records_blockers_then_retires_v1(
         blocked = dagbag.get_dag("retirement_audit").test(run_conf={"dead_letter_prefix": platform_env["prefix"]})
 
         assert blocked.state == "success", task_states(blocked)
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             latest = store.latest_evidence(V1, "retirement_audit")
             assert latest is not None and latest.run_id == blocked.run_id and str(latest.verdict) == "fail"
             assert {"queues", "readers", "dead_letters"} <= set(latest.figures["failed_checks"])
@@ -148,7 +148,7 @@ def test_retirement_audit_records_blockers_then_retires_v1(
         wait_for_coverage(recorder_store, "the consumer's departure recorded")
         broker.wait_for_counter("/", dlq, "deliver_get", 1)  # the first audit's own peek, in the statistics
         shift_activity(platform_env["registry_url"], timedelta(days=9))
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             seed_counters(store, v1, [datetime.now(UTC) - timedelta(days=age) for age in (8, 4, 1)])
         contract_file = platform_env["catalog"] / "billing/invoice-issued/v1/contract.yaml"
         contract_file.write_text(contract_file.read_text().replace("status: deprecated", "status: retired"))
@@ -156,7 +156,7 @@ def test_retirement_audit_records_blockers_then_retires_v1(
         retired = dagbag.get_dag("retirement_audit").test(run_conf={"dead_letter_prefix": platform_env["prefix"]})
 
         assert retired.state == "success", task_states(retired)
-        with Registry.open(platform_env["registry_url"]) as store:
+        with SqlRegistry.open(platform_env["registry_url"]) as store:
             latest = store.latest_evidence(V1, "retirement_audit")
             assert str(latest.verdict) == "pass", latest.figures["blockers"]
             state = store.effective(V1)

@@ -33,7 +33,7 @@ def test_archive_validate_and_record(dagbag, platform_env, rabbitmq_url):
     from contract_platform.amqp.connection import close_quietly
     from contract_platform.catalog import load_catalog
     from contract_platform.envelope import EnvelopeValidator
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     full_conf = {"contract": "", "target_status": "", "reason": ""}  # the session's DAG object keeps old params
     assert dagbag.get_dag("contract_change").test(run_conf=full_conf).state == "success"
@@ -82,7 +82,7 @@ def test_archive_validate_and_record(dagbag, platform_env, rabbitmq_url):
     report = json.loads(report_file.read_text())
     assert report["totals"]["records"] == 21 and report["totals"]["invalid"] == 1
 
-    registry = Registry.open(platform_env["registry_url"])
+    registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         evidence = registry.latest_evidence(INV1, "archive_validation")
         assert evidence is not None and evidence.figures["total"] == 21 and evidence.figures["invalid"] == 1

@@ -71,7 +71,7 @@ def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
     from contract_platform_airflow.ui import create_app
 
     catalog = tmp_path / "contracts"
@@ -80,7 +80,7 @@ def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     url = f"sqlite:///{tmp_path / 'registry.db'}"
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
     monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         registry.register(V1, "1.2.0", actor="test")
         registry.add_evidence(V1, contract_version="1.2.0", kind="retirement_audit", verdict="fail", figures=FIGURES)
     root = FastAPI()

@@ -102,7 +102,7 @@ def serve(
 
     from contract_platform.catalog.loading import load_catalog
     from contract_platform.catalog.model import Status
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
     from contract_platform_airflow.ui import create_app
 
     catalog = tmp_path / "contracts"
@@ -115,7 +115,7 @@ def serve(
     clients: list[Any] = []
 
     def start(seed: Seeder) -> tuple[Any, dict[str, str]]:
-        with Registry.open(url) as registry:
+        with SqlRegistry.open(url) as registry:
             state = registry.register(V1, contract.version, actor="test")
             for status in (Status.ACTIVE, Status.SUPERSEDED, Status.DEPRECATED):
                 state = registry.apply_transition(V1, expected=state, to=status, actor="test", reason="test")

@@ -79,7 +79,7 @@ def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
     from contract_platform_airflow.ui import create_app
 
     catalog = tmp_path / "contracts"
@@ -88,7 +88,7 @@ def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     url = f"sqlite:///{tmp_path / 'registry.db'}"
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
     monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         registry.register(ORDER_V1, "1.2.0", actor="test")
         for version, verdict, figures, at in (
             ("1.3.0", "pass", REFUSED | {"decision": "confirmed", "rejected": 0}, T0 - timedelta(days=1)),

@@ -45,7 +45,7 @@ def test_traffic_after_retirement_is_an_alarm_and_parity_is_the_one_that_held(co
 
 def test_the_api_and_the_catalogue_say_the_same(contracts_app) -> None:
     from contract_platform.catalog import load_catalog
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
     from contract_platform_airflow.ui import views
 
     client, auth = contracts_app(_late_traffic)
@@ -57,7 +57,7 @@ def test_the_api_and_the_catalogue_say_the_same(contracts_app) -> None:
     assert [(p["producer"], p["messages"]) for p in traffic["producers"]] == [("billing-service", 2), ("", 1)]
     assert [m["parity"]["verdict"] for m in detail["migrations"]] == ["pass"]
     assert detail["latestEvidence"]["migration_parity"]["verdict"] == "fail"  # the evidence itself is kept
-    with Registry.open(os.environ["CONTRACT_REGISTRY_URL"]) as registry:
+    with SqlRegistry.open(os.environ["CONTRACT_REGISTRY_URL"]) as registry:
         [row] = [r for r in views.catalogue(load_catalog(), registry) if r.message_type == V1]
     assert row.parity is not None and row.parity.verdict == "pass"
     assert any(found.startswith("retired, yet received messages") for found in views.findings(row))

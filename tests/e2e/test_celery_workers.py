@@ -105,7 +105,7 @@ def test_the_platform_runs_on_two_celery_workers(cluster: CeleryCluster, vhost: 
     from contract_platform.catalog import load_catalog
     from contract_platform.envelope import EnvelopeValidator
     from contract_platform.runs import run_file_name
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     wait_for("the api-server", cluster.answers, 300, cluster.output)
     cluster.log_in()
@@ -114,7 +114,7 @@ def test_the_platform_runs_on_two_celery_workers(cluster: CeleryCluster, vhost: 
     catalog_dir, home = cluster.shared["catalog"], cluster.shared["home"]
     registry_url = cluster.env["CONTRACT_REGISTRY_URL"]
     catalog = load_catalog(catalog_dir)
-    with Registry.open(registry_url) as store:  # the migration's two versions, active before it starts
+    with SqlRegistry.open(registry_url) as store:  # the migration's two versions, active before it starts
         activate(store, V2, catalog.contracts[V2].version)
         activate(store, V1, catalog.contracts[V1].version)
 
@@ -132,7 +132,7 @@ def test_the_platform_runs_on_two_celery_workers(cluster: CeleryCluster, vhost: 
     assert ran["replay_traffic"] == ("success", WORKER_B), ran
     assert ran["report_replay"] == ("success", WORKER_A), ran
     assert {state for state, _ in ran.values()} == {"success"}, ran
-    with Registry.open(registry_url) as store:
+    with SqlRegistry.open(registry_url) as store:
         replay = store.evidence(ORDER, "replay", limit=1)[0]
         assert replay.run_id == changed and replay.contract_version == "1.3.0"
         figures = replay.figures
@@ -176,7 +176,7 @@ def test_the_platform_runs_on_two_celery_workers(cluster: CeleryCluster, vhost: 
     ran = hosts(cluster, "dual_publish_migration", migration["dag_run_id"])
     assert ran["run_bridge"] == ("success", WORKER_A), ran
     assert ran["check_parity"] == ("success", WORKER_B), ran
-    with Registry.open(registry_url) as store:
+    with SqlRegistry.open(registry_url) as store:
         parity = store.latest_evidence(V1, "migration_parity")
         assert parity is not None and parity.run_id == migration["dag_run_id"]
         figures = parity.figures

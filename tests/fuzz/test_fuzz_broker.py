@@ -40,7 +40,7 @@ from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.cli.main import main
 from contract_platform.errors import printable
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -88,7 +88,7 @@ def scene(rabbitmq_url: str, family: Catalog, tmp_path: Path, monkeypatch: pytes
         finally:
             close_quietly(connection)
         with (
-            Registry.open(registry_url) as registry,
+            SqlRegistry.open(registry_url) as registry,
             running_recorder(registry, url_of("/"), f"{broker.prefix()}broker-activity") as since,
         ):
             seed_quiet_history(registry, family.contracts[V1], datetime.now(UTC), vhosts=(vhost,), coverage_until=since)

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from tests.unit.store.batch_reads import assert_batches_match_single_reads, seed_history
 
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = pytest.mark.integration
 
@@ -17,8 +17,8 @@ PREFIX = f"bt{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture()
-def registry(postgres_url: str) -> Iterator[Registry]:
-    with Registry.open(postgres_url) as opened:
+def registry(postgres_url: str) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(postgres_url) as opened:
         yield opened
     engine = create_engine(postgres_url)
     with engine.begin() as conn:  # our rows only: other runs share these tables
@@ -27,7 +27,7 @@ def registry(postgres_url: str) -> Iterator[Registry]:
     engine.dispose()
 
 
-def test_latest_transitions_refusals_and_evidence_of_every_type_at_once(registry: Registry) -> None:
+def test_latest_transitions_refusals_and_evidence_of_every_type_at_once(registry: SqlRegistry) -> None:
     names = seed_history(registry, PREFIX)
     # Other runs' rows may share the tables: compare ours only.
     assert_batches_match_single_reads(registry, names)

@@ -17,7 +17,7 @@ from tests.support.races import assert_one_winner_per_round, run_race
 
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
-from contract_platform.store import LATEST_VERSION, Registry
+from contract_platform.store import LATEST_VERSION, SqlRegistry
 from contract_platform.store.migrations import upgrade
 
 pytestmark = pytest.mark.integration
@@ -45,16 +45,16 @@ def pg_url(postgres_url: str) -> Iterator[str]:
 
 
 @pytest.fixture()
-def registry(pg_url: str) -> Iterator[Registry]:
-    with Registry.open(pg_url) as opened:
+def registry(pg_url: str) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(pg_url) as opened:
         yield opened
 
 
-def test_open_creates_the_schema(registry: Registry) -> None:
+def test_open_creates_the_schema(registry: SqlRegistry) -> None:
     assert registry.schema_version() == LATEST_VERSION
 
 
-def test_status_history_and_optimistic_concurrency(registry: Registry) -> None:
+def test_status_history_and_optimistic_concurrency(registry: SqlRegistry) -> None:
     name = mt("orders")
     proposed = registry.register(name, "1.0.0", actor="alice", run_id="r0")
     assert registry.register(name, "1.0.0", actor="bob") == proposed
@@ -75,7 +75,7 @@ def test_status_history_and_optimistic_concurrency(registry: Registry) -> None:
     assert registry.history(name) == history
 
 
-def test_evidence_snapshots_observations_and_fingerprints_round_trip(registry: Registry) -> None:
+def test_evidence_snapshots_observations_and_fingerprints_round_trip(registry: SqlRegistry) -> None:
     name = mt("invoices")
     figures = {"invalid": 2, "total": 1000, "reasons": {"PAYLOAD_INVALID": 2}, "ratio": 0.002, "note": "ünïcode"}
     added = registry.add_evidence(
@@ -104,12 +104,12 @@ def test_evidence_snapshots_observations_and_fingerprints_round_trip(registry: R
 
 
 def test_datetimes_come_back_in_utc_whatever_the_session_time_zone(
-    pg_url: str, registry: Registry, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, registry: SqlRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = mt("zones")
     registry.add_evidence(name, contract_version="1.0.0", kind="lint", verdict="pass", figures={}, collected_at=T0)
     monkeypatch.setenv("PGTZ", "Asia/Tokyo")  # libpq sets the session time zone from it
-    with Registry.open(pg_url) as tokyo:
+    with SqlRegistry.open(pg_url) as tokyo:
         read = tokyo.latest_evidence(name, "lint")
     assert read is not None and read.collected_at == T0
     assert read.collected_at.tzinfo is UTC and read.collected_at.hour == 12
@@ -118,7 +118,7 @@ def test_datetimes_come_back_in_utc_whatever_the_session_time_zone(
 def test_wrong_credentials_are_a_store_error_without_the_password(pg_url: str) -> None:
     url = make_url(pg_url).set(username="nobody-here", password="hunter2-secret", database="no_such_database_cp")
     with pytest.raises(StoreError) as caught:
-        Registry.open(url.render_as_string(hide_password=False))
+        SqlRegistry.open(url.render_as_string(hide_password=False))
     assert "hunter2-secret" not in str(caught.value)
     assert "nobody-here:***@" in str(caught.value)
 
@@ -126,7 +126,7 @@ def test_wrong_credentials_are_a_store_error_without_the_password(pg_url: str) -
 # -- two processes, one transition ----------------------------------------------------------------------
 
 
-def test_two_processes_racing_for_one_transition(pg_url: str, registry: Registry) -> None:
+def test_two_processes_racing_for_one_transition(pg_url: str, registry: SqlRegistry) -> None:
     rounds = [mt(f"race-{n}") for n in range(5)]
     for message_type in rounds:
         registry.register(message_type, "1.0.0", actor="setup")
@@ -159,7 +159,7 @@ def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(scratch_url: str)
             ),
             {"mt": name},
         )
-    with Registry.open(scratch_url) as registry:
+    with SqlRegistry.open(scratch_url) as registry:
         assert registry.schema_version() == LATEST_VERSION
         state = registry.effective(name)
         assert state is not None and (state.status, state.contract_version, state.revision) == (

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from contract_platform.migration import ParityReport
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from spark_jobs import dual_publish_parity as job
 
 pytestmark = pytest.mark.spark
@@ -176,7 +176,7 @@ def test_clean_migration_has_full_parity_and_records_passing_evidence(clean):
     lags = list(archive.lags_ms.values())
     assert (report["lag_p50_ms"], report["lag_p99_ms"]) == (percentile(lags, 0.5), percentile(lags, 0.99))
     assert report["window"]["first"] == "2026-07-01T10:00:00.000Z"
-    with Registry.open(f"sqlite:///{tmp / 'registry.db'}") as registry:
+    with SqlRegistry.open(f"sqlite:///{tmp / 'registry.db'}") as registry:
         evidence = registry.latest_evidence(V1, "migration_parity")
     assert str(evidence.verdict) == "pass" and evidence.run_id == "run-clean"
     assert evidence.figures["mode"] == "bridge" and evidence.figures["parity"] == 1.0

@@ -34,7 +34,7 @@ from contract_platform.evidence import EvidenceKind
 from contract_platform.lifecycle import GuardContext, reconcile
 from contract_platform.quality import ExpectationId as E
 from contract_platform.quality import QualityReport, suite_for
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from spark_jobs import envelope_quality as job
 
 pytestmark = pytest.mark.spark
@@ -274,7 +274,7 @@ def test_the_results_page_beside_the_data_docs_holds_every_expectation_of_the_ru
     assert "missed" in sections["order.order-created.v1"].values()  # the archive has defects
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text) and "<script" not in text
     assert 'href="envelope_quality.html"' in (page.parent / "index.html").read_text(encoding="utf-8")
-    with Registry.open(run["registry_url"]) as registry:
+    with SqlRegistry.open(run["registry_url"]) as registry:
         recorded = registry.evidence("order.order-created.v1", EvidenceKind.ENVELOPE_QUALITY)
     assert [r.reference for r in recorded if r.run_id == "quality-test"] == [str(page)]
 
@@ -362,7 +362,7 @@ def test_the_data_docs_and_the_results_page_open_offline_in_a_browser(run: dict[
     assert all((shots / f"{name}.png").stat().st_size > 10_000 for name in ("data-docs-index", "envelope-quality"))
 
 
-def _seed_other_guards(registry: Registry, catalog: Catalog, name: str) -> None:
+def _seed_other_guards(registry: SqlRegistry, catalog: Catalog, name: str) -> None:
     """``name`` effective experimental, with passing evidence for the other experimental -> active guards."""
     contract = catalog.contracts[name]
     state = registry.register(name, contract.version, actor="setup")
@@ -380,7 +380,7 @@ def test_the_guard_refuses_on_failing_quality_naming_the_expectations_and_allows
     run: dict[str, Any], report: QualityReport
 ):
     catalog: Catalog = run["catalog"]
-    with Registry.open(run["registry_url"]) as registry:
+    with SqlRegistry.open(run["registry_url"]) as registry:
         recorded = {name: registry.latest_evidence(name, EvidenceKind.ENVELOPE_QUALITY) for name in EXPECTED}
         assert {name: str(r.verdict) for name, r in recorded.items() if r} == {
             ORDER_CREATED: "fail",

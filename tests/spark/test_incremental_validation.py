@@ -17,7 +17,7 @@ from contract_platform.catalog import Catalog, load_catalog
 from contract_platform.errors import UsageError
 from contract_platform.evidence import Verdict
 from contract_platform.evidence.figures import ArchiveValidationFigures
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from contract_platform.validation import Reason, ValidationReport, record_evidence
 from contract_platform.validation.request import ValidationRequest
 from spark_jobs import validate_archive as job
@@ -215,7 +215,7 @@ def test_a_lookback_day_with_neither_state_nor_partition_makes_both_checks_incom
     assert reasons(gap) == {str(Reason.DUPLICATE): 1}  # day one was read: within the 48 h window
     assert gap.incomplete.duplicates == (d2,) and gap.incomplete.ordering == (d2,)
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         record_evidence(gap, load_catalog(catalog_copy), registry)
         recorded = registry.latest_evidence(V1, "archive_validation")
     assert recorded is not None and recorded.verdict is Verdict.UNKNOWN

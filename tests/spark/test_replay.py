@@ -15,7 +15,7 @@ from contract_platform.catalog import load_catalog
 from contract_platform.cli.main import main as contractctl
 from contract_platform.replay.decision import Decision
 from contract_platform.replay.run import replay_targets
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from spark_jobs import replay as job
 
 
@@ -104,7 +104,7 @@ def test_job_records_replay_and_compatibility_evidence_and_exits_1_when_refused(
     today = datetime.now(UTC)
     archive = write_archive(tmp_path / "archive", catalog_dir, [10_000, 10_001, 12, 10_003], today)
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    registry = Registry.open(url)
+    registry = SqlRegistry.open(url)
     registry.snapshot_schema(ORDER, "1.2.0", old)
     registry.close()
     report = tmp_path / "replay.json"
@@ -117,7 +117,7 @@ def test_job_records_replay_and_compatibility_evidence_and_exits_1_when_refused(
     written = json.loads(report.read_text(encoding="utf-8"))
     (order,) = [r for r in written["results"] if r["messageType"] == ORDER]
     assert written["ok"] is False and order["figures"]["rejected"] == 1
-    registry = Registry.open(url)
+    registry = SqlRegistry.open(url)
     try:
         (replayed,) = registry.evidence(ORDER, "replay", limit=5)
         compatibility = registry.evidence(ORDER, "compatibility", limit=5)
@@ -132,7 +132,7 @@ def test_check_replay_format_json_shows_the_figures_per_version_and_fails(spark,
     today = datetime.now(UTC)
     archive = write_archive(tmp_path / "archive", catalog_dir, [10_000 + n for n in range(97)] + [1, 2, 3], today)
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    registry = Registry.open(url)
+    registry = SqlRegistry.open(url)
     registry.snapshot_schema(ORDER, "1.2.0", old)
     registry.close()
 

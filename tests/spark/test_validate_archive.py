@@ -24,7 +24,7 @@ from contract_platform.archive_record import record_type
 from contract_platform.catalog import Catalog
 from contract_platform.envelope import EnvelopeValidator
 from contract_platform.errors import ArchiveError, UsageError
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from contract_platform.validation import Keyed, Reason, ValidationReport, sequence_findings
 from contract_platform.validation.arrow import finding_of
 from contract_platform.validation.report import NO_TYPE
@@ -255,7 +255,7 @@ def test_main_writes_report_quarantine_and_evidence_with_a_catalogue_that_has_li
     assert code == (1 if report["totals"]["invalid"] else 0)
     assert json.loads(capsys.readouterr().out)["totals"] == report["totals"]
     assert sum(1 for p in quarantine.glob("part-*") for _ in p.open()) == report["totals"]["invalid"]
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         evidence = registry.latest_evidence("order.order-created.v1", "archive_validation")
     assert evidence is not None and evidence.figures["total"] == report["by_type"]["order.order-created.v1"]["records"]
     assert evidence.reference == str(report_file)
@@ -379,7 +379,7 @@ def test_messages_received_after_a_retirement_are_reported_per_producer(
         ("legacy-order-feed", 1),
     ]
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         record_evidence(report, catalog, registry)
         alarm = registry.latest_evidence("order.order-created.v1", "retired_traffic")
     assert alarm is not None and str(alarm.verdict) == "fail"

@@ -7,7 +7,7 @@ from typing import Any
 
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 Outcome = tuple[str, str, str, str]  # (message type, actor, "applied" | "refused" | "error", message)
 RIVALS = ("dag:one", "dag:two")
@@ -15,7 +15,7 @@ RIVALS = ("dag:one", "dag:two")
 
 def race(url: str, message_types: list[str], name: str, barrier: Any, results: Any) -> None:
     """Child process: read the same expected state as the rival, wait for it, then both apply."""
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         for message_type in message_types:
             try:
                 expected = registry.effective(message_type)
@@ -52,7 +52,7 @@ def run_race(url: str, message_types: list[str]) -> list[Outcome]:
     return outcomes
 
 
-def assert_one_winner_per_round(registry: Registry, outcomes: list[Outcome], rounds: list[str]) -> None:
+def assert_one_winner_per_round(registry: SqlRegistry, outcomes: list[Outcome], rounds: list[str]) -> None:
     """Each round: one rival applied, the other was refused naming the winner; the history has one step."""
     for message_type in rounds:
         mine = [outcome for outcome in outcomes if outcome[0] == message_type]

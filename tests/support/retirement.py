@@ -30,7 +30,7 @@ from contract_platform.retirement import (
 )
 from contract_platform.retirement.queues import AUDITED_ROLES
 from contract_platform.retirement.readers import confirmed_until
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 
 def provision_family(connection: Any, contracts: Catalog) -> None:
@@ -40,7 +40,7 @@ def provision_family(connection: Any, contracts: Catalog) -> None:
 
 
 def seed_quiet_history(
-    registry: Registry,
+    registry: SqlRegistry,
     contract: Contract,
     now: datetime,
     days: tuple[int, ...] = (8, 4, 1),
@@ -70,7 +70,7 @@ def seed_quiet_history(
 
 
 def seed_counters(
-    registry: Registry, contract: Contract, moments: Sequence[datetime], *, vhosts: Sequence[str] = ("/",)
+    registry: SqlRegistry, contract: Contract, moments: Sequence[datetime], *, vhosts: Sequence[str] = ("/",)
 ) -> None:
     """The delivery counters of every queue in ``vhosts``, as the management API reports them now, at ``moments``."""
     topology = read_topology(ManagementClient(f"http://{HOST}:15672", *AUTH), vhosts)
@@ -95,7 +95,7 @@ def seed_counters(
     registry.record_queue_counters(rows)
 
 
-def seed_coverage(registry: Registry, start: datetime, until: datetime) -> None:
+def seed_coverage(registry: SqlRegistry, start: datetime, until: datetime) -> None:
     """One coverage segment of a recorder running from ``start``, confirmed up to ``until``."""
     segment = uuid.uuid4().hex
     registry.open_coverage_segment(segment, started_at=start, host="seeded")
@@ -104,7 +104,7 @@ def seed_coverage(registry: Registry, start: datetime, until: datetime) -> None:
 
 @contextmanager
 def running_recorder(
-    registry: Registry, url: str, queue: str, heartbeat: float = 1.0, **config: Any
+    registry: SqlRegistry, url: str, queue: str, heartbeat: float = 1.0, **config: Any
 ) -> Iterator[datetime]:
     """The broker activity recorder in a thread, into ``registry``; yields the moment its coverage starts.
     ``config``: more of its ``RecorderConfig`` (its management API, its limits)."""
@@ -174,7 +174,7 @@ def shift_activity(registry_url: str, by: timedelta) -> None:
         engine.dispose()
 
 
-def wait_for_coverage(registry: Registry, what: str = "the recorder's coverage of now") -> None:
+def wait_for_coverage(registry: SqlRegistry, what: str = "the recorder's coverage of now") -> None:
     """Until the recorder has confirmed that everything the broker announced up to now is stored."""
     moment = datetime.now(UTC)
 
@@ -185,7 +185,7 @@ def wait_for_coverage(registry: Registry, what: str = "the recorder's coverage o
     wait_until(confirmed, 30, 0.2, what=what)
 
 
-def force_status(registry: Registry, message_type: str, status: Status) -> None:
+def force_status(registry: SqlRegistry, message_type: str, status: Status) -> None:
     """Register ``message_type`` and walk it up to ``status`` (the guards are not asked: this seeds history)."""
     state = registry.register(message_type, "1.0.0", actor="setup")
     for step in [s for s in Status if state.status.rank < s.rank <= status.rank]:
@@ -193,7 +193,7 @@ def force_status(registry: Registry, message_type: str, status: Status) -> None:
 
 
 def retire_declared(
-    result: AuditResult, registry: Registry, connection: Any, catalog: Catalog, work: Path
+    result: AuditResult, registry: SqlRegistry, connection: Any, catalog: Catalog, work: Path
 ) -> tuple[RetirementOutcome, Contract, Catalog]:
     """Record ``result`` as the DAG does, declare its version retired, and retire it if proven.
 

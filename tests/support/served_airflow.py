@@ -292,7 +292,7 @@ def first_import(airflow: Served, types: set[str], registry_url: str, timeout: f
     """Serve, unpause the watch and contract_change, and wait until every version in ``types`` is experimental
     in the registry and every contract_change run has ended. Returns the figures (seconds, task instances,
     events, runs); the caller asserts on them."""
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     started = time.monotonic()
     airflow.start()
@@ -307,7 +307,7 @@ def first_import(airflow: Served, types: set[str], registry_url: str, timeout: f
     watch_id = watch[0]["dag_run_id"]
     airflow.wait_run("contract_catalog_watch", watch_id, timeout)
     watched = time.monotonic()
-    registry = Registry.open(registry_url)
+    registry = SqlRegistry.open(registry_url)
     try:
 
         def settled() -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from contract_platform.evidence.records import CoverageGap, CoverageSegment, Que
 from contract_platform.retirement import ReaderEvidence, VersionQueue, check_readers
 from contract_platform.retirement.model import AuditResult
 from contract_platform.retirement.report import record_audit
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 CHANGE_DAG = "contract_change"
 MISMATCHED = "order.order-created.v1"
@@ -46,7 +46,7 @@ class Seeded:
 def seed_registry(url: str, run_id: str) -> Seeded:
     now = datetime.now(UTC).replace(microsecond=0)
     actor = f"dag:{CHANGE_DAG}"
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         for message_type, (version, target) in VERSIONS.items():
             state = registry.register(message_type, version, actor=actor, run_id=run_id)
             for status in Status:
@@ -136,7 +136,7 @@ def seed_registry(url: str, run_id: str) -> Seeded:
 
 
 def record_reader_sessions(
-    registry: Registry, readers: list[tuple[str, str, datetime, datetime | None]], *, vhost: str = "/"
+    registry: SqlRegistry, readers: list[tuple[str, str, datetime, datetime | None]], *, vhost: str = "/"
 ) -> None:
     """Reader sessions as the broker activity recorder stores them from RabbitMQ's event exchange: per
     (queue, connection name, attached, detached or None while attached) a connection, a channel on it and a
@@ -176,7 +176,7 @@ class ReaderSeed:
 
 
 def record_readers_audit(
-    registry: Registry,
+    registry: SqlRegistry,
     contract: Contract,
     now: datetime,
     *,
@@ -222,7 +222,9 @@ def record_readers_audit(
 # -- a retired version that still receives messages ----------------------------------------------------
 
 
-def retire_with_late_traffic(registry: Registry, contract: Contract, *, late: tuple[tuple[str, int], ...]) -> datetime:
+def retire_with_late_traffic(
+    registry: SqlRegistry, contract: Contract, *, late: tuple[tuple[str, int], ...]
+) -> datetime:
     """``contract`` (effective deprecated) as the main job leaves it when Airflow keeps running: parity passed,
     retired now, then the scheduled migration judged parity once more (fail: the v1 messages published after
     the retirement are missing in v2) and archive validation found those messages, ``late`` ((producer, count),
@@ -388,7 +390,7 @@ def seed_estate(url: str, plan: list[EstateContract], *, days: int = 30, now: da
     from contract_platform.store import tables
 
     now = now or datetime.now(UTC).replace(microsecond=0)
-    Registry.open(url).close()  # the schema, at its latest version
+    SqlRegistry.open(url).close()  # the schema, at its latest version
     versions, transitions, refusals, evidence = [], [], [], []
     actor = f"dag:{CHANGE_DAG}"
     start = now - timedelta(days=days + 1)

@@ -17,7 +17,7 @@ from contract_platform.change import (
     lint_contracts,
     scope_of_events,
 )
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 
 def changes(n: int) -> list[dict[str, str]]:
@@ -75,7 +75,7 @@ def test_lint_records_evidence_for_the_scope_only_and_each_finding_under_its_own
     broken = tmp_path / "contracts" / "estate000" / "item00002-created" / "v1" / "fixtures" / "valid"
     for fixture in broken.glob("*.json"):
         fixture.write_text(fixture.read_text().replace('"orderId": "ord-', '"orderId": "bad-'))
-    registry = Registry.open(f"sqlite:///{tmp_path / 'registry.db'}")
+    registry = SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}")
     try:
         assert len(changed_contracts(tmp_path / "contracts", registry)) == 4
         summary = lint_contracts(load_catalog(tmp_path / "contracts"), registry, only=types[1:3])

@@ -34,10 +34,10 @@ def test_a_url_given_wins(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_earlier_schemas_leave_the_version_itself_out_oldest_first(tmp_path, catalog):
     """The one rule for 'what a version is compared with': the registry's schemas of its major, not its own."""
     from contract_platform.evidence.registry import earlier_schemas
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     v1 = catalog.get("billing.invoice-issued.v1")
-    with Registry.open(f"sqlite:///{tmp_path / 'r.db'}") as registry:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'r.db'}") as registry:
         for version in ("1.10.0", v1.version, "1.2.0"):
             registry.snapshot_schema(v1.message_type, version, {"title": version})
         assert [v for v, _ in earlier_schemas(registry, v1)] == sorted(

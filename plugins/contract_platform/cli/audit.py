@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     from contract_platform.amqp.connection import close_quietly, open_connection
     from contract_platform.retirement import LastSeen, audit_version, keep_audit
     from contract_platform.retirement.audit import audit_snapshot
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     catalog = load(args.catalog)
     contract = catalog.require(args.type)
@@ -92,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     try:  # closed on every path: the management probe, the registry, the scan and the audit may each raise
         # the management API is required, probed once, before anything slow; its read serves every check
         snapshot = audit_snapshot(connection, vhosts=args.vhost, dead_letter_suffixes=args.dead_letter_suffix)
-        with Registry.open(args.registry) as registry:
+        with SqlRegistry.open(args.registry) as registry:
             try:
                 last_seen = (
                     LastSeen.read(args.last_seen) if args.last_seen else _scan(args.archive or settings.archive_dir())

@@ -189,14 +189,14 @@ def _readers_source(
     from contract_platform.amqp.connection import open_connection
     from contract_platform.errors import StoreError
     from contract_platform.retirement.observed import ReadersSource
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")
     default = settings.registry_file()
     registry = None
     if url or default.is_file():
         try:
-            registry = Registry.open(url or settings.registry_url())
+            registry = SqlRegistry.open(url or settings.registry_url())
             opened.callback(registry.close)
         except StoreError as exc:
             err(f"readers perspective: the registry store could not be read ({exc}); reader sessions unknown")
@@ -226,9 +226,9 @@ def _selected(args: argparse.Namespace) -> tuple[Catalog, Selection | None]:
 
 
 def _open_registry(url: str | None) -> Any:
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
-    return Registry.open(url or settings.registry_url())
+    return SqlRegistry.open(url or settings.registry_url())
 
 
 def _replay(

@@ -61,13 +61,13 @@ def _status(args: argparse.Namespace) -> int:
     from contract_platform.amqp.plan import tap_queue_name
     from contract_platform.migration.parity import cutover_series
     from contract_platform.retirement.observed import observed_moves
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     if args.last < 1:
         raise UsageError(f"--last must be at least 1, not {args.last}")
     catalog = load(args.catalog)
     source, target = _pair(catalog, args.type)
-    registry = Registry.open(args.registry)
+    registry = SqlRegistry.open(args.registry)
     try:
         history = registry.evidence(source.message_type, "migration_parity", limit=PARITY_HISTORY)
         states = {c.message_type: registry.effective(c.message_type) for c in (source, target)}

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig, queue_for
     from contract_platform.durations import parse_duration
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     try:
         heartbeat = parse_duration(args.heartbeat) if args.heartbeat else settings.recorder_heartbeat()
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         max_events=max_events,
         max_bytes=max_bytes,
     )
-    registry = Registry.open(registry_url)
+    registry = SqlRegistry.open(registry_url)
     if args.status:
         try:
             return _status(

@@ -22,10 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from contract_platform.status import contract_status, overview
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     catalog = load(args.catalog)
-    registry = Registry.open(args.registry)
+    registry = SqlRegistry.open(args.registry)
     try:
         if args.type:
             detail = contract_status(catalog, registry, args.type)

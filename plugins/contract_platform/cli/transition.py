@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from contract_platform.catalog.model import Status
     from contract_platform.lifecycle import request_transition
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
     try:
         target = Status(args.status)
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--reason must say why; it is kept in the history")
     catalog = load(args.catalog)
     contract = catalog.require(args.type)
-    registry = Registry.open(args.registry)
+    registry = SqlRegistry.open(args.registry)
     try:
         record = request_transition(
             contract, target, registry, actor=args.actor or getpass.getuser(), reason=args.reason.strip()

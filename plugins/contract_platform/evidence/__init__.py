@@ -3,7 +3,7 @@
 - ``EvidenceKind`` and ``Verdict``: the closed vocabularies (here);
 - ``records``: the registry's rows (``EvidenceRecord``, ``VersionState``, ...), with no SQL import;
 - ``figures``: one typed, snake_case figures class per kind, and ``figures_of(record)``;
-- ``registry``: the ``Registry`` protocol the domain depends on (``store.Registry`` satisfies it);
+- ``registry``: the ``Registry`` protocol the domain depends on (``store.SqlRegistry`` satisfies it);
 - ``writer``: ``record(...)``, the one way to write evidence (docs/design.md#evidence).
 """
 

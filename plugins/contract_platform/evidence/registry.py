@@ -1,7 +1,7 @@
 """``Registry``: what the domain asks of the registry store, as a protocol (no SQLAlchemy here).
 
 Domain code takes a ``Registry`` and never imports ``contract_platform.store``; only the edges (the
-CLI, DAG tasks, Spark job drivers, the UI) open the SQL store (``store.Registry.open``), which
+CLI, DAG tasks, Spark job drivers, the UI) open the SQL store (``store.SqlRegistry.open``), which
 satisfies this protocol (mypy checks it in ``store/registry.py``).
 """
 
@@ -150,7 +150,7 @@ class Registry(Protocol):
 
 
 class ActivityLog(Protocol):
-    """What the broker activity recorder writes (``store.Registry`` is one)."""
+    """What the broker activity recorder writes (``store.SqlRegistry`` is one)."""
 
     url: str
 

@@ -1,6 +1,6 @@
 """The registry store: effective status, transition history, refusals, evidence and more, in SQL.
 
-``Registry.open()`` opens the default store (a SQLite file under the data folder) or any SQLAlchemy
+``SqlRegistry.open()`` opens the default store (a SQLite file under the data folder) or any SQLAlchemy
 URL, and creates or upgrades its ``cp_`` tables on the way. Rows come back as frozen dataclasses
 with aware UTC datetimes; every database failure is a ``StoreError`` that never shows a password.
 """
@@ -16,7 +16,7 @@ from contract_platform.store.records import (
     Verdict,
     VersionState,
 )
-from contract_platform.store.registry import Registry
+from contract_platform.store.registry import SqlRegistry
 from contract_platform.store.values import schema_fingerprint
 
 __all__ = [
@@ -26,7 +26,7 @@ __all__ = [
     "Observation",
     "ObservationSource",
     "RefusalRecord",
-    "Registry",
+    "SqlRegistry",
     "TransitionRecord",
     "Verdict",
     "VersionState",

@@ -1,7 +1,7 @@
 """The registry store: effective status, append-only history, refusals, evidence, snapshots, observations.
 
-``Registry`` is the only code that talks SQL. Every call runs in one transaction opened by
-``Registry._connect``, which maps any SQLAlchemy error, once, to ``StoreError`` naming the database
+``SqlRegistry`` is the only code that talks SQL. Every call runs in one transaction opened by
+``SqlRegistry._connect``, which maps any SQLAlchemy error, once, to ``StoreError`` naming the database
 by ``redact_url``. Status changes use optimistic concurrency on ``revision`` on every database.
 """
 
@@ -53,13 +53,13 @@ if TYPE_CHECKING:
     from contract_platform.evidence.registry import ActivityLog
     from contract_platform.evidence.registry import Registry as DomainRegistry
 
-__all__ = ["Registry"]
+__all__ = ["SqlRegistry"]
 
 T = TypeVar("T")
 
 
-class Registry:
-    """One registry database. Open with ``Registry.open(url)``; close with ``close()`` or a ``with`` block."""
+class SqlRegistry:
+    """One registry database. Open with ``SqlRegistry.open(url)``; close with ``close()`` or a ``with`` block."""
 
     def __init__(self, engine: Engine, url: str) -> None:
         self._engine: Engine | None = engine
@@ -69,7 +69,7 @@ class Registry:
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, url: str | None = None) -> Registry:
+    def open(cls, url: str | None = None) -> SqlRegistry:
         """Connect (default ``settings.registry_url()``), then create or upgrade the schema."""
         url = url or registry_url()
         try:
@@ -92,14 +92,14 @@ class Registry:
             self._engine.dispose()
             self._engine = None
 
-    def __enter__(self) -> Registry:
+    def __enter__(self) -> SqlRegistry:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Registry({self.url!r})"
+        return f"SqlRegistry({self.url!r})"
 
     def schema_version(self) -> int:
         with self._connect("reading the schema version") as conn:
@@ -801,9 +801,9 @@ def _lost_race(conn: Connection, expected: VersionState, to: Status) -> Concurre
 
 if TYPE_CHECKING:
 
-    def _satisfies_the_protocol(store: Registry) -> DomainRegistry:
+    def _satisfies_the_protocol(store: SqlRegistry) -> DomainRegistry:
         """mypy proves here that the SQL store is the ``Registry`` the domain depends on."""
         return store
 
-    def _satisfies_the_activity_log(store: Registry) -> ActivityLog:
+    def _satisfies_the_activity_log(store: SqlRegistry) -> ActivityLog:
         return store

@@ -20,7 +20,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundExceptio
 from contract_platform import settings
 
 if TYPE_CHECKING:
-    from contract_platform.store import Registry
+    from contract_platform.store import SqlRegistry
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class RegistryHook(BaseHook):
         scheme, _, rest = uri.partition("://")
         return f"{_SCHEMES.get(scheme, scheme)}://{rest}"
 
-    def get_conn(self) -> Registry:
-        from contract_platform.store import Registry
+    def get_conn(self) -> SqlRegistry:
+        from contract_platform.store import SqlRegistry
 
-        return Registry.open(self.get_url())
+        return SqlRegistry.open(self.get_url())

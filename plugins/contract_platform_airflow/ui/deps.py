@@ -13,7 +13,7 @@ from fastapi import Depends, HTTPException, Request, status
 
 from contract_platform import settings
 from contract_platform.catalog import Catalog, load_catalog
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 __all__ = ["CatalogDep", "RegistryDep", "Urls", "UrlsDep", "known_contract"]
 
@@ -71,7 +71,7 @@ def get_registry() -> Any:
     with _lock:
         registry = _registries.get(url)
         if registry is None:
-            registry = _registries[url] = Registry.open(url)
+            registry = _registries[url] = SqlRegistry.open(url)
     return registry
 
 

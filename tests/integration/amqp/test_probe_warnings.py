@@ -25,7 +25,7 @@ from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog
 from contract_platform.change import provision_topologies
 from contract_platform.retirement.dead_letters import GONE, Probe
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -76,7 +76,7 @@ def test_provisioning_a_fresh_broker_on_several_connections_warns_of_nothing(
 ) -> None:
     """The contract_change DAG's topology step on a first run: every exchange and queue probed, then declared,
     by four workers at once."""
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry, caplog.at_level(logging.WARNING):
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry, caplog.at_level(logging.WARNING):
         summary = provision_topologies(
             catalog, connection, registry, connect=lambda: open_connection(broker.url_of(vhost)), workers=4
         )

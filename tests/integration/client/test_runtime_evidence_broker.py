@@ -16,7 +16,7 @@ from contract_platform.client.testkit import delivery_of
 from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.evidence.figures import RuntimeValidationFigures
 from contract_platform.lifecycle import GuardContext, check_step
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def test_a_consumers_rejections_are_recorded_and_refuse_activation_over_target(v
         close_quietly(connection)
     service = consumer(accounting, vhost_url, Ledger(), [QUEUE])
 
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
         reporter = EvidenceReporter([service.counters], registry_sink(registry, accounting), interval=3600).start()
         service.run(idle_timeout=1.0)
         reporter.stop()

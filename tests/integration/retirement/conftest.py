@@ -23,7 +23,7 @@ from contract_platform.amqp import ManagementClient, open_connection, plan_topol
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.amqp.topology import Role
 from contract_platform.catalog.model import Catalog, Contract
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 
 @pytest.fixture
@@ -58,13 +58,13 @@ def contracts(catalog: Catalog, prefix: str) -> Catalog:
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> Iterator[Registry]:
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened
 
 
 @pytest.fixture
-def recording(registry: Registry, rabbitmq_url: str, prefix: str, connection: Any) -> Iterator[datetime]:
+def recording(registry: SqlRegistry, rabbitmq_url: str, prefix: str, connection: Any) -> Iterator[datetime]:
     """The broker activity recorder running into the test's registry (its queue carries the prefix);
     yields the moment its coverage starts. Listed after ``connection`` so it stops before teardown."""
     with running_recorder(registry, rabbitmq_url, f"{prefix}broker-activity") as since:
@@ -82,7 +82,7 @@ def version(connection: Any, contracts: Catalog, management: ManagementClient) -
 
 @pytest.fixture
 def audits(
-    connection: Any, contracts: Catalog, registry: Registry, prefix: str, version: Contract, recording: datetime
+    connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, version: Contract, recording: datetime
 ) -> Audits:
     """Audits of ``version`` with the recorder running in a thread."""
     return Audits(connection, contracts, registry, prefix, version)

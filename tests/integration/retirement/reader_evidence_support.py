@@ -27,7 +27,7 @@ from contract_platform.catalog.model import Catalog, Contract, RetirementSetting
 from contract_platform.evidence import Verdict
 from contract_platform.retirement import AuditResult, LastSeen, TypeLastSeen, audit_version
 from contract_platform.retirement.audit import audit_snapshot
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 SHORT = RetirementSettings(observations=3, observation_span=timedelta(seconds=4), evidence_freshness=timedelta(days=2))
 APART = 5.0  # seconds between audits (longer than the span's share and the broker's 5 s statistics interval)
@@ -41,7 +41,7 @@ def v1_message(message_id: str) -> tuple[bytes, Any]:
 class Audits:
     """Audits of one version, ``APART`` seconds apart, each recorded like the DAG's."""
 
-    def __init__(self, connection: Any, contracts: Catalog, registry: Registry, prefix: str, contract: Contract):
+    def __init__(self, connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, contract: Contract):
         self.connection, self.contracts, self.registry, self.prefix = connection, contracts, registry, prefix
         self.contract = contract
         self.last = 0.0
@@ -115,7 +115,7 @@ class Recorders:
         path = self.work / "recorder.log"
         return path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"
 
-    def wait_for_coverage(self, registry: Registry, what: str) -> datetime:
+    def wait_for_coverage(self, registry: SqlRegistry, what: str) -> datetime:
         """Until a running recorder has confirmed a moment after now (every event up to now is stored)."""
         from contract_platform.retirement.readers import confirmed_until
 

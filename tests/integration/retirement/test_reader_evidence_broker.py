@@ -24,7 +24,7 @@ from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.topology import Role
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.evidence import Verdict
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -127,7 +127,7 @@ def test_a_queue_deleted_and_recreated_mid_span_is_unknown(audits: Audits, versi
 
 
 def test_a_clean_span_passes_and_the_version_retires(
-    audits: Audits, version: Contract, registry: Registry, connection: Any, tmp_path: Path
+    audits: Audits, version: Contract, registry: SqlRegistry, connection: Any, tmp_path: Path
 ) -> None:
     first, second, third = audits.run(), audits.run(), audits.run()
     assert first.check("readers").verdict is Verdict.UNKNOWN  # nothing is known before the first audit

@@ -26,7 +26,7 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.checks import compatibility_of
 from contract_platform.impact import Condition
 from contract_platform.retirement.observed import ReadersSource
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -45,7 +45,7 @@ def _stranger(rabbitmq_url: str, queue: str) -> Any:
 
 
 def test_an_undeclared_reader_refuses_the_readers_perspective_until_it_has_gone(
-    catalog: Catalog, registry: Registry, recording: datetime, connection: Any, rabbitmq_url: str, prefix: str
+    catalog: Catalog, registry: SqlRegistry, recording: datetime, connection: Any, rabbitmq_url: str, prefix: str
 ) -> None:
     current = with_prefix(catalog.get(ORDER), prefix)
     narrowed = copy.deepcopy(current.payload_schema)

@@ -32,7 +32,7 @@ from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement import VersionQueue
 from contract_platform.retirement.audit import judge_readers
 from contract_platform.retirement.model import iso
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 @pytest.fixture
 def store(recorders: Recorders) -> Any:
     """The registry the recorder processes write (the test reads it as the audit does)."""
-    with Registry.open(recorders.registry_url) as opened:
+    with SqlRegistry.open(recorders.registry_url) as opened:
         yield opened
 
 
@@ -55,7 +55,7 @@ def attach_and_leave(queue: str, times: int) -> None:
 
 
 def test_a_recorder_restarted_with_sigterm_between_audits_continues_and_the_check_passes(
-    connection: Any, contracts: Catalog, store: Registry, prefix: str, version: Contract, recorders: Recorders
+    connection: Any, contracts: Catalog, store: SqlRegistry, prefix: str, version: Contract, recorders: Recorders
 ) -> None:
     audits = Audits(connection, contracts, store, prefix, version)
     first = recorders.start()
@@ -76,7 +76,7 @@ def test_a_recorder_restarted_with_sigterm_between_audits_continues_and_the_chec
 
 
 def test_a_reader_attached_while_no_recorder_ran_fails_the_check_once_a_recorder_starts(
-    connection: Any, contracts: Catalog, store: Registry, prefix: str, version: Contract, recorders: Recorders
+    connection: Any, contracts: Catalog, store: SqlRegistry, prefix: str, version: Contract, recorders: Recorders
 ) -> None:
     audits = Audits(connection, contracts, store, prefix, version)
     queue = version.consumers[0].queue
@@ -105,7 +105,7 @@ def test_a_reader_attached_while_no_recorder_ran_fails_the_check_once_a_recorder
 
 
 def test_the_standby_takes_over_when_the_active_recorder_is_killed_and_the_check_passes(
-    connection: Any, contracts: Catalog, store: Registry, prefix: str, version: Contract, recorders: Recorders
+    connection: Any, contracts: Catalog, store: SqlRegistry, prefix: str, version: Contract, recorders: Recorders
 ) -> None:
     audits = Audits(connection, contracts, store, prefix, version)
     active = recorders.start()
@@ -145,7 +145,7 @@ def test_the_standby_takes_over_when_the_active_recorder_is_killed_and_the_check
 
 
 def test_events_dropped_at_the_limit_while_no_recorder_ran_are_a_gap_naming_the_interval(
-    connection: Any, contracts: Catalog, store: Registry, prefix: str, version: Contract, recorders: Recorders
+    connection: Any, contracts: Catalog, store: SqlRegistry, prefix: str, version: Contract, recorders: Recorders
 ) -> None:
     recorders.environment["CONTRACT_RECORDER_MAX_EVENTS"] = "20"
     audits = Audits(connection, contracts, store, prefix, version)
@@ -175,7 +175,7 @@ def test_events_dropped_at_the_limit_while_no_recorder_ran_are_a_gap_naming_the_
 
 
 def test_an_older_recorders_queue_is_replaced_and_that_is_a_gap(
-    connection: Any, store: Registry, recorders: Recorders, management: Any
+    connection: Any, store: SqlRegistry, recorders: Recorders, management: Any
 ) -> None:
     seed_coverage(store, datetime.now(UTC) - timedelta(hours=1), datetime.now(UTC) - timedelta(minutes=1))
     connection.channel().queue_declare(recorders.queue, durable=True, arguments={"x-expires": QUEUE_EXPIRES_MS})
@@ -214,7 +214,7 @@ def test_a_broker_restart_in_the_span_is_unknown_naming_the_restart(tmp_path: Pa
     recorder_queue = "contract-platform.broker-activity"
     try:
         with (
-            Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry,
+            SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry,
             running_recorder(registry, node.url, recorder_queue, management_url=node.management_url),
         ):
             before = datetime.now(UTC)
@@ -236,7 +236,7 @@ def test_a_broker_restart_in_the_span_is_unknown_naming_the_restart(tmp_path: Pa
         node.stop()
 
 
-def covered_after(registry: Registry, moment: datetime) -> datetime | None:
+def covered_after(registry: SqlRegistry, moment: datetime) -> datetime | None:
     found = registry.last_confirmation()
     return found.covered_until if found is not None and found.covered_until and found.covered_until > moment else None
 
@@ -246,7 +246,7 @@ def zero_counters(version: Contract, at: datetime) -> list[QueueCounters]:
 
 
 def test_a_message_anyone_publishes_into_the_recorders_queue_neither_confirms_nor_is_stored(
-    connection: Any, store: Registry, recorders: Recorders
+    connection: Any, store: SqlRegistry, recorders: Recorders
 ) -> None:
     recorders.start()
     recorders.wait_for_coverage(store, "the recorder's coverage")
@@ -264,7 +264,7 @@ def test_a_message_anyone_publishes_into_the_recorders_queue_neither_confirms_no
 
 
 def test_events_dropped_while_the_recorder_fell_behind_are_a_gap_inside_its_coverage(
-    store: Registry, prefix: str, recorders: Recorders
+    store: SqlRegistry, prefix: str, recorders: Recorders
 ) -> None:
     recorders.environment["CONTRACT_RECORDER_MAX_EVENTS"] = "20"
     process = recorders.start()

@@ -28,7 +28,7 @@ from contract_platform.retirement import (
     retire_if_proven,
 )
 from contract_platform.retirement.audit import audit_snapshot
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -39,7 +39,7 @@ def long_ago(days: int = 30) -> LastSeen:
 
 
 @pytest.fixture
-def provisioned(connection: Any, contracts: Catalog, registry: Registry, recording: datetime) -> Contract:
+def provisioned(connection: Any, contracts: Catalog, registry: SqlRegistry, recording: datetime) -> Contract:
     """v1 and v2 provisioned (prefixed), three quiet audits of v1 in the store and the recorder running since."""
     provision_family(connection, contracts)
     v1 = contracts.contracts[V1]
@@ -57,7 +57,7 @@ def ready(provisioned: Contract, management: ManagementClient) -> Contract:
 
 
 def run_audit(
-    connection: Any, contracts: Catalog, registry: Registry, prefix: str, contract: Contract, last_seen: LastSeen
+    connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, contract: Contract, last_seen: LastSeen
 ) -> AuditResult:
     return audit_version(
         contract,
@@ -116,7 +116,7 @@ Scenario = Callable[[Any, Contract, str], tuple[Contract, LastSeen]]
 def test_each_blocker_blocks_on_its_own_and_says_why(
     connection: Any,
     contracts: Catalog,
-    registry: Registry,
+    registry: SqlRegistry,
     prefix: str,
     ready: Contract,
     scenario: Scenario,
@@ -133,7 +133,7 @@ def test_each_blocker_blocks_on_its_own_and_says_why(
 
 
 def test_all_clear_retires_keeps_the_bundle_and_removes_only_v1_queues(
-    connection: Any, contracts: Catalog, registry: Registry, prefix: str, ready: Contract, tmp_path: Path
+    connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, ready: Contract, tmp_path: Path
 ) -> None:
     force_status(registry, V2, Status.ACTIVE)
     force_status(registry, V1, Status.DEPRECATED)
@@ -172,7 +172,7 @@ def test_all_clear_retires_keeps_the_bundle_and_removes_only_v1_queues(
 
 
 def test_without_the_management_api_the_audit_cannot_pass(
-    connection: Any, contracts: Catalog, registry: Registry, prefix: str, provisioned: Contract
+    connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, provisioned: Contract
 ) -> None:
     result = audit_version(
         provisioned,
@@ -190,7 +190,7 @@ def test_without_the_management_api_the_audit_cannot_pass(
 
 
 def test_an_audit_reads_the_recorders_coverage_once_for_the_readers_and_the_successors_consumers(
-    connection: Any, contracts: Catalog, registry: Registry, prefix: str, ready: Contract, monkeypatch: Any
+    connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, ready: Contract, monkeypatch: Any
 ) -> None:
     """One walk: the readers check and the consumers' moves to the successor judge the same coverage read."""
     windows: list[datetime] = []

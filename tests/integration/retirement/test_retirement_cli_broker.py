@@ -16,7 +16,7 @@ from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.topology import Role
 from contract_platform.catalog import load_catalog
 from contract_platform.cli.main import main
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -35,7 +35,7 @@ def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
     v1 = catalog.contracts[V1]
     provision_family(connection, catalog)
     registry_url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with Registry.open(registry_url) as store:  # the file the fixture ``recording`` records into
+    with SqlRegistry.open(registry_url) as store:  # the file the fixture ``recording`` records into
         seed_quiet_history(store, v1, datetime.now(UTC), coverage_until=recording)
     day = tmp_path / "archive" / v1.transport.exchange / "date=2026-07-01"
     day.mkdir(parents=True)
@@ -69,7 +69,7 @@ def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
     blocked = json.loads(capsys.readouterr().out)
     assert blocked["failed_checks"] == ["queues", "readers"]
     assert Path(blocked["report"]).exists()
-    with Registry.open(registry_url) as store:
+    with SqlRegistry.open(registry_url) as store:
         evidence = store.latest_evidence(V1, "retirement_audit")
         assert evidence is not None and evidence.figures["failed_checks"] == ["queues", "readers"]
         assert len(store.observations(V1)) == 4 * len(

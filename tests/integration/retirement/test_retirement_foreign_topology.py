@@ -33,7 +33,7 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.evidence import Verdict
 from contract_platform.retirement import AuditResult, LastSeen, TypeLastSeen, audit_version, write_audit_bundle
 from contract_platform.retirement.snapshot import TopologySnapshot
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -58,12 +58,12 @@ def vhost(rabbitmq_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def platform(vhost: str, family: Catalog, tmp_path: Path) -> Iterator[tuple[Any, Registry]]:
+def platform(vhost: str, family: Catalog, tmp_path: Path) -> Iterator[tuple[Any, SqlRegistry]]:
     """The platform's connection in the private vhost, v1 and v2 provisioned, three quiet audits of v1 recorded."""
     connection = open_connection(url_of(vhost))
     provision_family(connection, family)
     with (
-        Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry,
+        SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry,
         running_recorder(registry, url_of("/"), f"{broker.prefix()}broker-activity") as since,
     ):
         seed_quiet_history(registry, family.contracts[V1], datetime.now(UTC), vhosts=(vhost,), coverage_until=since)
@@ -97,7 +97,9 @@ def publish(channel: Any, exchange: str, key: str, message_id: str, *, with_id: 
     channel.basic_publish(exchange, key, v1_body(message_id, kind), properties)  # the envelope names the type
 
 
-def run_audit(platform: tuple[Any, Registry], family: Catalog, vhost: str, vhosts: tuple[str, ...] = ()) -> AuditResult:
+def run_audit(
+    platform: tuple[Any, SqlRegistry], family: Catalog, vhost: str, vhosts: tuple[str, ...] = ()
+) -> AuditResult:
     """Audit v1 from ``vhost`` (and the watched ``vhosts``); v1 was last seen 30 days ago."""
     connection, registry = platform
     last_seen = LastSeen({V1: TypeLastSeen(datetime.now(UTC) - timedelta(days=30), 12)}, scanned=True, source="test")
@@ -155,7 +157,7 @@ def considered(result: AuditResult, check: str, queue: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("suffix", [".dead", ".graveyard"])  # a conventional name, and one only topology reveals
 def test_a_message_the_broker_dead_lettered_from_a_service_queue_blocks(
-    platform: tuple[Any, Registry],
+    platform: tuple[Any, SqlRegistry],
     family: Catalog,
     vhost: str,
     foreign: Any,
@@ -186,7 +188,7 @@ def test_a_message_the_broker_dead_lettered_from_a_service_queue_blocks(
 
 
 def test_an_error_queue_by_naming_convention_blocks_and_keeps_its_order(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+    platform: tuple[Any, SqlRegistry], family: Catalog, vhost: str, foreign: Any, service: str
 ) -> None:
     queue = f"{service}_error"  # the convention of several .NET and Java frameworks
     ids = [f"{service}-a", f"{service}-b", f"{service}-c"]
@@ -202,7 +204,7 @@ def test_an_error_queue_by_naming_convention_blocks_and_keeps_its_order(
 
 
 def test_a_dead_letter_without_amqp_message_id_is_named_by_its_body(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+    platform: tuple[Any, SqlRegistry], family: Catalog, vhost: str, foreign: Any, service: str
 ) -> None:
     queue = f"{service}.dlq"
     channel = foreign.channel()
@@ -217,7 +219,7 @@ def test_a_dead_letter_without_amqp_message_id_is_named_by_its_body(
 
 
 def test_a_policy_defined_dead_letter_exchange_makes_its_queues_dlqs(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+    platform: tuple[Any, SqlRegistry], family: Catalog, vhost: str, foreign: Any, service: str
 ) -> None:
     policy = f"{service}-dlx"
     httpx.put(
@@ -248,7 +250,7 @@ def test_a_policy_defined_dead_letter_exchange_makes_its_queues_dlqs(
 
 
 def test_a_foreign_consumer_on_its_own_bound_queue_blocks_and_is_named(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str, tmp_path: Path
+    platform: tuple[Any, SqlRegistry], family: Catalog, vhost: str, foreign: Any, service: str, tmp_path: Path
 ) -> None:
     queue = f"{service}.invoices"
     channel = foreign.channel()
@@ -271,7 +273,7 @@ def test_a_foreign_consumer_on_its_own_bound_queue_blocks_and_is_named(
 
 
 def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_version(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, foreign: Any, service: str
+    platform: tuple[Any, SqlRegistry], family: Catalog, vhost: str, foreign: Any, service: str
 ) -> None:
     channel = foreign.channel()
     channel.exchange_declare(f"{service}.by-type", "headers", durable=True)
@@ -291,7 +293,7 @@ def test_a_headers_exchange_binding_on_the_type_header_blocks_only_for_its_versi
 
 
 def test_a_watched_second_virtual_host_is_searched_and_read_over_its_own_connection(
-    platform: tuple[Any, Registry], family: Catalog, vhost: str, service: str
+    platform: tuple[Any, SqlRegistry], family: Catalog, vhost: str, service: str
 ) -> None:
     with broker.private_vhost(f"{vhost}-legacy") as other:
         legacy = pika.BlockingConnection(pika.URLParameters(url_of(other)))

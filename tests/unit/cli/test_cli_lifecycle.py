@@ -7,7 +7,7 @@ import json
 import pytest
 from tests.support.cli import run_cli
 
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 INV1 = "billing.invoice-issued.v1"
 
@@ -19,7 +19,7 @@ def registry_url(tmp_path, monkeypatch) -> str:
     return url
 
 
-def evidence(registry: Registry, kind: str, version: str = "1.3.0") -> None:
+def evidence(registry: SqlRegistry, kind: str, version: str = "1.3.0") -> None:
     registry.add_evidence(INV1, contract_version=version, kind=kind, verdict="pass", figures={"errors": 0})
 
 
@@ -37,7 +37,7 @@ def test_transition_through_the_guards_and_status_shows_the_history(capsys, cata
     assert code == 1
     assert "lint" in err and "refused" in err  # no evidence yet: every guard names what is missing
 
-    registry = Registry.open(registry_url)
+    registry = SqlRegistry.open(registry_url)
     for kind in ("lint", "fixtures", "topology"):
         evidence(registry, kind, catalog.get(INV1).version)
     registry.close()

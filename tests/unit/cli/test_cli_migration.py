@@ -11,7 +11,7 @@ from tests.support.cli import run_cli
 
 from contract_platform.cli.main import main
 from contract_platform.migration import ParityReport, record_parity
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 V1 = "billing.invoice-issued.v1"
 V2 = "billing.invoice-issued.v2"
@@ -48,7 +48,7 @@ def parity(missing: int) -> ParityReport:
 def seed(url: str, catalog) -> datetime:
     """Two parity runs (failed, then passed) and two cutover observations (consumers moving to v2)."""
     start = datetime(2026, 7, 1, 10, tzinfo=UTC)
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         record_parity(parity(missing=3), registry, "run-1")
         record_parity(parity(missing=0), registry, "run-2")
         for n, (old, new) in enumerate(((1, 0), (0, 1))):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from contract_platform.cli.main import main
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 ORDER_V1 = "order.order-created.v1"
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -48,7 +48,9 @@ def replay_figures(decision: str, replayed: int, rejected: int, **more: Any) -> 
     } | more
 
 
-def add_replay(registry: Registry, version: str, verdict: str, figures: dict[str, Any], at: datetime, run: str) -> None:
+def add_replay(
+    registry: SqlRegistry, version: str, verdict: str, figures: dict[str, Any], at: datetime, run: str
+) -> None:
     registry.add_evidence(
         ORDER_V1,
         contract_version=version,
@@ -62,7 +64,7 @@ def add_replay(registry: Registry, version: str, verdict: str, figures: dict[str
 
 @pytest.fixture()
 def recorded(registry_url: str) -> None:
-    registry = Registry.open(registry_url)
+    registry = SqlRegistry.open(registry_url)
     try:
         add_replay(registry, "1.3.0", "pass", replay_figures("confirmed", 1000, 0), T0, "manual__old")
         refused = replay_figures(

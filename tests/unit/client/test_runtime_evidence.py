@@ -14,14 +14,14 @@ from contract_platform.client.runtime import EvidenceReporter, RuntimeCounters, 
 from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.evidence.figures import RuntimeValidationFigures
 from contract_platform.lifecycle import GuardContext, check_step
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 INVOICE_V1, INVOICE_V2 = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> Iterator[Registry]:
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened
 
 

@@ -19,12 +19,12 @@ from contract_platform.evidence.figures import (
     RetirementAuditFigures,
     TopologyFigures,
 )
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 
 @pytest.fixture()
-def registry(tmp_path: Path) -> Iterator[Registry]:
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened
 
 
@@ -33,7 +33,7 @@ def test_every_evidence_kind_has_one_figures_class_of_its_own() -> None:
     assert all(figures.KIND is kind for kind, figures in KIND_FIGURES.items())
 
 
-def test_the_writer_stores_the_kind_of_the_figures_with_snake_case_keys(registry: Registry) -> None:
+def test_the_writer_stores_the_kind_of_the_figures_with_snake_case_keys(registry: SqlRegistry) -> None:
     parity = MigrationParityFigures(mode="bridge", target="orders.placed.v2", parity=0.5, v1_total=4, matched=2)
     written = record(registry, "orders.placed.v1", "1.2.0", parity, verdict=Verdict.FAIL, run_id="run-7")
 
@@ -46,7 +46,7 @@ def test_the_writer_stores_the_kind_of_the_figures_with_snake_case_keys(registry
     assert figures_of(stored) == parity
 
 
-def test_figures_survive_the_store_unchanged_for_every_kind(registry: Registry) -> None:
+def test_figures_survive_the_store_unchanged_for_every_kind(registry: SqlRegistry) -> None:
     for number, kind in enumerate(KIND_FIGURES.values()):
         written = kind()  # defaults are valid figures of every kind
         record(registry, "payments.settled.v1", f"1.0.{number}", written, verdict=Verdict.PASS)
@@ -54,7 +54,7 @@ def test_figures_survive_the_store_unchanged_for_every_kind(registry: Registry) 
         assert stored is not None and figures_of(stored) == written
 
 
-def test_rows_written_by_older_versions_in_camel_case_still_read(registry: Registry) -> None:
+def test_rows_written_by_older_versions_in_camel_case_still_read(registry: SqlRegistry) -> None:
     """The registry on a user's machine holds audits and checks written before the key style was one."""
     registry.add_evidence(
         "orders.placed.v1",
@@ -106,7 +106,7 @@ def test_counts_that_are_not_counts_read_as_unknown_not_as_zero() -> None:
     assert figures.total is None and figures.invalid is None and figures.invalid_rate == 0.25
 
 
-def test_reading_figures_as_another_kind_is_refused(registry: Registry) -> None:
+def test_reading_figures_as_another_kind_is_refused(registry: SqlRegistry) -> None:
     written = record(registry, "orders.placed.v1", "1.0.0", EnvelopeQualityFigures(), verdict=Verdict.PASS)
     with pytest.raises(ValueError, match="envelope_quality evidence, not migration_parity"):
         MigrationParityFigures.of(written)
@@ -121,13 +121,13 @@ def test_the_evidence_module_imports_no_sql() -> None:
     assert shown.stdout.strip() == "False"
 
 
-def _latest(registry: Registry, kind: EvidenceKind):  # type: ignore[no-untyped-def]
+def _latest(registry: SqlRegistry, kind: EvidenceKind):  # type: ignore[no-untyped-def]
     found = registry.latest_evidence("orders.placed.v1", kind)
     assert found is not None
     return found
 
 
-def test_the_change_pipeline_writes_typed_evidence_the_guards_accept(catalog, registry: Registry) -> None:
+def test_the_change_pipeline_writes_typed_evidence_the_guards_accept(catalog, registry: SqlRegistry) -> None:
     from contract_platform.change import check_compatibility, lint_contracts
     from contract_platform.evidence.figures import LintFigures
     from contract_platform.lifecycle.guards import GuardContext, guard_compatible, guard_lint_clean
@@ -148,7 +148,7 @@ def test_the_change_pipeline_writes_typed_evidence_the_guards_accept(catalog, re
         assert guard_compatible(ctx.fresh()) == []
 
 
-def test_every_reader_sees_older_rows_in_snake_case_with_nothing_dropped(registry: Registry) -> None:
+def test_every_reader_sees_older_rows_in_snake_case_with_nothing_dropped(registry: SqlRegistry) -> None:
     """The UI and ``contractctl status`` read the stored JSON: an old audit must show today's keys."""
     registry.add_evidence(
         "orders.placed.v1",

@@ -18,7 +18,7 @@ from contract_platform.evidence import EvidenceKind
 from contract_platform.evidence.records import BrokerEvent, ReaderSession
 from contract_platform.impact import Condition, ObservedReaders
 from contract_platform.retirement.observed import NO_RECORDER, BrokerReaders, observe_readers
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 ORDER = "order.order-created.v1"
 SCHEMA = "order/order-created/v1/payload.schema.json"
@@ -160,7 +160,7 @@ def test_readers_perspective_refusal_keeps_the_writer_verdict_and_says_why(
 
 
 def test_contract_change_records_the_impact_and_names_broken_consumers(perspective_catalogue, tmp_path) -> None:
-    registry = Registry.open(f"sqlite:///{tmp_path / 'registry.db'}")
+    registry = SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}")
     base = load_catalog(perspective_catalogue.parent / "base").get(ORDER)
     registry.snapshot_schema(ORDER, "1.2.0", base.payload_schema)
     path = perspective_catalogue / SCHEMA
@@ -187,7 +187,7 @@ def _consumer_created(queue: str, who: str, at: datetime) -> BrokerEvent:
 
 def test_observed_readers_come_from_the_recorder_and_its_gaps_are_named(perspective_catalogue, tmp_path) -> None:
     contract = load_catalog(perspective_catalogue).get(ORDER)
-    registry = Registry.open(f"sqlite:///{tmp_path / 'registry.db'}")
+    registry = SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}")
     queues = BrokerReaders(queues=(("/", BILLING_QUEUE), ("/", "adhoc.order-created")))
 
     never = observe_readers(contract, registry, queues, now=NOW)

@@ -16,7 +16,7 @@ from contract_platform.evidence.records import BrokerEvent, ReaderSession
 from contract_platform.impact.moves import consumer_moves, fates_of, still_on_source
 from contract_platform.migration import parse_spec
 from contract_platform.retirement.observed import observed_moves
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 V1, V2 = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 SOURCE = {"type": "object", "properties": {k: {"type": "string"} for k in ("id", "amount", "code", "kind", "legacy")}}
@@ -107,7 +107,7 @@ def test_moved_is_judged_from_the_queues_each_consumer_reads(pair) -> None:
 def test_observed_moves_read_the_recorders_sessions_and_say_when_there_are_none(pair, tmp_path) -> None:
     catalog, v1, v2, spec = pair
     now = datetime.now(UTC)
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
         assert {m.state for m in observed_moves(catalog, v1, v2, registry, now=now)} == {"unknown"}
         since = now - v1.retirement.observation_span - timedelta(hours=1)
         registry.open_coverage_segment("s", started_at=since, host="t")

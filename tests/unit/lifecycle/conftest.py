@@ -12,7 +12,7 @@ from tests.support.contracts import V1, V2, build_contract
 
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.lifecycle import GuardContext
-from contract_platform.store import EvidenceKind, EvidenceRecord, Registry
+from contract_platform.store import EvidenceKind, EvidenceRecord, SqlRegistry
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 
@@ -28,18 +28,18 @@ def make_contract() -> Callable[..., Contract]:
 
 
 @pytest.fixture()
-def registry(tmp_path: Path) -> Iterator[Registry]:
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened
 
 
 @pytest.fixture()
-def ctx(registry: Registry) -> Callable[[Contract], GuardContext]:
+def ctx(registry: SqlRegistry) -> Callable[[Contract], GuardContext]:
     return lambda contract: GuardContext(contract=contract, registry=registry, now=NOW)
 
 
 @pytest.fixture()
-def prove(registry: Registry) -> Callable[..., EvidenceRecord]:
+def prove(registry: SqlRegistry) -> Callable[..., EvidenceRecord]:
     """Add evidence for a contract: ``prove(contract, "lint")``, failing with ``verdict="fail"``, older with ``age``."""
 
     def add(
@@ -70,7 +70,7 @@ DEFAULT_FIGURES: dict[EvidenceKind, dict[str, Any]] = {
 
 
 @pytest.fixture()
-def force(registry: Registry) -> Callable[[str, Status], None]:
+def force(registry: SqlRegistry) -> Callable[[str, Status], None]:
     """Put a message type at a status without guards (the store does not judge), e.g. a successor."""
 
     def walk(message_type: str, status: Status) -> None:

@@ -12,7 +12,7 @@ import pytest
 from contract_platform.catalog.model import Contract, Hold, Status
 from contract_platform.catalog.model import ValidationSettings as Validation
 from contract_platform.lifecycle import GuardContext, check_step
-from contract_platform.store import EvidenceRecord, Registry
+from contract_platform.store import EvidenceRecord, SqlRegistry
 
 Ctx = Callable[[Contract], GuardContext]
 Prove = Callable[..., EvidenceRecord]
@@ -224,7 +224,7 @@ def test_superseded_needs_superseded_by(ctx: Ctx, v1: Contract) -> None:
     ]
 
 
-def test_superseded_needs_an_active_successor(ctx: Ctx, registry: Registry, v1: Contract) -> None:
+def test_superseded_needs_an_active_successor(ctx: Ctx, registry: SqlRegistry, v1: Contract) -> None:
     later = replace(v1, superseded_by="billing.invoice-issued.v3")
     assert refusal(ctx, later, Status.SUPERSEDED) == [
         "successor billing.invoice-issued.v3 is not in the registry yet: register it and make it active first"
@@ -306,7 +306,7 @@ def test_retired_is_refused_while_a_hold_is_in_force(ctx: Ctx, v1: Contract) -> 
     ]
 
 
-def test_guards_record_the_evidence_they_consulted(ctx: Ctx, registry: Registry, v1: Contract) -> None:
+def test_guards_record_the_evidence_they_consulted(ctx: Ctx, registry: SqlRegistry, v1: Contract) -> None:
     context = ctx(v1)
     assert check_step(Status.PROPOSED, Status.EXPERIMENTAL, context) == []
     lint, fixtures, topology = (

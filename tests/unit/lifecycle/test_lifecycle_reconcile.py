@@ -11,7 +11,7 @@ import pytest
 from contract_platform.catalog.model import Contract, Status
 from contract_platform.errors import ConcurrentTransition, TransitionRefused
 from contract_platform.lifecycle import GuardContext, Step, apply_plan, reconcile, request_transition
-from contract_platform.store import EvidenceRecord, Registry
+from contract_platform.store import EvidenceRecord, SqlRegistry
 
 Ctx = Callable[[Contract], GuardContext]
 Prove = Callable[..., EvidenceRecord]
@@ -19,13 +19,13 @@ V1 = "billing.invoice-issued.v1"
 V2 = "billing.invoice-issued.v2"
 
 
-def effective(registry: Registry, message_type: str = V1) -> Status | None:
+def effective(registry: SqlRegistry, message_type: str = V1) -> Status | None:
     state = registry.effective(message_type)
     return state.status if state else None
 
 
 def test_declared_equal_to_effective_is_an_empty_plan(
-    ctx: Ctx, registry: Registry, force: Callable, v1: Contract
+    ctx: Ctx, registry: SqlRegistry, force: Callable, v1: Contract
 ) -> None:
     force(V1, Status.ACTIVE)
     contract = replace(v1, status=Status.ACTIVE)
@@ -37,7 +37,7 @@ def test_declared_equal_to_effective_is_an_empty_plan(
 
 
 def test_reconcile_stops_at_the_first_refused_step_and_keeps_the_earlier_ones(
-    ctx: Ctx, prove: Prove, registry: Registry, make_contract: Callable[..., Contract]
+    ctx: Ctx, prove: Prove, registry: SqlRegistry, make_contract: Callable[..., Contract]
 ) -> None:
     contract = make_contract(V1, status=Status.ACTIVE)
     lint, _, _ = (prove(contract, kind) for kind in ("lint", "fixtures", "topology"))
@@ -69,7 +69,7 @@ def test_reconcile_stops_at_the_first_refused_step_and_keeps_the_earlier_ones(
 
 
 def test_a_declared_status_behind_the_effective_one_is_refused(
-    ctx: Ctx, registry: Registry, force: Callable, v1: Contract
+    ctx: Ctx, registry: SqlRegistry, force: Callable, v1: Contract
 ) -> None:
     force(V1, Status.ACTIVE)
     contract = replace(v1, status=Status.EXPERIMENTAL)
@@ -86,7 +86,7 @@ def test_a_declared_status_behind_the_effective_one_is_refused(
 
 
 def test_a_run_that_lost_the_race_raises_and_applies_nothing(
-    ctx: Ctx, registry: Registry, prove_everything: Callable[[Contract], None], v1: Contract
+    ctx: Ctx, registry: SqlRegistry, prove_everything: Callable[[Contract], None], v1: Contract
 ) -> None:
     prove_everything(v1)
     registry.register(V1, v1.version, actor="setup")
@@ -103,7 +103,7 @@ def test_a_run_that_lost_the_race_raises_and_applies_nothing(
 
 
 def test_full_happy_path_from_proposed_to_retired_with_evidence_step_by_step(
-    ctx: Ctx, prove: Prove, registry: Registry, force: Callable, make_contract: Callable[..., Contract]
+    ctx: Ctx, prove: Prove, registry: SqlRegistry, force: Callable, make_contract: Callable[..., Contract]
 ) -> None:
     def run(contract: Contract) -> list[Status]:
         plan = reconcile(contract, effective(registry), ctx(contract))
@@ -147,7 +147,7 @@ def test_full_happy_path_from_proposed_to_retired_with_evidence_step_by_step(
 
 
 def test_request_transition_applies_one_guarded_step(
-    registry: Registry, prove_everything: Callable[[Contract], None], v1: Contract, now
+    registry: SqlRegistry, prove_everything: Callable[[Contract], None], v1: Contract, now
 ) -> None:
     prove_everything(v1)
     record = request_transition(v1, Status.EXPERIMENTAL, registry, actor="alice", reason="ticket PLAT-7", now=now)
@@ -159,7 +159,7 @@ def test_request_transition_applies_one_guarded_step(
 
 
 def test_request_transition_refuses_an_illegal_jump_and_records_it(
-    registry: Registry, prove_everything: Callable[[Contract], None], force: Callable, v1: Contract, now
+    registry: SqlRegistry, prove_everything: Callable[[Contract], None], force: Callable, v1: Contract, now
 ) -> None:
     prove_everything(v1)
     force(V1, Status.ACTIVE)
@@ -174,7 +174,9 @@ def test_request_transition_refuses_an_illegal_jump_and_records_it(
     assert registry.refusals(V1)[0].reasons == tuple(caught.value.reasons)
 
 
-def test_request_transition_refuses_when_a_guard_does(registry: Registry, force: Callable, v1: Contract, now) -> None:
+def test_request_transition_refuses_when_a_guard_does(
+    registry: SqlRegistry, force: Callable, v1: Contract, now
+) -> None:
     force(V1, Status.DEPRECATED)
     with pytest.raises(TransitionRefused, match="no retirement audit yet"):
         request_transition(v1, Status.RETIRED, registry, actor="alice", reason="done", now=now)

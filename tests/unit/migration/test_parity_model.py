@@ -23,7 +23,7 @@ from contract_platform.migration import (
     record_parity,
 )
 from contract_platform.migration.parity import NOT_COMPARED, SAMPLE_KINDS, compare_batches
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from contract_platform.validation.bundle import CatalogBundle
 
 V1 = "billing.invoice-issued.v1"
@@ -204,7 +204,7 @@ def test_figures_carry_what_the_guards_and_the_cli_read():
 
 def test_recorded_evidence_moves_the_guards(tmp_path: Path, catalog):
     v1 = catalog.get(V1)
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
         failed = record_parity(report(missing=1, matched=199), registry, "run-1", reference="/tmp/r.json")
         assert (failed.message_type, failed.contract_version, failed.run_id) == (V1, "1.3.0", "run-1")
         assert str(failed.kind) == "migration_parity" and failed.figures["missing"] == 1

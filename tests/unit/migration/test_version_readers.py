@@ -11,7 +11,7 @@ from tests.support.ui_seed import record_reader_sessions
 from contract_platform.catalog import Catalog
 from contract_platform.evidence.records import ReaderSession
 from contract_platform.migration.readers import readers_over_time, version_sessions
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 START = datetime(2026, 11, 20, 0, 0, tzinfo=UTC)
 END = START + timedelta(hours=10)
@@ -59,7 +59,7 @@ def test_readers_are_connections_two_instances_count_twice_two_channels_of_one_o
 
 def test_the_sessions_of_a_version_come_from_the_store_the_recorder_writes(catalog: Catalog, tmp_path: Path) -> None:
     v1 = catalog.contracts["billing.invoice-issued.v1"]
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
         record_reader_sessions(
             registry,
             [

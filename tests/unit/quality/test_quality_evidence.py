@@ -12,7 +12,7 @@ from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.lifecycle import GuardContext
 from contract_platform.lifecycle.guards import guard_envelope_quality
 from contract_platform.quality import ExpectationResult, QualityReport, TypeQuality, record_quality
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 QUOTE = "quote.quote-approved.v1"
 GENERATE = "billing.generate-invoice.v1"
@@ -61,8 +61,8 @@ def report() -> QualityReport:
 
 
 @pytest.fixture()
-def registry(tmp_path: Path) -> Iterator[Registry]:
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened
 
 

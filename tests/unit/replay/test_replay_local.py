@@ -21,7 +21,7 @@ from contract_platform.errors import ArchiveError, UsageError
 from contract_platform.replay import local
 from contract_platform.replay.local import Engine, choose_engine, local_root, replay_locally, tally_local, window_files
 from contract_platform.replay.run import ReplayTarget, replay_targets, window_of
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from contract_platform.validation.bundle import CatalogBundle
 
 
@@ -215,7 +215,7 @@ def test_check_replay_of_a_small_archive_judges_it_without_starting_a_jvm(tmp_pa
         tmp_path / "archive", catalog_path, [10_000 + n for n in range(97)] + [1, 2, 3], datetime.now(UTC)
     )
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    registry = Registry.open(url)
+    registry = SqlRegistry.open(url)
     registry.snapshot_schema(ORDER, "1.2.0", old)
     registry.close()
 

@@ -11,7 +11,7 @@ from tests.support.contracts import DURING_MIGRATION as NOW
 from tests.support.contracts import V1, V2, migrating_contract
 
 from contract_platform.catalog.model import Contract
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 
 @pytest.fixture()
@@ -35,6 +35,6 @@ def v2() -> Contract:
 
 
 @pytest.fixture()
-def registry(tmp_path: Path) -> Iterator[Registry]:
-    with Registry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened

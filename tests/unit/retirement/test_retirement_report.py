@@ -21,7 +21,7 @@ from contract_platform.retirement import (
     retire_if_proven,
     write_audit_bundle,
 )
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 LATER = NOW + timedelta(days=3)
 
@@ -68,7 +68,7 @@ def test_the_bundle_has_latest_and_timestamped_json_and_markdown(tmp_path: Path)
     assert json.loads(paths.snapshot.read_text())["verdict"] == "fail"  # the cited copy never changes
 
 
-def test_the_recorded_evidence_is_what_the_lifecycle_guard_reads(registry: Registry, tmp_path: Path) -> None:
+def test_the_recorded_evidence_is_what_the_lifecycle_guard_reads(registry: SqlRegistry, tmp_path: Path) -> None:
     contract = replace(migrating_contract(V1), status=Status.RETIRED)
     paths = write_audit_bundle(audit(RETENTION), tmp_path)
     record = record_audit(audit(RETENTION), registry, reference=paths.snapshot)
@@ -84,13 +84,13 @@ def test_the_recorded_evidence_is_what_the_lifecycle_guard_reads(registry: Regis
     assert any("must be at most 2d old" in reason for reason in stale)
 
 
-def deprecate(registry: Registry, message_type: str = V1) -> None:
+def deprecate(registry: SqlRegistry, message_type: str = V1) -> None:
     state = registry.register(message_type, "1.0.0", actor="setup")
     for status in [s for s in Status if Status.PROPOSED.rank < s.rank <= Status.DEPRECATED.rank]:
         state = registry.apply_transition(message_type, expected=state, to=status, actor="setup", reason="seed")
 
 
-def test_not_declared_retired_keeps_it_deprecated_with_the_audit_blockers(registry: Registry) -> None:
+def test_not_declared_retired_keeps_it_deprecated_with_the_audit_blockers(registry: SqlRegistry) -> None:
     contract = migrating_contract(V1)  # declared deprecated
     deprecate(registry)
     record_audit(audit(RETENTION), registry)
@@ -105,7 +105,7 @@ def test_not_declared_retired_keeps_it_deprecated_with_the_audit_blockers(regist
     assert registry.refusals(V1) == []
 
 
-def test_stale_evidence_is_refused_by_the_guard_and_recorded(registry: Registry) -> None:
+def test_stale_evidence_is_refused_by_the_guard_and_recorded(registry: SqlRegistry) -> None:
     contract: Contract = replace(migrating_contract(V1), status=Status.RETIRED)
     deprecate(registry)
     record_audit(audit(at=NOW - timedelta(days=3)), registry)  # passed, but three days ago (freshness 2d)
@@ -120,7 +120,7 @@ def test_stale_evidence_is_refused_by_the_guard_and_recorded(registry: Registry)
     assert refusal.to_status is Status.RETIRED and refusal.run_id == "r"
 
 
-def test_a_hold_blocks_retirement_even_with_a_passing_audit(registry: Registry) -> None:
+def test_a_hold_blocks_retirement_even_with_a_passing_audit(registry: SqlRegistry) -> None:
     hold = Hold("legal", date(2027, 1, 31), "litigation")
     contract = replace(migrating_contract(V1), status=Status.RETIRED, holds=(hold,))
     deprecate(registry)
@@ -132,7 +132,7 @@ def test_a_hold_blocks_retirement_even_with_a_passing_audit(registry: Registry) 
     assert not outcome.retired and any("legal hold in force until 2027-01-31" in r for r in outcome.reasons)
 
 
-def test_only_deprecated_versions_are_retired(registry: Registry) -> None:
+def test_only_deprecated_versions_are_retired(registry: SqlRegistry) -> None:
     contract = replace(migrating_contract(V1), status=Status.RETIRED)
     outcome = retire_if_proven(contract, catalog_of(contract), registry, None, actor="t", run_id="r", now=NOW)
     assert not outcome.retired and "unregistered" in outcome.reasons[0]

@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 from contract_platform.catalog.model import Status
 from contract_platform.evidence import EvidenceKind
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 KINDS = (EvidenceKind.ARCHIVE_VALIDATION, EvidenceKind.ENVELOPE_QUALITY, EvidenceKind.RETIREMENT_AUDIT)
 
 
-def seed_history(registry: Registry, prefix: str) -> list[str]:
+def seed_history(registry: SqlRegistry, prefix: str) -> list[str]:
     """Three types: walked, refused twice, evidence on several days (two rows at the same instant: the later id wins)."""
     names = [f"{prefix}.a.v1", f"{prefix}.b.v1", f"{prefix}.c.v1"]
     for index, name in enumerate(names):
@@ -46,7 +46,7 @@ def seed_history(registry: Registry, prefix: str) -> list[str]:
     return names
 
 
-def assert_batches_match_single_reads(registry: Registry, names: list[str]) -> None:
+def assert_batches_match_single_reads(registry: SqlRegistry, names: list[str]) -> None:
     transitions, refusals = registry.latest_transitions(), registry.latest_refusals()
     latest = registry.latest_evidence_of(KINDS)
     only = registry.latest_evidence_of(KINDS, message_types=names[:1])

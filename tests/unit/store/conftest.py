@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 
 @pytest.fixture()
@@ -16,6 +16,6 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture()
-def registry(sqlite_url: str) -> Iterator[Registry]:
-    with Registry.open(sqlite_url) as opened:
+def registry(sqlite_url: str) -> Iterator[SqlRegistry]:
+    with SqlRegistry.open(sqlite_url) as opened:
         yield opened

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contract_platform.evidence.records import BrokerEvent
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
@@ -18,8 +18,8 @@ def ev(kind: str, at: timedelta, vhost: str = "/", **fields: str | None) -> Brok
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> Registry:
-    store = Registry.open(f"sqlite:///{tmp_path / 'registry.db'}")
+def registry(tmp_path: Path) -> SqlRegistry:
+    store = SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}")
     yield store  # type: ignore[misc]
     store.close()
 
@@ -42,7 +42,7 @@ def batch_reader(start: timedelta, end: timedelta) -> list[BrokerEvent]:
     ]
 
 
-def test_a_session_is_stored_once_with_its_connection_however_often_the_batch_arrives(registry: Registry) -> None:
+def test_a_session_is_stored_once_with_its_connection_however_often_the_batch_arrives(registry: SqlRegistry) -> None:
     events = batch_reader(timedelta(minutes=1), timedelta(minutes=21))
     assert registry.store_broker_events(events) == 4
     assert registry.store_broker_events(events) == 0  # redelivered after a crash before the ack
@@ -55,7 +55,7 @@ def test_a_session_is_stored_once_with_its_connection_however_often_the_batch_ar
     assert registry.reader_sessions([("other", "q1")], since=T0, until=T0 + timedelta(hours=1)) == []
 
 
-def test_a_detachment_without_its_attachment_is_a_reader_since_an_unknown_moment(registry: Registry) -> None:
+def test_a_detachment_without_its_attachment_is_a_reader_since_an_unknown_moment(registry: SqlRegistry) -> None:
     registry.store_broker_events(
         [ev("consumer.deleted", timedelta(minutes=5), channel="<ch.9>", queue="q1", consumer_tag="t")]
     )
@@ -63,7 +63,7 @@ def test_a_detachment_without_its_attachment_is_a_reader_since_an_unknown_moment
     assert found.attached_at is None and found.detached_at == T0 + timedelta(minutes=5)
 
 
-def test_queue_changes_are_kept_in_order(registry: Registry) -> None:
+def test_queue_changes_are_kept_in_order(registry: SqlRegistry) -> None:
     registry.store_broker_events(
         [ev("queue.deleted", timedelta(minutes=2), name="q1"), ev("queue.created", timedelta(minutes=3), name="q1")]
     )
@@ -71,7 +71,7 @@ def test_queue_changes_are_kept_in_order(registry: Registry) -> None:
     assert kinds == ["queue.deleted", "queue.created"]
 
 
-def test_a_new_segment_records_the_gap_since_the_last_confirmed_coverage(registry: Registry) -> None:
+def test_a_new_segment_records_the_gap_since_the_last_confirmed_coverage(registry: SqlRegistry) -> None:
     registry.open_coverage_segment("a", started_at=T0, host="h")
     assert registry.extend_coverage("a", covered_from=T0, until=T0 + timedelta(minutes=10)) is None  # the first ever
     # a consumer attaches; then the recorder is killed (no end reason) and comes back 5 minutes later
@@ -93,7 +93,7 @@ def test_a_new_segment_records_the_gap_since_the_last_confirmed_coverage(registr
     assert registry.coverage(T0)[0][-1].end_reason == "the recorder was stopped"
 
 
-def test_pruning_forgets_only_what_ended_before_the_retention(registry: Registry) -> None:
+def test_pruning_forgets_only_what_ended_before_the_retention(registry: SqlRegistry) -> None:
     registry.store_broker_events(batch_reader(timedelta(minutes=1), timedelta(minutes=2)))
     registry.store_broker_events([ev("consumer.created", timedelta(days=2), channel="c", queue="q2", consumer_tag="t")])
     assert registry.prune_broker_activity(T0 + timedelta(days=1)) > 0
@@ -101,7 +101,7 @@ def test_pruning_forgets_only_what_ended_before_the_retention(registry: Registry
     assert len(registry.reader_sessions([("/", "q2")], since=T0, until=T0 + timedelta(days=3))) == 1
 
 
-def test_a_batch_with_connections_opened_and_closed_inside_it_and_before_it(registry: Registry) -> None:
+def test_a_batch_with_connections_opened_and_closed_inside_it_and_before_it(registry: SqlRegistry) -> None:
     early = [
         ev("connection.created", timedelta(0), pid="<c.0>", name="n0"),
         ev("channel.created", timedelta(0), pid="<ch.0>", connection="<c.0>"),
@@ -126,7 +126,7 @@ def test_a_batch_with_connections_opened_and_closed_inside_it_and_before_it(regi
     }
 
 
-def test_a_channel_opened_in_a_later_batch_than_its_connection_still_names_its_reader(registry: Registry) -> None:
+def test_a_channel_opened_in_a_later_batch_than_its_connection_still_names_its_reader(registry: SqlRegistry) -> None:
     registry.store_broker_events(
         [ev("connection.created", timedelta(0), pid="<c.7>", name="peer -> broker", client_name="nightly", user="u")]
     )
@@ -140,7 +140,9 @@ def test_a_channel_opened_in_a_later_batch_than_its_connection_still_names_its_r
     assert session.connection_name == "nightly"
 
 
-def test_a_segment_that_proved_continuity_starts_at_the_last_confirmed_moment_with_no_gap(registry: Registry) -> None:
+def test_a_segment_that_proved_continuity_starts_at_the_last_confirmed_moment_with_no_gap(
+    registry: SqlRegistry,
+) -> None:
     registry.open_coverage_segment("a", started_at=T0, host="h:1")
     registry.extend_coverage("a", covered_from=T0, until=T0 + timedelta(minutes=10))
     registry.store_broker_events(batch_reader(timedelta(minutes=9), timedelta(hours=5))[:3])  # still attached
@@ -164,7 +166,7 @@ def test_a_segment_that_proved_continuity_starts_at_the_last_confirmed_moment_wi
     assert session.detached_at is None  # its detachment is still in the queue: the session stays open
 
 
-def test_a_segment_that_could_not_prove_continuity_records_the_gap_it_was_given(registry: Registry) -> None:
+def test_a_segment_that_could_not_prove_continuity_records_the_gap_it_was_given(registry: SqlRegistry) -> None:
     registry.open_coverage_segment("a", started_at=T0, host="h")
     registry.extend_coverage("a", covered_from=T0, until=T0 + timedelta(minutes=10))
     registry.store_broker_events(batch_reader(timedelta(minutes=9), timedelta(hours=5))[:3])
@@ -182,12 +184,12 @@ def test_a_segment_that_could_not_prove_continuity_records_the_gap_it_was_given(
     assert session.detached_at == T0 + timedelta(minutes=10)  # known only until the gap
 
 
-def test_the_first_segment_ever_records_no_gap_whatever_it_was_told(registry: Registry) -> None:
+def test_the_first_segment_ever_records_no_gap_whatever_it_was_told(registry: SqlRegistry) -> None:
     assert registry.open_coverage_segment("a", started_at=T0, host="h", covered_from=T0, gap_reason="x") is None
     assert registry.coverage(T0 - timedelta(days=1))[1] == []
 
 
-def test_a_dropped_interval_closes_the_sessions_it_may_have_ended_and_keeps_later_ones(registry: Registry) -> None:
+def test_a_dropped_interval_closes_the_sessions_it_may_have_ended_and_keeps_later_ones(registry: SqlRegistry) -> None:
     before = [ev("consumer.created", timedelta(minutes=1), channel="c", queue="q1", consumer_tag="before")]
     inside = [ev("consumer.created", timedelta(minutes=3), channel="c", queue="q1", consumer_tag="inside")]
     after = [ev("consumer.created", timedelta(minutes=6), channel="c", queue="q1", consumer_tag="after")]
@@ -201,7 +203,7 @@ def test_a_dropped_interval_closes_the_sessions_it_may_have_ended_and_keeps_late
     }
 
 
-def test_a_detachment_delivered_before_its_attachment_makes_one_session(registry: Registry) -> None:
+def test_a_detachment_delivered_before_its_attachment_makes_one_session(registry: SqlRegistry) -> None:
     # a recorder that takes over may be handed the newest event first, then the older ones
     who = {"channel": "<ch.5>", "queue": "q1", "consumer_tag": "late"}
     registry.store_broker_events([ev("consumer.deleted", timedelta(minutes=4), **who)])
@@ -217,7 +219,7 @@ def test_a_detachment_delivered_before_its_attachment_makes_one_session(registry
     ]
 
 
-def test_stored_events_are_counted_with_the_newest_moment(registry: Registry) -> None:
+def test_stored_events_are_counted_with_the_newest_moment(registry: SqlRegistry) -> None:
     registry.store_broker_events(batch_reader(timedelta(minutes=1), timedelta(minutes=21)))
     assert registry.broker_events_since(T0) == (4, T0 + timedelta(minutes=21))
     assert registry.broker_events_since(T0 + timedelta(minutes=2)) == (1, T0 + timedelta(minutes=21))

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from tests.unit.store.batch_reads import assert_batches_match_single_reads, seed_history
 
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 
 
-def test_latest_transitions_refusals_and_evidence_of_every_type_at_once(registry: Registry) -> None:
+def test_latest_transitions_refusals_and_evidence_of_every_type_at_once(registry: SqlRegistry) -> None:
     assert_batches_match_single_reads(registry, seed_history(registry, "batch"))
 
 
 class _OneTypeAtATime:
     """The store without its batched reads: what a registry that has only the domain protocol answers."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: SqlRegistry) -> None:
         self._registry = registry
 
     def __getattr__(self, name: str) -> object:
@@ -30,7 +30,7 @@ def test_run_pages_and_the_catalogue_read_in_batches_what_they_read_per_type(sql
     from contract_platform_airflow.ui import views
 
     seeded = seed_registry(sqlite_url, "manual__batch")
-    with Registry.open(sqlite_url) as registry:
+    with SqlRegistry.open(sqlite_url) as registry:
         registry.add_evidence(
             "order.order-created.v1",
             contract_version="1.2.0",
@@ -63,7 +63,7 @@ def test_the_task_page_reads_its_runs_a_page_at_a_time(sqlite_url: str, catalog)
 
     base = datetime(2026, 11, 1, tzinfo=UTC)
     runs = [f"scheduled__2026-11-0{day}T01:00:00+00:00" for day in range(1, 8)]
-    with Registry.open(sqlite_url) as registry:
+    with SqlRegistry.open(sqlite_url) as registry:
         for day, run_id in enumerate(runs):
             registry.add_evidence(
                 "order.order-created.v1",

@@ -9,21 +9,21 @@ from typing import Any
 from sqlalchemy import create_engine, text
 from tests.support.races import assert_one_winner_per_round, run_race
 
-from contract_platform.store import LATEST_VERSION, Registry
+from contract_platform.store import LATEST_VERSION, SqlRegistry
 
 ROUNDS = 5
 
 
 def open_at_once(url: str, barrier: Any, results: Any) -> None:
     barrier.wait(timeout=60)
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         results.put(registry.schema_version())
 
 
 def test_two_processes_racing_for_one_transition_on_sqlite(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'registry.db'}"
     rounds = [f"billing.race-{n}.v1" for n in range(ROUNDS)]
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         for message_type in rounds:
             registry.register(message_type, "1.0.0", actor="setup")
         outcomes = run_race(url, rounds)

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, create_engine, inspect, make_url, text
 
 from contract_platform.catalog.model import Status
 from contract_platform.errors import StoreError
-from contract_platform.store import LATEST_VERSION, Registry
+from contract_platform.store import LATEST_VERSION, SqlRegistry
 from contract_platform.store.migrations import upgrade
 from contract_platform.store.tables import metadata
 
@@ -70,7 +70,7 @@ def v1_database(url: str) -> Engine:
 
 
 def test_a_fresh_database_gets_the_current_schema(sqlite_url: str) -> None:
-    with Registry.open(sqlite_url) as registry:
+    with SqlRegistry.open(sqlite_url) as registry:
         assert registry.schema_version() == LATEST_VERSION
     assert shape(create_engine(sqlite_url)) == wanted_shape()
 
@@ -78,7 +78,7 @@ def test_a_fresh_database_gets_the_current_schema(sqlite_url: str) -> None:
 def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(sqlite_url: str) -> None:
     engine = v1_database(sqlite_url)
     assert "cp_observations" not in inspect(engine).get_table_names()
-    with Registry.open(sqlite_url) as registry:
+    with SqlRegistry.open(sqlite_url) as registry:
         assert registry.schema_version() == LATEST_VERSION
         state = registry.effective(MT)
         assert state is not None and (state.status, state.revision) == (Status.EXPERIMENTAL, 2)
@@ -101,16 +101,16 @@ def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(sqlite_url: str) 
 
 
 def test_opening_again_applies_nothing(sqlite_url: str) -> None:
-    Registry.open(sqlite_url).close()
-    Registry.open(sqlite_url).close()
+    SqlRegistry.open(sqlite_url).close()
+    SqlRegistry.open(sqlite_url).close()
     with create_engine(sqlite_url).connect() as conn:
         applied = conn.execute(text("SELECT version FROM cp_schema_version ORDER BY version")).scalars().all()
     assert applied == list(range(1, LATEST_VERSION + 1))
 
 
 def test_a_schema_newer_than_the_code_is_refused(sqlite_url: str) -> None:
-    Registry.open(sqlite_url).close()
+    SqlRegistry.open(sqlite_url).close()
     with create_engine(sqlite_url).begin() as conn:
         conn.execute(text("INSERT INTO cp_schema_version VALUES (99, 'future', '2030-01-01 00:00:00.000000')"))
     with pytest.raises(StoreError, match="newer than this platform knows"):
-        Registry.open(sqlite_url)
+        SqlRegistry.open(sqlite_url)

@@ -12,14 +12,14 @@ import pytest
 
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
-from contract_platform.store import EvidenceKind, ObservationSource, Registry, Verdict, schema_fingerprint
+from contract_platform.store import EvidenceKind, ObservationSource, SqlRegistry, Verdict, schema_fingerprint
 from contract_platform.store.engine import open_engine
 
 MT = "billing.invoice-issued.v1"
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 
 
-def walk(registry: Registry, message_type: str, *statuses: Status, actor: str = "alice") -> None:
+def walk(registry: SqlRegistry, message_type: str, *statuses: Status, actor: str = "alice") -> None:
     state = registry.effective(message_type)
     assert state is not None
     for status in statuses:
@@ -34,7 +34,7 @@ def test_default_store_is_a_wal_sqlite_file_under_the_data_folder(
 ) -> None:
     monkeypatch.delenv("CONTRACT_REGISTRY_URL", raising=False)
     monkeypatch.setenv("CONTRACT_PLATFORM_HOME", str(tmp_path / "not" / "yet" / "there"))
-    with Registry.open() as registry:
+    with SqlRegistry.open() as registry:
         registry.register(MT, "1.0.0", actor="alice")
     database = tmp_path / "not" / "yet" / "there" / "registry.db"
     assert database.is_file()
@@ -45,7 +45,7 @@ def test_default_store_is_a_wal_sqlite_file_under_the_data_folder(
 
 def test_open_maps_an_unreachable_database_to_a_store_error_without_the_password() -> None:
     with pytest.raises(StoreError) as caught:
-        Registry.open("postgresql+psycopg2://platform:s3cr3t-pw@127.0.0.1:1/registry")
+        SqlRegistry.open("postgresql+psycopg2://platform:s3cr3t-pw@127.0.0.1:1/registry")
     message = str(caught.value)
     assert "s3cr3t-pw" not in message
     assert "postgresql+psycopg2://platform:***@127.0.0.1:1/registry" in message
@@ -56,11 +56,11 @@ def test_open_maps_an_unusable_path_to_a_store_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     with pytest.raises(StoreError, match="a-file"):
-        Registry.open(f"sqlite:///{blocker / 'registry.db'}")
+        SqlRegistry.open(f"sqlite:///{blocker / 'registry.db'}")
 
 
 def test_a_closed_registry_says_so(sqlite_url: str) -> None:
-    registry = Registry.open(sqlite_url)
+    registry = SqlRegistry.open(sqlite_url)
     registry.close()
     with pytest.raises(StoreError, match="closed"):
         registry.effective(MT)
@@ -69,7 +69,7 @@ def test_a_closed_registry_says_so(sqlite_url: str) -> None:
 # -- effective status and history ----------------------------------------------------------------------
 
 
-def test_register_makes_a_new_type_proposed_and_records_the_registration(registry: Registry) -> None:
+def test_register_makes_a_new_type_proposed_and_records_the_registration(registry: SqlRegistry) -> None:
     state = registry.register(MT, "1.0.0", actor="dag:contract_change", run_id="manual__1")
     assert (state.status, state.contract_version, state.revision) == (Status.PROPOSED, "1.0.0", 1)
     assert registry.effective(MT) == state
@@ -78,7 +78,7 @@ def test_register_makes_a_new_type_proposed_and_records_the_registration(registr
     assert (registration.actor, registration.run_id) == ("dag:contract_change", "manual__1")
 
 
-def test_register_again_changes_only_the_contract_version(registry: Registry) -> None:
+def test_register_again_changes_only_the_contract_version(registry: SqlRegistry) -> None:
     registry.register(MT, "1.0.0", actor="alice")
     walk(registry, MT, Status.EXPERIMENTAL)
     assert registry.register(MT, "1.0.0", actor="bob") == registry.effective(MT)
@@ -88,7 +88,7 @@ def test_register_again_changes_only_the_contract_version(registry: Registry) ->
     assert [t.to_status for t in registry.history(MT)] == [Status.PROPOSED, Status.EXPERIMENTAL]
 
 
-def test_apply_transition_moves_the_status_and_records_why(registry: Registry) -> None:
+def test_apply_transition_moves_the_status_and_records_why(registry: SqlRegistry) -> None:
     proposed = registry.register(MT, "1.0.0", actor="alice")
     lint = registry.add_evidence(MT, contract_version="1.0.0", kind="lint", verdict="pass", figures={})
     state = registry.apply_transition(
@@ -103,7 +103,7 @@ def test_apply_transition_moves_the_status_and_records_why(registry: Registry) -
     assert registry.transition(MT, 2) == last
 
 
-def test_a_stale_expected_state_is_a_concurrent_transition_naming_the_winner(registry: Registry) -> None:
+def test_a_stale_expected_state_is_a_concurrent_transition_naming_the_winner(registry: SqlRegistry) -> None:
     proposed = registry.register(MT, "1.0.0", actor="alice")
     registry.apply_transition(MT, expected=proposed, to=Status.EXPERIMENTAL, actor="dag:x", reason="r", run_id="run-7")
     with pytest.raises(ConcurrentTransition) as caught:
@@ -113,7 +113,7 @@ def test_a_stale_expected_state_is_a_concurrent_transition_naming_the_winner(reg
     assert registry.effective(MT).revision == 2  # type: ignore[union-attr]
 
 
-def test_history_is_append_only(registry: Registry) -> None:
+def test_history_is_append_only(registry: SqlRegistry) -> None:
     registry.register(MT, "1.0.0", actor="alice")
     walk(registry, MT, Status.EXPERIMENTAL)
     before = registry.history(MT)
@@ -130,13 +130,13 @@ def test_history_is_append_only(registry: Registry) -> None:
     assert [t.revision for t in after] == [1, 2, 3]
 
 
-def test_all_effective_lists_every_type(registry: Registry) -> None:
+def test_all_effective_lists_every_type(registry: SqlRegistry) -> None:
     registry.register("b.second.v1", "1.0.0", actor="alice")
     registry.register("a.first.v1", "1.0.0", actor="alice")
     assert [s.message_type for s in registry.all_effective()] == ["a.first.v1", "b.second.v1"]
 
 
-def test_refusals_come_back_newest_first_with_every_reason(registry: Registry) -> None:
+def test_refusals_come_back_newest_first_with_every_reason(registry: SqlRegistry) -> None:
     for n in range(3):
         registry.record_refusal(
             MT, from_status=Status.ACTIVE, to_status=Status.SUPERSEDED, reasons=[f"reason {n}", "second"],
@@ -151,7 +151,7 @@ def test_refusals_come_back_newest_first_with_every_reason(registry: Registry) -
 # -- evidence ------------------------------------------------------------------------------------------
 
 
-def test_evidence_round_trips_its_json_figures(registry: Registry, sqlite_url: str) -> None:
+def test_evidence_round_trips_its_json_figures(registry: SqlRegistry, sqlite_url: str) -> None:
     figures = {
         "invalid": 3,
         "total": 1000,
@@ -165,14 +165,14 @@ def test_evidence_round_trips_its_json_figures(registry: Registry, sqlite_url: s
         reference="/data/reports/av.json", run_id="run-1", collected_at=T0,
     )  # fmt: skip
     registry.close()
-    with Registry.open(sqlite_url) as reopened:
+    with SqlRegistry.open(sqlite_url) as reopened:
         read = reopened.latest_evidence(MT, "archive_validation")
     assert read == added
     assert read is not None and read.figures == figures and read.verdict is Verdict.FAIL
     assert (read.reference, read.run_id, read.contract_version) == ("/data/reports/av.json", "run-1", "1.2.0")
 
 
-def test_latest_evidence_is_by_collection_time_not_insertion_order(registry: Registry) -> None:
+def test_latest_evidence_is_by_collection_time_not_insertion_order(registry: SqlRegistry) -> None:
     def add(kind: str, at: datetime, version: str = "1.0.0") -> int:
         record = registry.add_evidence(
             MT, contract_version=version, kind=kind, verdict="pass", figures={}, collected_at=at
@@ -204,7 +204,7 @@ def test_latest_evidence_is_by_collection_time_not_insertion_order(registry: Reg
     ],
 )
 def test_bad_evidence_is_refused_before_it_reaches_the_database(
-    registry: Registry, changes: dict[str, Any], error: type[Exception], match: str
+    registry: SqlRegistry, changes: dict[str, Any], error: type[Exception], match: str
 ) -> None:
     arguments: dict[str, Any] = {"contract_version": "1.0.0", "kind": "lint", "verdict": "pass", "figures": {}}
     with pytest.raises(error, match=match):
@@ -212,7 +212,7 @@ def test_bad_evidence_is_refused_before_it_reaches_the_database(
     assert registry.evidence(MT) == []
 
 
-def test_datetimes_come_back_aware_utc_whatever_went_in(registry: Registry, sqlite_url: str) -> None:
+def test_datetimes_come_back_aware_utc_whatever_went_in(registry: SqlRegistry, sqlite_url: str) -> None:
     cest = timezone(timedelta(hours=2))
     registry.register(MT, "1.0.0", actor="alice")
     registry.add_evidence(
@@ -221,7 +221,7 @@ def test_datetimes_come_back_aware_utc_whatever_went_in(registry: Registry, sqli
     )  # fmt: skip
     registry.record_observation(MT, "q", consumers=0, ready=0, unacked=0, source="amqp", observed_at=T0)
     registry.close()
-    with Registry.open(sqlite_url) as reopened:
+    with SqlRegistry.open(sqlite_url) as reopened:
         stamps = [
             reopened.effective(MT).updated_at,  # type: ignore[union-attr]
             reopened.history(MT)[0].at,
@@ -236,7 +236,7 @@ def test_datetimes_come_back_aware_utc_whatever_went_in(registry: Registry, sqli
 # -- schema snapshots, observations, fingerprints -------------------------------------------------------
 
 
-def test_schema_snapshots_are_recorded_once_and_listed_by_semver(registry: Registry) -> None:
+def test_schema_snapshots_are_recorded_once_and_listed_by_semver(registry: SqlRegistry) -> None:
     for version in ("1.10.0", "1.2.0", "1.9.1"):
         assert registry.snapshot_schema(MT, version, {"type": "object", "title": version}) is True
     assert registry.snapshot_schema(MT, "1.2.0", {"title": "1.2.0", "type": "object"}) is False  # same, keys reordered
@@ -244,7 +244,7 @@ def test_schema_snapshots_are_recorded_once_and_listed_by_semver(registry: Regis
     assert registry.schema_history(MT)[0][1] == {"type": "object", "title": "1.2.0"}
 
 
-def test_a_changed_schema_under_a_recorded_version_is_a_conflict(registry: Registry) -> None:
+def test_a_changed_schema_under_a_recorded_version_is_a_conflict(registry: SqlRegistry) -> None:
     registry.snapshot_schema(MT, "1.2.0", {"type": "object"})
     with pytest.raises(SnapshotConflict, match="bump `version`"):
         registry.snapshot_schema(MT, "1.2.0", {"type": "object", "required": ["invoiceId"]})
@@ -257,7 +257,7 @@ def test_schema_fingerprint_ignores_key_order_only() -> None:
     assert len(schema_fingerprint({})) == 64
 
 
-def test_observations_are_a_time_series(registry: Registry) -> None:
+def test_observations_are_a_time_series(registry: SqlRegistry) -> None:
     queue = "accounting-service.billing.invoice-issued.v1"
     for hours, consumers in ((2, 1), (0, 0), (1, 0)):
         registry.record_observation(
@@ -273,7 +273,7 @@ def test_observations_are_a_time_series(registry: Registry) -> None:
         registry.record_observation(MT, queue, consumers=0, ready=0, unacked=0, source="snmp")
 
 
-def test_fingerprints_remember_the_last_one_set(registry: Registry) -> None:
+def test_fingerprints_remember_the_last_one_set(registry: SqlRegistry) -> None:
     assert registry.fingerprint(MT) is None
     registry.set_fingerprint(MT, "aaa")
     registry.set_fingerprint(MT, "bbb")
@@ -283,7 +283,7 @@ def test_fingerprints_remember_the_last_one_set(registry: Registry) -> None:
 
 # -- every database failure is a StoreError --------------------------------------------------------------
 
-CALLS: dict[str, Callable[[Registry], object]] = {
+CALLS: dict[str, Callable[[SqlRegistry], object]] = {
     "effective": lambda r: r.effective(MT),
     "all_effective": lambda r: r.all_effective(),
     "register": lambda r: r.register(MT, "1.0.0", actor="a"),
@@ -348,7 +348,7 @@ def _state() -> Any:
 
 
 def test_every_public_call_is_covered_by_the_error_mapping_test() -> None:
-    public = {name for name in dir(Registry) if not name.startswith("_") and callable(getattr(Registry, name))}
+    public = {name for name in dir(SqlRegistry) if not name.startswith("_") and callable(getattr(SqlRegistry, name))}
     assert public - {"open", "close"} == set(CALLS)
 
 
@@ -357,7 +357,7 @@ def test_every_call_maps_database_errors_to_store_error(tmp_path: Path, name: st
     database = tmp_path / "registry.db"
     database.write_bytes(b"this is not an SQLite database, it only has its name" * 100)
     url = f"sqlite:///{database}"
-    broken = Registry(open_engine(url), url)  # skip open(): it would refuse the file already
+    broken = SqlRegistry(open_engine(url), url)  # skip open(): it would refuse the file already
     with pytest.raises(StoreError) as caught:
         CALLS[name](broken)
     assert str(database) in str(caught.value) and "not a database" in str(caught.value)
@@ -368,4 +368,4 @@ def test_open_maps_a_corrupt_file_to_a_store_error(tmp_path: Path) -> None:
     database = tmp_path / "registry.db"
     database.write_bytes(b"garbage" * 1000)
     with pytest.raises(StoreError, match="upgrading the schema failed: file is not a database"):
-        Registry.open(f"sqlite:///{database}")
+        SqlRegistry.open(f"sqlite:///{database}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from contract_platform.catalog import Catalog
 from contract_platform.evidence import Verdict
 from contract_platform.evidence.figures import ArchiveValidationFigures
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from contract_platform.validation import Figures, Group, Reason, ValidationReport, record_evidence
 from contract_platform.validation.lookback import Incomplete
 from contract_platform.validation.report import InputFigures, Interval
@@ -25,10 +25,10 @@ def test_one_evidence_record_per_known_type_with_its_figures(catalog: Catalog, t
     ]
     report = ValidationReport("/a", "/c", "sha256:0", Figures.from_groups(groups), InputFigures(), 1.0)
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         added = record_evidence(report, catalog, registry, reference="/reports/run.json", run_id="run-1")
     assert sorted(e.message_type for e in added) == ["order.order-created.v1", "quote.quote-approved.v1"]
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         order = registry.latest_evidence("order.order-created.v1", "archive_validation")
         quote = registry.latest_evidence("quote.quote-approved.v1", "archive_validation")
     assert order is not None and quote is not None
@@ -57,7 +57,7 @@ def test_incomplete_cross_day_checks_make_a_clean_run_unknown_naming_the_days_ea
         "ordering": ["2026-07-01"],
     }
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         record_evidence(report, catalog, registry)
         order = registry.latest_evidence("order.order-created.v1", "archive_validation")
         quote = registry.latest_evidence("quote.quote-approved.v1", "archive_validation")

@@ -9,7 +9,7 @@ from pathlib import Path
 from contract_platform.catalog import Catalog
 from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.evidence.figures import ProducerTraffic, RetiredTrafficFigures
-from contract_platform.store import Registry
+from contract_platform.store import SqlRegistry
 from contract_platform.validation import Figures, Group, Reason, RecordChecker, ValidationReport, record_evidence
 from contract_platform.validation.report import InputFigures, RetiredGroup
 
@@ -57,7 +57,7 @@ def test_the_report_and_the_evidence_say_who_sent_how_many_and_when(catalog: Cat
         "2026-07-02T02:00:00.000000Z",
     )
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with Registry.open(url) as registry:
+    with SqlRegistry.open(url) as registry:
         record_evidence(report, catalog, registry, run_id="scheduled__2026-07-02")
         alarm = registry.latest_evidence(ORDER, EvidenceKind.RETIRED_TRAFFIC)
         assert registry.latest_evidence("quote.quote-approved.v1", EvidenceKind.RETIRED_TRAFFIC) is None
