@@ -37,6 +37,10 @@ __all__ = [
     "MigrationParityFigures",
     "MigrationSpecFigures",
     "ProducerTraffic",
+    "ObstacleFigures",
+    "CoverageSpanFigures",
+    "ReaderSessionFigures",
+    "ReadersFigures",
     "ReplayFigures",
     "RetiredTrafficFigures",
     "RetirementAuditFigures",
@@ -387,6 +391,203 @@ class RetirementAuditFigures(Figures):
                 name: (_snake_keys(check) if isinstance(check, Mapping) else check) for name, check in checks.items()
             }
         return data
+
+
+# -- the readers check of a retirement audit: its figures, typed -------------------------------------------
+# A check's figures are stored inside the audit's (``RetirementAuditFigures.checks["readers"]["figures"]``) in
+# camelCase, as the audit has always written them; ``retirement.readers`` writes them through these classes
+# and the Contracts page reads them back through them, so the keys live here only.
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _objects(value: Any) -> list[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list | tuple) else []
+
+
+@dataclass(frozen=True)
+class ReaderSessionFigures:
+    """One reader session on a version's queue (times ISO 8601, Z; None: before the window, or still attached)."""
+
+    queue: str
+    vhost: str | None = None
+    consumer_tag: str | None = None
+    connection: str | None = None
+    peer_host: str | None = None
+    user: str | None = None
+    attached_at: str | None = None
+    detached_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "vhost": self.vhost,
+            "consumerTag": self.consumer_tag,
+            "connection": self.connection,
+            "peerHost": self.peer_host,
+            "user": self.user,
+            "attachedAt": self.attached_at,
+            "detachedAt": self.detached_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReaderSessionFigures:
+        return cls(
+            queue=str(data.get("queue") or ""),
+            vhost=_text_or_none(data.get("vhost")),
+            consumer_tag=_text_or_none(data.get("consumerTag")),
+            connection=_text_or_none(data.get("connection")),
+            peer_host=_text_or_none(data.get("peerHost")),
+            user=_text_or_none(data.get("user")),
+            attached_at=_text_or_none(data.get("attachedAt")),
+            detached_at=_text_or_none(data.get("detachedAt")),
+        )
+
+
+@dataclass(frozen=True)
+class CoverageSpanFigures:
+    """A stretch the recorder covered (a segment: ``note`` is how it ended) or could not see (a gap: why)."""
+
+    start: str | None
+    end: str | None
+    note: str | None = None
+
+    def segment_json(self) -> dict[str, Any]:
+        return {"from": self.start, "until": self.end, "endReason": self.note}
+
+    def gap_json(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "reason": self.note}
+
+    @classmethod
+    def from_segment_json(cls, data: Mapping[str, Any]) -> CoverageSpanFigures:
+        return cls(
+            _text_or_none(data.get("from")), _text_or_none(data.get("until")), _text_or_none(data.get("endReason"))
+        )
+
+    @classmethod
+    def from_gap_json(cls, data: Mapping[str, Any]) -> CoverageSpanFigures:
+        return cls(_text_or_none(data.get("start")), _text_or_none(data.get("end")), _text_or_none(data.get("reason")))
+
+
+@dataclass(frozen=True)
+class ObstacleFigures:
+    """Something that stops the readers check from passing: a reader, a gap, a deleted queue, moved counters."""
+
+    kind: str
+    verdict: str
+    start: str | None
+    end: str | None
+    text: str
+    queue: str | None = None
+    who: Mapping[str, Any] | None = None  # the reader's connection, user and peer, when a reader is the obstacle
+
+    def to_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {
+            "kind": self.kind,
+            "verdict": self.verdict,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+        }
+        if self.queue is not None:
+            shown["queue"] = self.queue
+        if self.who:
+            shown["who"] = dict(self.who)
+        return shown
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ObstacleFigures:
+        return cls(
+            kind=str(data.get("kind") or ""),
+            verdict=str(data.get("verdict") or "unknown"),
+            start=_text_or_none(data.get("start")),
+            end=_text_or_none(data.get("end")),
+            text=str(data.get("text") or ""),
+            queue=_text_or_none(data.get("queue")),
+            who=dict(who) if isinstance(who := data.get("who"), Mapping) else None,
+        )
+
+
+@dataclass(frozen=True)
+class ReadersFigures:
+    """The figures of a retirement audit's ``readers`` check (docs/retirement.md#readers)."""
+
+    required_observations: int | None = None
+    required_span: str | None = None
+    clean_since: str | None = None
+    clean_seconds: int | None = None
+    audits: int | None = None
+    window_start: str | None = None
+    window_end: str | None = None
+    segments: tuple[CoverageSpanFigures, ...] = ()
+    gaps: tuple[CoverageSpanFigures, ...] = ()
+    sessions: tuple[ReaderSessionFigures, ...] = ()
+    obstacles: tuple[ObstacleFigures, ...] = ()
+    queues: tuple[str, ...] = ()
+    empty_polls_not_visible: tuple[str, ...] = ()
+    passes_at: str | None = None
+    passed_at: str | None = None
+    note: str | None = None  # a check that had nothing to judge says why
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON the audit stores; keys absent from a check that did not reach them stay absent."""
+        shown: dict[str, Any] = {"required": {"observations": self.required_observations, "span": self.required_span}}
+        if self.note is not None:
+            shown["note"] = self.note
+        if self.window_start is None and self.clean_since is None:
+            return shown
+        shown |= {
+            "cleanSince": self.clean_since,
+            "cleanSeconds": self.clean_seconds,
+            "audits": self.audits,
+            "window": {"start": self.window_start, "end": self.window_end},
+            "coverage": {
+                "segments": [span.segment_json() for span in self.segments],
+                "gaps": [span.gap_json() for span in self.gaps],
+            },
+            "sessions": [session.to_json() for session in self.sessions],
+            "obstacles": [obstacle.to_json() for obstacle in self.obstacles],
+            "queues": list(self.queues),
+            "emptyPollsNotVisible": list(self.empty_polls_not_visible),
+        }
+        if self.passed_at is not None:
+            shown["passedAt"] = self.passed_at
+        if self.passes_at is not None:
+            shown["passesAt"] = self.passes_at
+        return shown
+
+    @classmethod
+    def from_json(cls, data: Any) -> ReadersFigures:
+        """Read stored figures forgivingly: what is missing or of the wrong type reads as unknown."""
+        data = data if isinstance(data, Mapping) else {}
+        required = data.get("required") if isinstance(data.get("required"), Mapping) else {}
+        window = data.get("window") if isinstance(data.get("window"), Mapping) else {}
+        coverage = data.get("coverage") if isinstance(data.get("coverage"), Mapping) else {}
+        queues, empty = data.get("queues"), data.get("emptyPollsNotVisible")
+        return cls(
+            required_observations=_count_or_none(required.get("observations")),
+            required_span=_text_or_none(required.get("span")),
+            clean_since=_text_or_none(data.get("cleanSince")),
+            clean_seconds=_count_or_none(data.get("cleanSeconds")),
+            audits=_count_or_none(data.get("audits")),
+            window_start=_text_or_none(window.get("start")),
+            window_end=_text_or_none(window.get("end")),
+            segments=tuple(CoverageSpanFigures.from_segment_json(s) for s in _objects(coverage.get("segments"))),
+            gaps=tuple(CoverageSpanFigures.from_gap_json(g) for g in _objects(coverage.get("gaps"))),
+            sessions=tuple(ReaderSessionFigures.from_json(s) for s in _objects(data.get("sessions"))),
+            obstacles=tuple(ObstacleFigures.from_json(o) for o in _objects(data.get("obstacles"))),
+            queues=tuple(str(q) for q in queues) if isinstance(queues, list | tuple) else (),
+            empty_polls_not_visible=tuple(str(q) for q in empty) if isinstance(empty, list | tuple) else (),
+            passes_at=_text_or_none(data.get("passesAt")),
+            passed_at=_text_or_none(data.get("passedAt")),
+            note=_text_or_none(data.get("note")),
+        )
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,19 @@ makes it unknown, saying where the gap was and when the check can pass at the ea
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from contract_platform.catalog.model import Contract
 from contract_platform.durations import format_duration
 from contract_platform.evidence import Verdict
+from contract_platform.evidence.figures import (
+    CoverageSpanFigures,
+    ObstacleFigures,
+    ReaderSessionFigures,
+    ReadersFigures,
+)
 from contract_platform.evidence.records import (
     BrokerChange,
     CoverageGap,
@@ -86,18 +92,12 @@ class Obstacle:
     who: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        shown: dict[str, Any] = {
-            "kind": self.kind,
-            "verdict": str(self.verdict),
-            "start": iso(self.start),
-            "end": iso(self.end),
-            "text": self.text,
-        }
-        if self.queue is not None:
-            shown["queue"] = self.queue
-        if self.who:
-            shown["who"] = self.who
-        return shown
+        return self.figures().to_json()
+
+    def figures(self) -> ObstacleFigures:
+        return ObstacleFigures(
+            self.kind, str(self.verdict), iso(self.start), iso(self.end), self.text, self.queue, self.who or None
+        )
 
 
 @dataclass(frozen=True)
@@ -396,12 +396,12 @@ def check_readers(
     """Judge the whole observation span of ``contract`` from the stored evidence (this audit's counters included)."""
     now = require_aware(now)
     needed, span_needed = contract.retirement.observations, contract.retirement.observation_span
-    required: dict[str, Any] = {"observations": needed, "span": format_duration(span_needed)}
+    required = ReadersFigures(required_observations=needed, required_span=format_duration(span_needed))
     if not queues:
         return CheckResult(
             CheckName.READERS,
             Verdict.PASS,
-            {"required": required, "note": "the version has no queues: nothing can read it"},
+            replace(required, note="the version has no queues: nothing can read it").to_json(),
         )
     labels = {queue.key: queue.label for queue in queues}
     obstacles = coverage_obstacles(evidence.segments, evidence.gaps, evidence.since, now)
@@ -435,24 +435,30 @@ def check_readers(
     oldest_needed = audits[min(needed, len(audits)) - 1] if audits else evidence.since
     window_start = min(now - span_needed, oldest_needed)
     relevant = sorted((o for o in obstacles if o.end > window_start), key=lambda o: o.end, reverse=True)
-    figures: dict[str, Any] = {
-        "required": required,
-        "cleanSince": iso(clean_since),
-        "cleanSeconds": int(max(clean_for, timedelta(0)).total_seconds()),
-        "audits": len(streak),
-        "window": {"start": iso(window_start), "end": iso(now)},
-        "coverage": _coverage_figures(evidence, window_start, now),
-        "sessions": [_session_dict(s, labels) for s in evidence.sessions if _overlaps(s, window_start, now)][:_SHOWN],
-        "obstacles": [o.to_dict() for o in relevant[:_SHOWN]],
-        "queues": [queue.label for queue in queues],
-        "emptyPollsNotVisible": _empty_polls_not_visible(queues, by_queue),
-    }
+    segments, gaps = _coverage_figures(evidence, window_start, now)
+    seen = replace(
+        required,
+        clean_since=iso(clean_since),
+        clean_seconds=int(max(clean_for, timedelta(0)).total_seconds()),
+        audits=len(streak),
+        window_start=iso(window_start),
+        window_end=iso(now),
+        segments=segments,
+        gaps=gaps,
+        sessions=tuple(_session_figures(s, labels) for s in evidence.sessions if _overlaps(s, window_start, now))[
+            :_SHOWN
+        ],
+        obstacles=tuple(o.figures() for o in relevant[:_SHOWN]),
+        queues=tuple(queue.label for queue in queues),
+        empty_polls_not_visible=tuple(_empty_polls_not_visible(queues, by_queue)),
+    )
     if clean_for >= span_needed and len(streak) >= needed:
-        figures["passedAt"] = iso(clean_since + span_needed)
-        return CheckResult(CheckName.READERS, Verdict.PASS, figures)
+        return CheckResult(
+            CheckName.READERS, Verdict.PASS, replace(seen, passed_at=iso(clean_since + span_needed)).to_json()
+        )
     missing = max(0, needed - len(streak))
     clears_at = max(clean_since + span_needed, now + cadence * missing if missing else now)
-    figures["passesAt"] = iso(clears_at)
+    figures = replace(seen, passes_at=iso(clears_at)).to_json()
     requirement = f"{needed} audits spanning at least {format_duration(span_needed)} with no reader"
     readers = [o for o in relevant if o.verdict is Verdict.FAIL]
     unknowns = [o for o in relevant if o.verdict is Verdict.UNKNOWN]
@@ -508,28 +514,30 @@ def _overlaps(session: ReaderSession, start: datetime, end: datetime) -> bool:
     )
 
 
-def _session_dict(session: ReaderSession, labels: dict[tuple[str, str], str]) -> dict[str, Any]:
-    return {
-        "queue": labels.get((session.vhost, session.queue), session.queue),
-        "vhost": session.vhost,
-        "consumerTag": session.consumer_tag,
-        "connection": session.connection_name,
-        "peerHost": session.peer_host,
-        "user": session.user,
-        "attachedAt": iso(session.attached_at),
-        "detachedAt": iso(session.detached_at),
-    }
+def _session_figures(session: ReaderSession, labels: dict[tuple[str, str], str]) -> ReaderSessionFigures:
+    return ReaderSessionFigures(
+        queue=labels.get((session.vhost, session.queue), session.queue),
+        vhost=session.vhost,
+        consumer_tag=session.consumer_tag,
+        connection=session.connection_name,
+        peer_host=session.peer_host,
+        user=session.user,
+        attached_at=iso(session.attached_at),
+        detached_at=iso(session.detached_at),
+    )
 
 
-def _coverage_figures(evidence: ReaderEvidence, start: datetime, end: datetime) -> dict[str, Any]:
+def _coverage_figures(
+    evidence: ReaderEvidence, start: datetime, end: datetime
+) -> tuple[tuple[CoverageSpanFigures, ...], tuple[CoverageSpanFigures, ...]]:
     segments = [
-        {"from": iso(s.covered_from), "until": iso(s.covered_until), "endReason": s.end_reason}
+        CoverageSpanFigures(iso(s.covered_from), iso(s.covered_until), s.end_reason)
         for s in evidence.segments
         if s.covered_from is not None and s.covered_until is not None and s.covered_until >= start
     ]
     gaps = [
-        {"start": iso(g.start), "end": iso(g.end), "reason": g.reason}
+        CoverageSpanFigures(iso(g.start), iso(g.end), g.reason)
         for g in evidence.gaps
         if g.end >= start and g.start <= end
     ]
-    return {"segments": segments[-_SHOWN:], "gaps": gaps[-_SHOWN:]}
+    return tuple(segments[-_SHOWN:]), tuple(gaps[-_SHOWN:])

@@ -226,3 +226,29 @@ def test_an_event_the_store_refused_is_a_moment_not_known() -> None:
     refused = CoverageGap(at, at, "a consumer.created event of the broker could not be stored (value too long)")
     result = judge(evidence(audits(*DAYS), gaps=[refused]))
     assert result.verdict is Verdict.UNKNOWN and "could not be stored" in (result.blocker or "")  # type: ignore[attr-defined]
+
+
+def test_the_stored_figures_read_back_typed_as_they_were_written() -> None:
+    """The audit writes the readers figures through ``ReadersFigures`` and the Contracts page reads them back
+    through it: what was stored is what is read, sessions, coverage, gaps and obstacles included."""
+    from contract_platform.evidence.figures import ReadersFigures
+
+    gap_start, gap_end = NOW - timedelta(days=3), NOW - timedelta(days=3) + timedelta(hours=1)
+    segments = [CoverageSegment("a", SINCE, SINCE, gap_start), CoverageSegment("b", gap_end, gap_end, NOW)]
+    gaps = [CoverageGap(gap_start, gap_end, "the recorder stopped without closing its segment (killed, ...)")]
+    batch = session(NOW - timedelta(days=6), NOW - timedelta(days=6) + timedelta(minutes=20))
+    for result in (
+        judge(evidence(audits(*DAYS), sessions=[batch], segments=segments, gaps=gaps)),
+        judge(evidence(audits(*DAYS))),
+        check_readers(migrating_contract(), [], evidence([]), now=NOW),
+    ):
+        stored = result.figures  # type: ignore[attr-defined]
+        typed = ReadersFigures.from_json(stored)
+        assert typed.to_json() == stored
+    assert [
+        s.consumer_tag
+        for s in ReadersFigures.from_json(judge(evidence(audits(*DAYS), sessions=[batch])).figures).sessions
+    ] == [  # type: ignore[attr-defined]
+        batch.consumer_tag
+    ]
+    assert ReadersFigures.from_json({"sessions": "junk", "window": [], "audits": True}) == ReadersFigures()

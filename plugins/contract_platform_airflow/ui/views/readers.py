@@ -8,11 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from contract_platform.evidence import EvidenceKind, Registry
+from contract_platform.evidence.figures import ReadersFigures, RetirementAuditFigures
 from contract_platform_airflow.ui.views.evidence import (
-    count_of,
     evidence_item,
-    mapping_of,
-    mappings_of,
     moment_of,
     text_of,
 )
@@ -84,69 +82,61 @@ class ReadersView:
 
 
 def readers_view(figures: Mapping[str, Any], collected_at: str | None = None) -> ReadersView | None:
-    """The ``readers`` check of a ``retirement_audit``'s figures; None for an audit without one (older audits).
+    """The ``readers`` check of a ``retirement_audit``'s figures, read through the typed figures the audit writes
+    them with (``RetirementAuditFigures``, ``ReadersFigures``); None for an audit without one (older audits).
 
     Entries whose times cannot be read are left out rather than drawn somewhere they never were.
     """
-    check = mapping_of(figures.get("checks")).get("readers")
+    check = RetirementAuditFigures.from_json(figures).checks.get("readers")
     if not isinstance(check, Mapping):
         return None
-    shown = mapping_of(check.get("figures"))
-    window, coverage, required = (mapping_of(shown.get(key)) for key in ("window", "coverage", "required"))
+    shown = ReadersFigures.from_json(check.get("figures"))
     sessions = tuple(
         ReaderSessionView(
-            queue=str(s.get("queue") or ""),
-            vhost=text_of(s.get("vhost")),
-            consumer_tag=text_of(s.get("consumerTag")),
-            connection=text_of(s.get("connection")),
-            peer_host=text_of(s.get("peerHost")),
-            user=text_of(s.get("user")),
-            attached_at=moment_of(s.get("attachedAt")),
-            detached_at=moment_of(s.get("detachedAt")),
+            queue=s.queue,
+            vhost=s.vhost,
+            consumer_tag=s.consumer_tag,
+            connection=s.connection,
+            peer_host=s.peer_host,
+            user=s.user,
+            attached_at=moment_of(s.attached_at),
+            detached_at=moment_of(s.detached_at),
         )
-        for s in mappings_of(shown.get("sessions"))
+        for s in shown.sessions
     )
-    segments = tuple(
-        Span(start, end, text_of(s.get("endReason")))
-        for s in mappings_of(coverage.get("segments"))
-        if (start := moment_of(s.get("from"))) is not None and (end := moment_of(s.get("until"))) is not None
-    )
-    gaps = tuple(
-        Span(start, end, text_of(g.get("reason")))
-        for g in mappings_of(coverage.get("gaps"))
-        if (start := moment_of(g.get("start"))) is not None and (end := moment_of(g.get("end"))) is not None
+    segments, gaps = (
+        tuple(
+            Span(start, end, span.note)
+            for span in spans
+            if (start := moment_of(span.start)) is not None and (end := moment_of(span.end)) is not None
+        )
+        for spans in (shown.segments, shown.gaps)
     )
     obstacles = tuple(
         ObstacleView(
-            kind=str(o.get("kind") or ""),
-            verdict=str(o.get("verdict") or "unknown"),
-            start=moment_of(o.get("start")),
-            end=moment_of(o.get("end")),
-            text=str(o.get("text") or ""),
-            queue=text_of(o.get("queue")),
+            kind=o.kind, verdict=o.verdict, start=moment_of(o.start), end=moment_of(o.end), text=o.text, queue=o.queue
         )
-        for o in mappings_of(shown.get("obstacles"))
+        for o in shown.obstacles
     )
-    queues = shown.get("queues")
     return ReadersView(
         collected_at=collected_at,
         verdict=str(check.get("verdict") or "unknown"),
         blocker=text_of(check.get("blocker")),
         clears_at=moment_of(check.get("clears_at")),
-        window_start=moment_of(window.get("start")),
-        window_end=moment_of(window.get("end")),
-        queues=tuple(str(q) for q in queues) if isinstance(queues, list) else (),
+        window_start=moment_of(shown.window_start),
+        window_end=moment_of(shown.window_end),
+        queues=shown.queues,
         sessions=sessions,
         segments=segments,
         gaps=gaps,
         obstacles=obstacles,
-        clean_since=moment_of(shown.get("cleanSince")),
-        audits=count_of(shown.get("audits")),
-        required_observations=count_of(required.get("observations")),
-        required_span=text_of(required.get("span")),
-        passes_at=moment_of(shown.get("passesAt")),
-        passed_at=moment_of(shown.get("passedAt")),
-        note=text_of(shown.get("note")),
+        clean_since=moment_of(shown.clean_since),
+        audits=shown.audits,
+        required_observations=shown.required_observations,
+        required_span=shown.required_span,
+        passes_at=moment_of(shown.passes_at),
+        passed_at=moment_of(shown.passed_at),
+        note=shown.note,
     )
 
 
