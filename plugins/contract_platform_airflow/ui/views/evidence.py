@@ -9,7 +9,7 @@ from typing import Any
 
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.evidence import EvidenceKind, Registry
-from contract_platform.evidence.figures import ProducerTraffic, RetiredTrafficFigures
+from contract_platform.evidence.figures import EnvelopeQualityFigures, ProducerTraffic, RetiredTrafficFigures
 from contract_platform.evidence.records import EvidenceRecord
 from contract_platform.impact.moves import ConsumerMove
 from contract_platform.retirement.observed import observed_moves
@@ -194,10 +194,9 @@ def quality_view(item: EvidenceItem | None) -> QualityView | None:
     """The readable view of an ``envelope_quality`` evidence item (its figures: docs/design.md#envelope-quality)."""
     if item is None:
         return None
-    figures = item.figures
-    failed = {str(name) for name in figures.get("failed_expectations") or ()}
-    unexpected, mostly = mapping_of(figures.get("unexpected")), mapping_of(figures.get("mostly"))
-    samples = mapping_of(figures.get("samples"))
+    figures = EnvelopeQualityFigures.from_json(item.figures)
+    failed = {str(name) for name in figures.failed_expectations}
+    unexpected, mostly, samples = figures.unexpected, figures.mostly, figures.samples
     ids = list(dict.fromkeys([*mostly, *unexpected, *sorted(failed)]))
     expectations = tuple(
         ExpectationView(
@@ -213,9 +212,9 @@ def quality_view(item: EvidenceItem | None) -> QualityView | None:
         verdict=item.verdict,
         collected_at=item.collected_at,
         contract_version=item.contract_version,
-        rows=count_of(figures.get("rows")),
+        rows=figures.rows if "rows" in item.figures else None,
         expectations=tuple(sorted(expectations, key=lambda e: (e.met, e.id))),  # missed first
-        skipped=tuple(sorted((str(k), str(v)) for k, v in mapping_of(figures.get("skipped")).items())),
+        skipped=tuple(sorted((str(k), str(v)) for k, v in figures.skipped.items())),
         reference=item.reference,
     )
 
