@@ -133,7 +133,7 @@ def contract_change() -> None:
     def check_compatibility(loaded: dict[str, Any]) -> dict[str, Any]:
         from contract_platform.catalog import load_catalog
         from contract_platform.change import check_compatibility as check
-        from contract_platform.retirement.observed import ReadersSource
+        from contract_platform.retirement.readers_seen import ReadersSource
         from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 
         # The readers perspective (docs/consumer-impact.md) reads the broker only for a contract that asks for it

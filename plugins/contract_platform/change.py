@@ -26,7 +26,7 @@ from contract_platform.evidence.figures import CompatibilityFigures, FixturesFig
 from contract_platform.evidence.registry import earlier_schemas
 from contract_platform.lint import Finding, RuleId, Severity, lint_catalog
 
-if TYPE_CHECKING:  # an annotation: the readers come from the caller (retirement.observed.ReadersSource)
+if TYPE_CHECKING:  # an annotation: the readers come from the caller (retirement.readers_seen.ReadersSource)
     from contract_platform.impact import ReadersOf
 
 __all__ = [

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from contract_platform.cli.on_spark import SparkLog
     from contract_platform.replay.run import ReplayResult
     from contract_platform.replay.statement import Statement
-    from contract_platform.retirement.observed import ReadersSource
+    from contract_platform.retirement.readers_seen import ReadersSource
 
 HELP = "lint, fixtures and compatibility of each version with its predecessors"
 
@@ -188,7 +188,7 @@ def _readers_source(
         return None
     from contract_platform.amqp.connection import open_connection
     from contract_platform.errors import StoreError
-    from contract_platform.retirement.observed import ReadersSource
+    from contract_platform.retirement.readers_seen import ReadersSource
     from contract_platform.store import SqlRegistry
 
     url = args.registry_url or os.environ.get("CONTRACT_REGISTRY_URL")

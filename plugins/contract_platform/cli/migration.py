@@ -60,7 +60,7 @@ def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract]:
 def _status(args: argparse.Namespace) -> int:
     from contract_platform.amqp.plan import tap_queue_name
     from contract_platform.migration.parity import cutover_series
-    from contract_platform.retirement.observed import observed_moves
+    from contract_platform.retirement.readers_seen import observed_moves
     from contract_platform.store import SqlRegistry
 
     if args.last < 1:

@@ -61,7 +61,7 @@ class ObservedReaders:
     blind: Sequence[str] = ()  # what could not be looked at (no topology, no store): readers there are unknown
 
 
-# What the caller hands the checks to see a version's readers (retirement.observed.ReadersSource is one).
+# What the caller hands the checks to see a version's readers (retirement.readers_seen.ReadersSource is one).
 ReadersOf = Callable[["Contract"], ObservedReaders]
 
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from contract_platform.retirement.snapshot import TopologySnapshot
 
 # The names below are loaded on first use (PEP 562), as in contract_platform.amqp: importing one module of
-# this package, say ``retirement.observed`` for ``contractctl migration status``, loads only what it needs,
+# this package, say ``retirement.readers_seen`` for ``contractctl migration status``, loads only what it needs,
 # not the whole audit (the management API's HTTP client, the dead-letter scan, the report).
 _MODULES = {
     "archive": ("last_archived", "mask_pii"),

@@ -45,7 +45,6 @@ from contract_platform.retirement.dead_letters import (
 )
 from contract_platform.retirement.discovery import Discovery
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, require_aware
-from contract_platform.retirement.observed import Coverage, recorded_coverage
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
 from contract_platform.retirement.queues import (
     QueueLook,
@@ -55,6 +54,7 @@ from contract_platform.retirement.queues import (
     record_observations,
 )
 from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers
+from contract_platform.retirement.readers_seen import Coverage, recorded_coverage
 from contract_platform.retirement.retention import LastSeen, check_retention
 from contract_platform.retirement.snapshot import TopologySnapshot
 
@@ -297,7 +297,7 @@ def _moves(
     contract: Contract, catalog: Catalog, registry: Registry, now: datetime, coverage: Coverage | None
 ) -> list[Any] | None:
     """Each consumer's move to the successor as the recorder saw it (None: no successor in the catalogue)."""
-    from contract_platform.retirement.observed import observed_moves
+    from contract_platform.retirement.readers_seen import observed_moves
 
     successor = catalog.successor(contract)
     if successor is None:

@@ -25,7 +25,7 @@ from contract_platform.amqp import open_connection, plan_topology, provision
 from contract_platform.catalog.model import Catalog
 from contract_platform.checks import compatibility_of
 from contract_platform.impact import Condition
-from contract_platform.retirement.observed import ReadersSource
+from contract_platform.retirement.readers_seen import ReadersSource
 from contract_platform.store import SqlRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -17,7 +17,7 @@ from contract_platform.checks import compatibility_of
 from contract_platform.evidence import EvidenceKind
 from contract_platform.evidence.records import BrokerEvent, ReaderSession
 from contract_platform.impact import Condition, ObservedReaders
-from contract_platform.retirement.observed import NO_RECORDER, BrokerReaders, observe_readers
+from contract_platform.retirement.readers_seen import NO_RECORDER, BrokerReaders, observe_readers
 from contract_platform.store import SqlRegistry
 
 ORDER = "order.order-created.v1"

@@ -15,7 +15,7 @@ from contract_platform.catalog.model import Catalog, Consumer
 from contract_platform.evidence.records import BrokerEvent, ReaderSession
 from contract_platform.impact.moves import consumer_moves, fates_of, still_on_source
 from contract_platform.migration import parse_spec
-from contract_platform.retirement.observed import observed_moves
+from contract_platform.retirement.readers_seen import observed_moves
 from contract_platform.store import SqlRegistry
 
 V1, V2 = "billing.invoice-issued.v1", "billing.invoice-issued.v2"

@@ -13,7 +13,7 @@ from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.figures import RuntimeValidationFigures
 from contract_platform.evidence.runtime import RuntimeWindow, runtime_window
 from contract_platform.migration.readers import readers_over_time, version_sessions
-from contract_platform.retirement.observed import platform_vhost
+from contract_platform.retirement.readers_seen import platform_vhost
 from contract_platform.status import contract_status, overview
 from contract_platform_airflow.ui.views.catalogue import CatalogueRow, row_of
 from contract_platform_airflow.ui.views.evidence import (

@@ -12,7 +12,7 @@ from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.figures import EnvelopeQualityFigures, ProducerTraffic, RetiredTrafficFigures
 from contract_platform.evidence.records import EvidenceRecord
 from contract_platform.impact.moves import ConsumerMove
-from contract_platform.retirement.observed import observed_moves
+from contract_platform.retirement.readers_seen import observed_moves
 
 __all__ = [
     "EVIDENCE_DAGS",

@@ -1,6 +1,7 @@
-"""What is seen of a version's readers, for the readers perspective and the per-consumer migration state: the queues that receive it on the broker, the
-reader sessions the activity recorder stored for them over the last observation window, and every place it
-could not see (docs/consumer-impact.md#the-readers-perspective).
+"""The readers seen of a version and its consumers' moves to the successor (the readers perspective, the
+per-consumer migration state): the queues that receive it on the broker, the reader sessions the activity
+recorder stored for them over the last observation window, and every place it could not see
+(docs/consumer-impact.md#the-readers-perspective).
 
 Two sources, both needed for "no reader outside the declared consumers":
 
