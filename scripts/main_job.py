@@ -74,8 +74,13 @@ WARNING_LINE = re.compile(
 )
 
 
+# Lines that say WARNING but ask nothing of anyone; they stay in the step logs, out of the summary. The JVM
+# announces the incubating vector API, which Spark 4 itself asks for (nothing to change or install).
+NOTICES = frozenset({"Using incubator modules: jdk.incubator.vector"})
+
+
 class WarningsOnce:
-    """Every distinct warning the steps wrote to their logs, once, in the order first seen."""
+    """Every distinct warning the steps wrote to their logs, once, in the order first seen (``NOTICES`` aside)."""
 
     def __init__(self) -> None:
         self.seen: dict[str, None] = {}
@@ -85,7 +90,7 @@ class WarningsOnce:
             for line in lines:
                 if (found := WARNING_LINE.search(line.rstrip())) is not None:
                     text = " ".join((found["airflow"] or found["other"] or found["python"] or "").split())
-                    if text:
+                    if text and text not in NOTICES:
                         self.seen.setdefault(text[:200])
 
 

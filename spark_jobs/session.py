@@ -31,6 +31,7 @@ from typing import Any
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from contract_platform.jvm import driver_java_options, local_driver_environment
 from contract_platform.quality.telemetry import analytics_environment
 from spark_jobs.quiet import jvm_output
 
@@ -56,6 +57,8 @@ SESSION_DEFAULTS: Mapping[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # a wide plan's text is cut at 25 fields, with a warning nobody acts on: a plan is printed only on demand
+    "spark.sql.debug.maxToStringFields": "1000",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
     "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
@@ -170,6 +173,7 @@ def launch_conf(quick_start: bool = False) -> SparkConf:
         conf.set(key, value)
     if not driver_memory_chosen():
         conf.set("spark.driver.memory", default_driver_memory())
+    conf.set("spark.driver.defaultJavaOptions", driver_java_options())  # prepended to extraJavaOptions
     if quick_start:
         conf.set("spark.driver.extraJavaOptions", " ".join([QUICK_START_JAVA_OPTIONS, *class_archive_options()]))
     return conf
@@ -225,7 +229,8 @@ def build_session(
     # Under spark-submit the JVM is already there and holds --master and every --conf; a SparkConf made
     # before connecting to it would be empty, and the job would quietly run in local mode.
     if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        with jvm_output():  # a quiet contractctl verb: the JVM's output goes to its log (spark_jobs/quiet.py)
+        # a quiet contractctl verb: the JVM's output goes to its log (spark_jobs/quiet.py)
+        with jvm_output(), _environment(local_driver_environment(_launch_master(master))):
             SparkContext._ensure_initialized(conf=launch_conf(quick_start))
     else:
         SparkContext._ensure_initialized()
@@ -238,6 +243,30 @@ def build_session(
     if not chosen:
         session.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * session.sparkContext.defaultParallelism)))
     return session, True
+
+
+def _launch_master(master: str | None) -> str | None:
+    """The master a driver launched here gets: ``master``, else a ``--master`` in ``PYSPARK_SUBMIT_ARGS``, else
+    None (``spark-defaults.conf``, else local)."""
+    if master:
+        return master
+    words = os.environ.get("PYSPARK_SUBMIT_ARGS", "").split()
+    return words[words.index("--master") + 1] if "--master" in words[:-1] else None
+
+
+@contextmanager
+def _environment(extra: Mapping[str, str]) -> Iterator[None]:
+    """``extra`` in the environment while a driver JVM is launched (it inherits it), as it was afterwards."""
+    saved = {name: os.environ.get(name) for name in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def stop_session(session: SparkSession) -> None:

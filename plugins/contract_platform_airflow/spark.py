@@ -30,6 +30,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 import spark_jobs
 from contract_platform.errors import ContractPlatformError
+from contract_platform.jvm import driver_java_options, local_driver_environment
 from contract_platform_airflow.settings import SPARK_POOL, spark_queue
 
 __all__ = [
@@ -130,7 +131,13 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         master = check_spark_connection(self._conn_id, self.env_vars)
         self.log.info("submitting %s to Spark master %s (connection %s)", self.name, master, self._conn_id)
         platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
-        self.env_vars = {**platform, **(self.env_vars or {}), "CONTRACT_REGISTRY_URL": RegistryHook().get_url()}
+        local = local_driver_environment(master)  # a local driver binds to loopback instead of guessing a host
+        self.env_vars = {
+            **local,
+            **platform,
+            **(self.env_vars or {}),
+            "CONTRACT_REGISTRY_URL": RegistryHook().get_url(),
+        }
         if self.with_broker:
             from contract_platform_airflow.hooks.rabbitmq import RabbitMQHook
 
@@ -175,6 +182,7 @@ def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwarg
         "spark.pyspark.driver.python": _python(),
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
+        "spark.driver.defaultJavaOptions": driver_java_options(),  # prepended to a user's extraJavaOptions
         **kwargs.pop("conf", {}),
     }
     env = {

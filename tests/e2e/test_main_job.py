@@ -47,6 +47,9 @@ def assert_one_line_per_step(stdout: str) -> None:
     assert any("SparkSubmitHook" in path.read_text() for path in logs.glob("*topic-archive-validation*.log"))
     warned = [line for line in lines if "warning" in line.lower()]
     assert len(warned) == len(set(warned)), "a warning printed twice"
+    # On a clean broker a first run has nothing to warn about: every warning in the summary is one to act on.
+    summary = stdout.split("\nWarnings (", 1)
+    assert len(summary) == 1, "warnings on a clean first run:\nWarnings (" + summary[-1].split("\n\n", 1)[0]
 
 
 def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost, request):

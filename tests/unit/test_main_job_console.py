@@ -32,6 +32,7 @@ def set_up_logging():  # as Airflow does when a step first imports it: a handler
 SPARK = '''
 print("26/11/24 08:42:12 WARN Utils: Set SPARK_LOCAL_IP if you need to bind to another address")
 print("26/11/24 08:42:14 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform")
+print("WARNING: Using incubator modules: jdk.incubator.vector")
 '''
 """
 
@@ -100,7 +101,7 @@ print("\\n".join(progress.warnings.seen))
         "NativeCodeLoader: Unable to load native-hadoop library for your platform",
         "Plugin 'contract_platform' already registered",
         "DeprecationWarning: the old setting is deprecated",
-    ]
+    ]  # the JVM's notice of the incubating vector API Spark asks for is no warning (main_job.NOTICES)
 
 
 def test_a_failing_step_says_so_on_its_line_and_names_its_log(tmp_path: Path) -> None:
