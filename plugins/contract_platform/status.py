@@ -39,7 +39,7 @@ def overview(catalog: Catalog, registry: Registry) -> list[dict[str, Any]]:
     rows = []
     for contract in catalog:
         state = registry.effective(contract.message_type)
-        history = registry.history(contract.message_type) if state else []
+        history = registry.transitions(contract.message_type) if state else []
         refusals = registry.refusals(contract.message_type, limit=1) if state else []
         effective = str(state.status) if state else None
         rows.append(
@@ -93,7 +93,7 @@ def contract_status(catalog: Catalog, registry: Registry, message_type: str) -> 
                 "runId": t.run_id,
                 "reason": t.reason,
             }
-            for t in registry.history(message_type)
+            for t in registry.transitions(message_type)
         ],
         "refusals": [
             {"at": _iso(r.at), "from": str(r.from_status), "to": str(r.to_status), "reasons": list(r.reasons)}

@@ -42,7 +42,7 @@ def test_contract_change_provisions_and_reconciles_then_changes_nothing(dagbag, 
     registry = SqlRegistry.open(platform_env["registry_url"])
     try:
         for contract in catalog:
-            history = registry.history(contract.message_type)
+            history = registry.transitions(contract.message_type)
             assert [(t.from_status, str(t.to_status)) for t in history] == [
                 (None, "proposed"),
                 ("proposed", "experimental"),
@@ -51,7 +51,7 @@ def test_contract_change_provisions_and_reconciles_then_changes_nothing(dagbag, 
             [refusal] = registry.refusals(contract.message_type)
             assert (str(refusal.from_status), str(refusal.to_status)) == ("experimental", "active")
             assert any("envelope quality" in reason for reason in refusal.reasons)
-        before = {c.message_type: len(registry.history(c.message_type)) for c in catalog}
+        before = {c.message_type: len(registry.transitions(c.message_type)) for c in catalog}
         refusals_before = {c.message_type: len(registry.refusals(c.message_type)) for c in catalog}
     finally:
         registry.close()
@@ -60,7 +60,7 @@ def test_contract_change_provisions_and_reconciles_then_changes_nothing(dagbag, 
     assert second.state == "success", task_states(second)
     registry = SqlRegistry.open(platform_env["registry_url"])
     try:
-        assert {c.message_type: len(registry.history(c.message_type)) for c in catalog} == before
+        assert {c.message_type: len(registry.transitions(c.message_type)) for c in catalog} == before
         assert {c.message_type: len(registry.refusals(c.message_type)) for c in catalog} == refusals_before
         assert all(str(registry.effective(c.message_type).status) == "experimental" for c in catalog)
     finally:

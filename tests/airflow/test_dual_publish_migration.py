@@ -100,7 +100,7 @@ def test_invoice_issued_v1_migrates_to_v2_end_to_end(dagbag, platform_env, rabbi
             )
             assert figures["out_of_order"] == 0 and figures["lag_p99_ms"] is not None
             assert Path(evidence.reference).is_file()
-            steps = [(t.from_status, t.to_status) for t in store.history(V1) if t.run_id == migrated.run_id]
+            steps = [(t.from_status, t.to_status) for t in store.transitions(V1) if t.run_id == migrated.run_id]
             assert steps == [(Status.ACTIVE, Status.SUPERSEDED), (Status.SUPERSEDED, Status.DEPRECATED)]
             assert store.effective(V1).status is Status.DEPRECATED
             for contract in (v1, v2):

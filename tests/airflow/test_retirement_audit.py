@@ -161,7 +161,7 @@ def test_retirement_audit_records_blockers_then_retires_v1(
             assert str(latest.verdict) == "pass", latest.figures["blockers"]
             state = store.effective(V1)
             assert state.status is Status.RETIRED
-            last = store.history(V1)[-1]
+            last = store.transitions(V1)[-1]
             assert (last.to_status, last.run_id, last.evidence_id) == (Status.RETIRED, retired.run_id, latest.id)
         bundle = home / "retirement-bundles" / V1
         manifest = json.loads((bundle / "manifest.json").read_text())

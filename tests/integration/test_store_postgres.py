@@ -65,14 +65,14 @@ def test_status_history_and_optimistic_concurrency(registry: SqlRegistry) -> Non
     with pytest.raises(ConcurrentTransition, match="by dag:x"):
         registry.apply_transition(name, expected=proposed, to=Status.EXPERIMENTAL, actor="bob", reason="late")
     assert registry.effective(name) == state
-    history = registry.history(name)
+    history = registry.transitions(name)
     assert [(t.from_status, t.to_status, t.evidence_id) for t in history] == [
         (None, Status.PROPOSED, None),
         (Status.PROPOSED, Status.EXPERIMENTAL, lint.id),
     ]
     registry.record_refusal(name, from_status=state.status, to_status=Status.ACTIVE, reasons=["a", "b"], actor="dag:x")
     assert registry.refusals(name)[0].reasons == ("a", "b")
-    assert registry.history(name) == history
+    assert registry.transitions(name) == history
 
 
 def test_evidence_snapshots_observations_and_fingerprints_round_trip(registry: SqlRegistry) -> None:

@@ -60,6 +60,6 @@ def assert_one_winner_per_round(registry: SqlRegistry, outcomes: list[Outcome], 
         winner = next(outcome[1] for outcome in mine if outcome[2] == "applied")
         loser_message = next(outcome[3] for outcome in mine if outcome[2] == "refused")
         assert f"by {winner}" in loser_message
-        steps = [t for t in registry.history(message_type) if t.to_status is Status.EXPERIMENTAL]
+        steps = [t for t in registry.transitions(message_type) if t.to_status is Status.EXPERIMENTAL]
         assert [t.actor for t in steps] == [winner]
         assert registry.effective(message_type).revision == 2  # type: ignore[union-attr]

@@ -148,7 +148,7 @@ def _complete(
     """Retired by an earlier try that failed before finishing (a retried task): keep the bundle, remove topology."""
     folder = root / contract.message_type
     if not (folder / "manifest.json").exists():
-        retired = next(t for t in reversed(registry.history(contract.message_type)) if t.to_status is Status.RETIRED)
+        retired = next(t for t in reversed(registry.transitions(contract.message_type)) if t.to_status is Status.RETIRED)
         folder = _keep_bundle(root, contract, lambda: retired, snapshot)
     return _finish(contract, catalog, registry, folder, snapshot)
 

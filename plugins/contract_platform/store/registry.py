@@ -198,7 +198,7 @@ class SqlRegistry:
             )
         return VersionState(message_type, to, expected.contract_version, revision, now)
 
-    def history(self, message_type: str) -> list[TransitionRecord]:
+    def transitions(self, message_type: str) -> list[TransitionRecord]:
         """Every transition of ``message_type``, oldest first."""
         with self._connect(f"reading the history of {message_type}") as conn:
             found = conn.execute(

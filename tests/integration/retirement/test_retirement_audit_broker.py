@@ -168,7 +168,7 @@ def test_all_clear_retires_keeps_the_bundle_and_removes_only_v1_queues(
         bundle_root=tmp_path / "bundles",
     )
     assert again.retired and again.removal is not None and again.removal["deleted"] == []
-    assert len([t for t in registry.history(V1) if t.to_status is Status.RETIRED]) == 1
+    assert len([t for t in registry.transitions(V1) if t.to_status is Status.RETIRED]) == 1
 
 
 def test_without_the_management_api_the_audit_cannot_pass(

@@ -31,9 +31,9 @@ def test_declared_equal_to_effective_is_an_empty_plan(
     contract = replace(v1, status=Status.ACTIVE)
     plan = reconcile(contract, Status.ACTIVE, ctx(contract))
     assert (plan.steps, plan.refused, plan.settled) == ([], None, True)
-    before = registry.history(V1)
+    before = registry.transitions(V1)
     assert apply_plan(plan, registry, actor="dag:contract_change") == []
-    assert registry.history(V1) == before and registry.refusals(V1) == []
+    assert registry.transitions(V1) == before and registry.refusals(V1) == []
 
 
 def test_reconcile_stops_at_the_first_refused_step_and_keeps_the_earlier_ones(
@@ -48,7 +48,7 @@ def test_reconcile_stops_at_the_first_refused_step_and_keeps_the_earlier_ones(
     assert plan.refused is not None
     assert (plan.refused.step.from_status, plan.refused.step.to_status) == (Status.EXPERIMENTAL, Status.ACTIVE)
     assert plan.refused.reasons == ["no envelope quality evidence yet: run the envelope_quality DAG on real traffic"]
-    assert registry.history(V1) == []  # planning writes nothing
+    assert registry.transitions(V1) == []  # planning writes nothing
 
     applied = apply_plan(
         plan, registry, actor="dag:contract_change", run_id="run-1", reason_prefix="[contract_change] "
@@ -57,7 +57,7 @@ def test_reconcile_stops_at_the_first_refused_step_and_keeps_the_earlier_ones(
         (None, Status.PROPOSED),
         (Status.PROPOSED, Status.EXPERIMENTAL),
     ]
-    assert applied == registry.history(V1)
+    assert applied == registry.transitions(V1)
     assert applied[1].evidence_id == lint.id and applied[1].run_id == "run-1"
     assert applied[1].reason.startswith(
         "[contract_change] reconciling toward declared active: lint_clean, fixtures_pass"
@@ -99,7 +99,7 @@ def test_a_run_that_lost_the_race_raises_and_applies_nothing(
         ConcurrentTransition, match="planned proposed -> experimental, but the effective status is now active"
     ):
         apply_plan(plan, registry, actor="dag:late", run_id="second")
-    assert [t.actor for t in registry.history(V1)] == ["setup", "dag:other", "dag:other"]
+    assert [t.actor for t in registry.transitions(V1)] == ["setup", "dag:other", "dag:other"]
 
 
 def test_full_happy_path_from_proposed_to_retired_with_evidence_step_by_step(
@@ -140,7 +140,7 @@ def test_full_happy_path_from_proposed_to_retired_with_evidence_step_by_step(
     assert run(contract) == [Status.RETIRED]
     assert run(contract) == []
 
-    history = registry.history(V1)
+    history = registry.transitions(V1)
     assert [t.to_status for t in history] == list(Status)
     assert all(t.evidence_id is not None for t in history[1:])
     assert len(registry.refusals(V1)) == 5  # one per run that could not move
@@ -155,7 +155,7 @@ def test_request_transition_applies_one_guarded_step(
         Status.PROPOSED, Status.EXPERIMENTAL, "alice", "ticket PLAT-7"
     )  # fmt: skip
     assert record.evidence_id is not None
-    assert registry.history(V1)[-1] == record
+    assert registry.transitions(V1)[-1] == record
 
 
 def test_request_transition_refuses_an_illegal_jump_and_records_it(

@@ -51,7 +51,7 @@ def assert_batches_match_single_reads(registry: SqlRegistry, names: list[str]) -
     latest = registry.latest_evidence_of(KINDS)
     only = registry.latest_evidence_of(KINDS, message_types=names[:1])
     for name in names:
-        assert transitions[name] == registry.history(name)[-1]
+        assert transitions[name] == registry.transitions(name)[-1]
         assert refusals.get(name) == next(iter(registry.refusals(name, limit=1)), None)
         for kind in KINDS:
             assert latest.get((name, kind)) == registry.latest_evidence(name, kind)
@@ -63,6 +63,6 @@ def assert_batches_match_single_reads(registry: SqlRegistry, names: list[str]) -
     times = {run: at for run, at in registry.run_times("t", KINDS).items() if run in runs}
     for index, name in enumerate(names):
         run = f"{name.split('.')[0]}-run-{index}"
-        applied = [t for t in registry.history(name) if t.run_id == run]
+        applied = [t for t in registry.transitions(name) if t.run_id == run]
         assert times[run] == max(t.at for t in applied) and times[run].tzinfo is not None
         assert registry.transitions_by("t", [run]) == applied

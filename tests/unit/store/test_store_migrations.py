@@ -83,7 +83,7 @@ def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(sqlite_url: str) 
         state = registry.effective(MT)
         assert state is not None and (state.status, state.revision) == (Status.EXPERIMENTAL, 2)
         assert state.updated_at == datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
-        assert [(t.from_status, t.to_status, t.evidence_id) for t in registry.history(MT)] == [
+        assert [(t.from_status, t.to_status, t.evidence_id) for t in registry.transitions(MT)] == [
             (None, Status.PROPOSED, 1),
             (Status.PROPOSED, Status.EXPERIMENTAL, 1),
         ]

@@ -73,7 +73,7 @@ def test_register_makes_a_new_type_proposed_and_records_the_registration(registr
     state = registry.register(MT, "1.0.0", actor="dag:contract_change", run_id="manual__1")
     assert (state.status, state.contract_version, state.revision) == (Status.PROPOSED, "1.0.0", 1)
     assert registry.effective(MT) == state
-    [registration] = registry.history(MT)
+    [registration] = registry.transitions(MT)
     assert (registration.from_status, registration.to_status) == (None, Status.PROPOSED)
     assert (registration.actor, registration.run_id) == ("dag:contract_change", "manual__1")
 
@@ -85,7 +85,7 @@ def test_register_again_changes_only_the_contract_version(registry: SqlRegistry)
     bumped = registry.register(MT, "1.1.0", actor="bob")
     assert (bumped.status, bumped.contract_version, bumped.revision) == (Status.EXPERIMENTAL, "1.1.0", 3)
     assert registry.effective(MT) == bumped
-    assert [t.to_status for t in registry.history(MT)] == [Status.PROPOSED, Status.EXPERIMENTAL]
+    assert [t.to_status for t in registry.transitions(MT)] == [Status.PROPOSED, Status.EXPERIMENTAL]
 
 
 def test_apply_transition_moves_the_status_and_records_why(registry: SqlRegistry) -> None:
@@ -97,7 +97,7 @@ def test_apply_transition_moves_the_status_and_records_why(registry: SqlRegistry
     )  # fmt: skip
     assert (state.status, state.revision) == (Status.EXPERIMENTAL, 2)
     assert registry.effective(MT) == state
-    last = registry.history(MT)[-1]
+    last = registry.transitions(MT)[-1]
     assert (last.from_status, last.to_status, last.reason) == (Status.PROPOSED, Status.EXPERIMENTAL, "guards passed")
     assert (last.run_id, last.evidence_id, last.revision) == ("scheduled__2026-07-01", lint.id, 2)
     assert registry.transition(MT, 2) == last
@@ -109,18 +109,18 @@ def test_a_stale_expected_state_is_a_concurrent_transition_naming_the_winner(reg
     with pytest.raises(ConcurrentTransition) as caught:
         registry.apply_transition(MT, expected=proposed, to=Status.EXPERIMENTAL, actor="bob", reason="r")
     assert "dag:x" in str(caught.value) and "run-7" in str(caught.value)
-    assert [t.actor for t in registry.history(MT)] == ["alice", "dag:x"]
+    assert [t.actor for t in registry.transitions(MT)] == ["alice", "dag:x"]
     assert registry.effective(MT).revision == 2  # type: ignore[union-attr]
 
 
 def test_history_is_append_only(registry: SqlRegistry) -> None:
     registry.register(MT, "1.0.0", actor="alice")
     walk(registry, MT, Status.EXPERIMENTAL)
-    before = registry.history(MT)
+    before = registry.transitions(MT)
     walk(registry, MT, Status.ACTIVE)
     registry.register(MT, "1.1.0", actor="bob")
     registry.record_refusal(MT, from_status=Status.ACTIVE, to_status=Status.RETIRED, reasons=["no"], actor="bob")
-    after = registry.history(MT)
+    after = registry.transitions(MT)
     assert after[: len(before)] == before
     assert [(t.from_status, t.to_status) for t in after] == [
         (None, Status.PROPOSED),
@@ -224,7 +224,7 @@ def test_datetimes_come_back_aware_utc_whatever_went_in(registry: SqlRegistry, s
     with SqlRegistry.open(sqlite_url) as reopened:
         stamps = [
             reopened.effective(MT).updated_at,  # type: ignore[union-attr]
-            reopened.history(MT)[0].at,
+            reopened.transitions(MT)[0].at,
             reopened.latest_evidence(MT, "lint").collected_at,  # type: ignore[union-attr]
             reopened.observations(MT)[0].observed_at,
         ]
@@ -290,7 +290,7 @@ CALLS: dict[str, Callable[[SqlRegistry], object]] = {
     "apply_transition": lambda r: r.apply_transition(
         MT, expected=_state(), to=Status.EXPERIMENTAL, actor="a", reason="r"
     ),
-    "history": lambda r: r.history(MT),
+    "transitions": lambda r: r.transitions(MT),
     "transition": lambda r: r.transition(MT, 1),
     "record_refusal": lambda r: r.record_refusal(
         MT, from_status=None, to_status=Status.PROPOSED, reasons=[], actor="a"

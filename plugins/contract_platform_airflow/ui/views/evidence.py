@@ -312,7 +312,7 @@ def retired_at(registry: Registry, message_type: str) -> datetime | None:
     state = registry.effective(message_type)
     if state is None or state.status is not Status.RETIRED:
         return None
-    steps = [t.at for t in registry.history(message_type) if t.to_status is Status.RETIRED]
+    steps = [t.at for t in registry.transitions(message_type) if t.to_status is Status.RETIRED]
     return steps[-1] if steps else state.updated_at
 
 

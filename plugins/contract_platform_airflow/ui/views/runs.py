@@ -85,7 +85,7 @@ def _touches(
     else:
         transitions, refusals = [], []
         for message_type in sorted(known):
-            transitions += [t for t in registry.history(message_type) if t.actor == actor and t.run_id]
+            transitions += [t for t in registry.transitions(message_type) if t.actor == actor and t.run_id]
             refusals += [r for r in registry.refusals(message_type, limit=MANY) if r.actor == actor and r.run_id]
             evidence += [e for e in registry.evidence(message_type, limit=MANY) if e.run_id and e.kind in kinds]
     found = []
