@@ -201,7 +201,7 @@ def retire_declared(
     under ``work/bundles``, the audit report under ``work/docs``.
     """
     paths = write_audit_bundle(result, work / "docs")
-    record_audit(result, registry, reference=paths.snapshot)
+    record_audit(result, registry, reference=paths.stamped)
     retiring = replace(catalog.contracts[result.message_type], status=Status.RETIRED)
     declared = replace(catalog, contracts={**catalog.contracts, result.message_type: retiring})
     outcome = retire_if_proven(

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     catalog, selection = _selected(args)
     history_of: Callable[[Contract], History] | None = None
     if args.against:
-        from contract_platform.catalog.history import schemas_at_git_ref
+        from contract_platform.catalog.git_ref import schemas_at_git_ref
 
         earlier = schemas_at_git_ref(
             [c for c in catalog if selection is None or c.message_type in selection], args.against

@@ -38,12 +38,12 @@ _VERDICT_WORD = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.UNKNOWN: "U
 class AuditPaths:
     json: Path  # latest.json
     markdown: Path  # latest.md
-    snapshot: Path  # the timestamped JSON copy (what the evidence record references)
-    snapshot_markdown: Path
+    stamped: Path  # the timestamped JSON copy (what the evidence record references)
+    stamped_markdown: Path
 
     @property
     def all(self) -> tuple[Path, ...]:
-        return (self.json, self.markdown, self.snapshot, self.snapshot_markdown)
+        return (self.json, self.markdown, self.stamped, self.stamped_markdown)
 
 
 def audit_folder(docs_dir: str | Path, message_type: str) -> Path:
@@ -59,8 +59,8 @@ def write_audit_bundle(result: AuditResult, docs_dir: str | Path) -> AuditPaths:
     page = render_audit_page(result)
     paths = AuditPaths(folder / "latest.json", folder / "latest.md", folder / f"{stamp}.json", folder / f"{stamp}.md")
     for path, text in (
-        (paths.snapshot, document),
-        (paths.snapshot_markdown, page),
+        (paths.stamped, document),
+        (paths.stamped_markdown, page),
         (paths.json, document),
         (paths.markdown, page),
     ):
@@ -92,7 +92,7 @@ def keep_audit(result: AuditResult, registry: Registry, docs_dir: str | Path) ->
     """What the DAG and ``contractctl audit --record`` keep of an audit: the bundle, then the evidence that
     references its timestamped JSON (the order matters: evidence never points at a file not yet written)."""
     paths = write_audit_bundle(result, docs_dir)
-    return KeptAudit(paths, record_audit(result, registry, reference=paths.snapshot))
+    return KeptAudit(paths, record_audit(result, registry, reference=paths.stamped))
 
 
 def _write_atomically(path: Path, text: str) -> None:

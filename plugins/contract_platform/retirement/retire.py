@@ -105,9 +105,9 @@ def retire_if_proven(
     clears = dict(audit.clears_at)
     audit_blockers = tuple(f"{b.get('check')}: {b.get('blocker')}" for b in audit.blockers)
     effective = str(state.status) if state is not None else None
-    snapshot = _Snapshot(connection, plan_topology(contract), latest, archive_root, management, now)
+    sources = _BundleSources(connection, plan_topology(contract), latest, archive_root, management, now)
     if state is not None and state.status is Status.RETIRED and contract.status is Status.RETIRED:
-        return _complete(contract, catalog, registry, _bundle_root(bundle_root), snapshot)
+        return _complete(contract, catalog, registry, _bundle_root(bundle_root), sources)
     if state is None or state.status is not Status.DEPRECATED:
         reason = f"effective status is {effective or 'unregistered'}, not deprecated: only deprecated versions retire"
         return RetirementOutcome(message_type, False, effective, (reason,), clears)
@@ -126,12 +126,12 @@ def retire_if_proven(
     def retire() -> TransitionRecord:
         return apply_plan(plan, registry, actor=actor, run_id=run_id)[-1]
 
-    folder = _keep_bundle(_bundle_root(bundle_root), contract, retire, snapshot)
-    return _finish(contract, catalog, registry, folder, snapshot)
+    folder = _keep_bundle(_bundle_root(bundle_root), contract, retire, sources)
+    return _finish(contract, catalog, registry, folder, sources)
 
 
 @dataclass(frozen=True)
-class _Snapshot:
+class _BundleSources:
     """What the bundle records besides the contract files: the broker now, the evidence, the archive."""
 
     connection: BrokerConnection
@@ -143,26 +143,30 @@ class _Snapshot:
 
 
 def _complete(
-    contract: Contract, catalog: Catalog, registry: Registry, root: Path, snapshot: _Snapshot
+    contract: Contract, catalog: Catalog, registry: Registry, root: Path, sources: _BundleSources
 ) -> RetirementOutcome:
     """Retired by an earlier try that failed before finishing (a retried task): keep the bundle, remove topology."""
     folder = root / contract.message_type
     if not (folder / "manifest.json").exists():
-        retired = next(t for t in reversed(registry.transitions(contract.message_type)) if t.to_status is Status.RETIRED)
-        folder = _keep_bundle(root, contract, lambda: retired, snapshot)
-    return _finish(contract, catalog, registry, folder, snapshot)
+        retired = next(
+            t for t in reversed(registry.transitions(contract.message_type)) if t.to_status is Status.RETIRED
+        )
+        folder = _keep_bundle(root, contract, lambda: retired, sources)
+    return _finish(contract, catalog, registry, folder, sources)
 
 
 def _bundle_root(bundle_root: str | Path | None) -> Path:
     return Path(bundle_root) if bundle_root is not None else settings.data_dir() / "retirement-bundles"
 
 
-def _keep_bundle(root: Path, contract: Contract, retire: Callable[[], TransitionRecord], snapshot: _Snapshot) -> Path:
+def _keep_bundle(
+    root: Path, contract: Contract, retire: Callable[[], TransitionRecord], sources: _BundleSources
+) -> Path:
     """Stage the bundle, retire (``retire``), then move the bundle into place; nothing is left if retiring fails."""
     staging = root / f".{contract.message_type}.staging-{uuid.uuid4().hex[:8]}"
     final = root / contract.message_type
     try:
-        files = _stage_bundle(staging, contract, snapshot)
+        files = _stage_bundle(staging, contract, sources)
         retired = retire()
         _write_json(
             staging / "manifest.json",
@@ -187,22 +191,22 @@ def _keep_bundle(root: Path, contract: Contract, retire: Callable[[], Transition
 
 
 def _finish(
-    contract: Contract, catalog: Catalog, registry: Registry, folder: Path, snapshot: _Snapshot
+    contract: Contract, catalog: Catalog, registry: Registry, folder: Path, sources: _BundleSources
 ) -> RetirementOutcome:
     """Remove the topology where the contract asks for it (idempotent: absent queues are fine)."""
     removal: dict[str, Any] | None = None
     kept: tuple[str, ...] = ()
     if contract.topology.remove_on_retire:
         report = remove_topology(
-            snapshot.connection,
-            snapshot.topology,
+            sources.connection,
+            sources.topology,
             exchanges_in_use=exchanges_in_use(catalog, registry, contract),
             only_if_empty=True,
-            management=snapshot.management,
+            management=sources.management,
         )
         removal = report.as_dict() | {"deleted": report.deleted, "kept": report.kept}
         first = folder / "removal.json"  # a retried removal must not overwrite what the first one deleted
-        _write_json(first if not first.exists() else folder / f"removal-{snapshot.now:%Y%m%dT%H%M%SZ}.json", removal)
+        _write_json(first if not first.exists() else folder / f"removal-{sources.now:%Y%m%dT%H%M%SZ}.json", removal)
         kept = tuple(
             f"{step.name} was kept ({step.detail}): empty it and delete it by hand"
             for step in report.steps
@@ -211,7 +215,7 @@ def _finish(
     return RetirementOutcome(contract.message_type, True, str(Status.RETIRED), kept, {}, str(folder), removal)
 
 
-def _stage_bundle(folder: Path, contract: Contract, snapshot: _Snapshot) -> list[str]:
+def _stage_bundle(folder: Path, contract: Contract, sources: _BundleSources) -> list[str]:
     folder.mkdir(parents=True)
     files = ["manifest.json", "topology.json", "evidence.json", "sample.jsonl"]
     for source in (contract.contract_file, contract.schema_file, contract.migration_file):
@@ -225,20 +229,20 @@ def _stage_bundle(folder: Path, contract: Contract, snapshot: _Snapshot) -> list
     if fixtures.is_dir():
         shutil.copytree(fixtures, folder / "fixtures")
         files += [f"fixtures/{p.relative_to(fixtures).as_posix()}" for p in fixtures.rglob("*") if p.is_file()]
-    client = resolve_management(snapshot.connection, snapshot.management)
+    client = resolve_management(sources.connection, sources.management)
     live = [
-        asdict(inspect_queue(snapshot.connection, queue.name, management=client)) for queue in snapshot.topology.queues
+        asdict(inspect_queue(sources.connection, queue.name, management=client)) for queue in sources.topology.queues
     ]
     _write_json(
-        folder / "topology.json", {"takenAt": iso(snapshot.now), "plan": _plan_dict(snapshot.topology), "live": live}
+        folder / "topology.json", {"takenAt": iso(sources.now), "plan": _plan_dict(sources.topology), "live": live}
     )
-    evidence = snapshot.evidence
+    evidence = sources.evidence
     _write_json(folder / "evidence.json", _evidence_dict(evidence))
     reference = Path(evidence.reference) if evidence is not None and evidence.reference else None
     if reference is not None and reference.is_file():
         shutil.copy2(reference, folder / "audit.json")
         files.append("audit.json")
-    sample = last_archived(snapshot.archive_root or settings.archive_dir(), contract, limit=SAMPLE_SIZE)
+    sample = last_archived(sources.archive_root or settings.archive_dir(), contract, limit=SAMPLE_SIZE)
     with (folder / "sample.jsonl").open("w", encoding="utf-8") as out:
         for record in sample:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -56,25 +56,25 @@ def test_the_bundle_has_latest_and_timestamped_json_and_markdown(tmp_path: Path)
     paths = write_audit_bundle(result, tmp_path)
 
     folder = tmp_path / "retirement" / V1
-    assert paths.json == folder / "latest.json" and paths.snapshot == folder / "20261122T120000Z.json"
+    assert paths.json == folder / "latest.json" and paths.stamped == folder / "20261122T120000Z.json"
     assert all(path.exists() for path in paths.all)
-    document = json.loads(paths.snapshot.read_text())
+    document = json.loads(paths.stamped.read_text())
     assert document["verdict"] == "fail" and document["failed_checks"] == ["retention"]
     page = paths.markdown.read_text()
     assert "**FAIL**" in page and "wait for retention" in page and "2026-11-25T12:00:00Z" in page
 
     newer = write_audit_bundle(audit(at=NOW + timedelta(hours=1)), tmp_path)
     assert json.loads(newer.json.read_text())["verdict"] == "pass"
-    assert json.loads(paths.snapshot.read_text())["verdict"] == "fail"  # the cited copy never changes
+    assert json.loads(paths.stamped.read_text())["verdict"] == "fail"  # the cited copy never changes
 
 
 def test_the_recorded_evidence_is_what_the_lifecycle_guard_reads(registry: SqlRegistry, tmp_path: Path) -> None:
     contract = replace(migrating_contract(V1), status=Status.RETIRED)
     paths = write_audit_bundle(audit(RETENTION), tmp_path)
-    record = record_audit(audit(RETENTION), registry, reference=paths.snapshot)
+    record = record_audit(audit(RETENTION), registry, reference=paths.stamped)
 
     assert record.kind is EvidenceKind.RETIREMENT_AUDIT and record.verdict is Verdict.FAIL
-    assert record.reference == str(paths.snapshot) and record.collected_at == NOW
+    assert record.reference == str(paths.stamped) and record.collected_at == NOW
     reasons = check_step(Status.DEPRECATED, Status.RETIRED, GuardContext(contract, registry, NOW))
     assert any("retention failed" in reason for reason in reasons), reasons
 
