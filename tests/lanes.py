@@ -36,11 +36,33 @@ def is_slow(item: Any, tests_root: Path) -> bool:
 
 
 # The order tests start in (stable within a folder): the end-to-end tests take minutes each, the Spark,
-# Airflow and broker tests seconds to a minute, the unit tests milliseconds.
+# Airflow and broker tests seconds to a minute, the unit tests milliseconds. ``tests/scheduling.py`` starts
+# them on the workers in this order, and never queues one long test behind another.
 START_ORDER = {"e2e": 0, "integration": 1, "airflow": 1, "spark": 1, "fuzz": 2}
+# Within tests/e2e, longest first (minutes on 2 cores, --durations): the main job runs the whole lifecycle
+# twice and bounds the suite's wall time, so it starts at once on a worker of its own.
+E2E_ORDER = (
+    "tests/e2e/test_main_job.py",  # 20+
+    "tests/e2e/test_celery_workers.py",
+    "tests/e2e/test_airflow_scheduler.py::test_the_platform_runs_under_a_real_scheduler",
+    "tests/e2e/test_airflow_scheduler.py::test_a_first_import_of_an_estate_is_batched_and_settles",
+    "tests/e2e/test_data_folders.py",
+    "tests/e2e/test_ui_browser.py",
+)
 
 
-def start_order(item: Any, tests_root: Path) -> int:
+def _folder(path: Path, tests_root: Path) -> str:
+    return path.relative_to(tests_root).parts[0] if path.is_relative_to(tests_root) else ""
+
+
+def start_order(item: Any, tests_root: Path) -> tuple[int, int]:
     path = Path(str(item.path)).resolve()
-    folder = path.relative_to(tests_root).parts[0] if path.is_relative_to(tests_root) else ""
-    return START_ORDER.get(folder, 3)
+    folder = _folder(path, tests_root)
+    rank = next((n for n, name in enumerate(E2E_ORDER) if item.nodeid.startswith(name)), len(E2E_ORDER))
+    return START_ORDER.get(folder, 3), rank
+
+
+def is_long_unit(scope: str) -> bool:
+    """A work unit of the parallel run (a test's node id, or an ``xdist_group`` named after its module) that
+    takes minutes: a worker running one gets no second (``tests/scheduling.py``)."""
+    return scope.startswith("tests/e2e/")
