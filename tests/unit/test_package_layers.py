@@ -49,6 +49,7 @@ ALLOWED = {
     "settings": {"durations"},
     "patterns": {"errors", "limits"},
     "job_options": {"errors", "days"},  # the Spark jobs' common options: argparse, nothing that runs
+    "jvm": set(),  # what every Spark driver is told at its start: options and environment, nothing that runs
     "archive_record": set(),  # the record's definition: read by everyone, reads nothing of the domain
     "archive_layout": set(),  # where the archive's partitions and files are: the archiver's and every reader's rule
     "runs": set(),  # a run id as a file name: one rule for every DAG and the migration plan
