@@ -98,7 +98,8 @@ def _jvm_pass(spark: Any, path: str) -> int:
 
 
 def _check_count(spark: Any, path: str, catalog_dir: str) -> int:
-    from spark_jobs.validate_archive import archive_splits, check_records, list_archive
+    from spark_jobs.archive_splits import archive_splits, list_archive
+    from spark_jobs.validate_archive import check_records
 
     _, splits = archive_splits(spark, list_archive(spark, path))
     return int(check_records(splits, catalog_dir).count())

@@ -13,7 +13,7 @@ each new major with a ``migration.yaml`` (``replay.run.replay_targets``). Exit c
 
 Extract -> transform -> load:
 
-* ``list_archive`` + ``archive_splits`` (``validate_archive``): only ``<ARCHIVE>/<exchange>/date=...``
+* ``list_archive`` + ``archive_splits`` (``archive_splits``): only ``<ARCHIVE>/<exchange>/date=...``
   partitions of the version's window are listed, then cut into splits packed over the cores;
 * ``tally_archive`` (``spark_tally``, this job's archive engine for ``replay.run.replay_versions``):
   each Python worker reads its splits and judges every line with the record engine
@@ -57,9 +57,9 @@ from contract_platform.replay.run import (
 )
 from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.reading import Split, line_batches
+from spark_jobs.archive_splits import archive_splits, list_archive
 from spark_jobs.hadoop_fs import path_exists
 from spark_jobs.jobs import FINDINGS, JobRun, job_parser, run_job
-from spark_jobs.validate_archive import archive_splits, list_archive
 
 __all__ = [
     "broker_in_flight",

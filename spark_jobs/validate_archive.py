@@ -68,7 +68,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from contract_platform import settings
-from contract_platform.archive_layout import GZIP_WEIGHT
 from contract_platform.catalog import load_catalog
 from contract_platform.catalog.model import Catalog
 from contract_platform.errors import ArchiveError, ContractPlatformError, UsageError
@@ -82,7 +81,7 @@ from contract_platform.validation.arrow import (
 )
 from contract_platform.validation.bundle import CatalogBundle
 from contract_platform.validation.evidence import record_evidence
-from contract_platform.validation.reading import DEFAULT_SPLIT_BYTES, LINE_BITS, Split, file_sizes, plan_splits
+from contract_platform.validation.reading import LINE_BITS, Split
 from contract_platform.validation.records import DEFAULT_OVERSIZE_BYTES, effective_statuses
 from contract_platform.validation.report import InputFigures, Interval, ValidationReport
 from contract_platform.validation.request import ValidationRequest, add_arguments
@@ -103,25 +102,31 @@ from spark_jobs._archive_state import (
     default_state_dir,
     split_days,
 )
-from spark_jobs.archive_io import date_partitions, folder_date, partition_date, read_archive
+from spark_jobs.archive_io import date_partitions, folder_date, partition_date
+from spark_jobs.archive_splits import (
+    PARTITION_WORK,
+    SPLIT_SCHEMA,
+    list_archive,
+    packed,
+    plan_archive,
+    split_frame,
+    split_row,
+    split_work,
+)
 from spark_jobs.hadoop_fs import path_exists, path_is_empty
 from spark_jobs.jobs import JobRun, run_job, run_parsed
 from spark_jobs.session import QUICK_START_BYTES, local_size_at_most
 
 __all__ = [
     "aggregate",
-    "archive_splits",
     "check_in_driver",
     "check_records",
     "find_duplicates",
     "find_out_of_order",
-    "list_archive",
     "main",
-    "plan_archive",
     "prior_state",
     "run",
     "run_validation",
-    "split_frame",
     "summarize",
     "write_quarantine",
 ]
@@ -130,80 +135,13 @@ APP_NAME = "validate-archive"
 _BROADCAST_ROWS = 1_000_000  # flagged records to broadcast, beyond which a shuffle join is safer
 _BROADCAST_KEYS = 10_000_000  # records whose repeated keys' hashes (8 bytes each, one per two at most) are broadcast
 _COLLECT_ROWS = 100_000  # records to read again that the driver groups itself, beyond which Spark does
-SPLIT_SCHEMA = from_arrow_schema(pa.schema(list(SPLIT_FIELDS)))
 CHECKED_SCHEMA = from_arrow_schema(pa.schema(list(CHECKED_FIELDS)))
 REREAD_SCHEMA = from_arrow_schema(pa.schema(list(REREAD_FIELDS)))
-_PARTITION_WORK = 16 * 2**20  # a partition's least work: a small archive is not spread over every core
 _SMALL_INPUT = 64 * 2**20  # input bytes below which the flagged records are broadcast without counting them
-_IN_DRIVER_WORK = _PARTITION_WORK  # work one partition would hold anyway: checked in the driver on a local master
+_IN_DRIVER_WORK = PARTITION_WORK  # work one partition would hold anyway: checked in the driver on a local master
 
 
 # -- extract ------------------------------------------------------------------------------------
-
-
-def list_archive(
-    spark: SparkSession, archive_path: str, since: date | None = None, until: date | None = None
-) -> list[tuple[str, int]]:
-    """(URI, size) of every ``*.jsonl[.gz]`` under ``archive_path`` (or of that one file), in path order.
-
-    Listed by Spark's own file index (recursive, hidden files left out, empty files kept), not read;
-    with ``since``/``until`` only the date partitions in range are listed.
-    """
-    if (since is not None or until is not None) and not date_partitions(spark, archive_path, since, until):
-        return []
-    uris = sorted(read_archive(spark, archive_path, since, until).inputFiles())
-    return list(zip(uris, file_sizes(uris), strict=True))
-
-
-def _packed(splits: Sequence[Split], slots: int) -> list[list[Split]]:
-    """The splits in ``slots`` bins of about equal work, the largest first into the lightest bin."""
-    bins: list[list[Split]] = [[] for _ in range(max(1, min(slots, len(splits))))]
-    loads = [0] * len(bins)
-    for split in sorted(splits, key=lambda s: -_work(s)):
-        lightest = loads.index(min(loads))
-        bins[lightest].append(split)
-        loads[lightest] += _work(split)
-    return bins
-
-
-def _work(split: Split) -> int:
-    return split.length * (GZIP_WEIGHT if split.compressed else 1) + 4096  # every file costs an open
-
-
-def archive_splits(
-    spark: SparkSession, files: Sequence[tuple[str, int]], split_bytes: int | None = None
-) -> tuple[list[Split], DataFrame]:
-    """The splits of ``files`` and a DataFrame of them (``SPLIT_FIELDS``), about two partitions per core."""
-    splits = plan_archive(spark, files, split_bytes)
-    return splits, split_frame(spark, splits)
-
-
-def plan_archive(spark: SparkSession, files: Sequence[tuple[str, int]], split_bytes: int | None = None) -> list[Split]:
-    """The splits of ``files``: a gzipped file whole, a plain one in ``spark.sql.files.maxPartitionBytes`` pieces."""
-    if split_bytes is None:
-        split_bytes = _bytes_setting(spark.conf.get("spark.sql.files.maxPartitionBytes", None), DEFAULT_SPLIT_BYTES)
-    return plan_splits(files, split_bytes)
-
-
-def split_frame(spark: SparkSession, splits: Sequence[Split]) -> DataFrame:
-    """A DataFrame of ``splits`` (``SPLIT_FIELDS``), packed into about two partitions per core."""
-    context = spark.sparkContext
-    enough = 1 + sum(_work(split) for split in splits) // _PARTITION_WORK  # each Python worker compiles the catalogue
-    bins = _packed(splits, min(2 * context.defaultParallelism, enough))
-    rows = context.parallelize([[_split_row(s) for s in part] for part in bins], len(bins)).flatMap(lambda part: part)
-    return spark.createDataFrame(rows, SPLIT_SCHEMA)
-
-
-def _bytes_setting(value: str | None, default: int) -> int:
-    """A Spark size setting ("134217728", "128m", "128MB") in bytes."""
-    if not value:
-        return default
-    text = value.strip().lower().removesuffix("b")
-    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-    try:
-        return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
-    except ValueError:
-        return default
 
 
 # -- transform ----------------------------------------------------------------------------------
@@ -252,7 +190,7 @@ def check_in_driver(
     """
     names = [name for name, _ in SPLIT_FIELDS]
     table = pa.RecordBatch.from_pylist(
-        [dict(zip(names, _split_row(split), strict=True)) for split in splits], schema=pa.schema(list(SPLIT_FIELDS))
+        [dict(zip(names, split_row(split), strict=True)) for split in splits], schema=pa.schema(list(SPLIT_FIELDS))
     )
     checked = list(
         check_splits(
@@ -275,7 +213,7 @@ def _checked(
 ) -> DataFrame:
     """The record-level rules' rows: in the driver for a small input on a local master, else by the Python workers."""
     local = (spark.sparkContext.master or "").startswith("local")
-    if local and sum(_work(split) for split in splits) <= _IN_DRIVER_WORK:
+    if local and sum(split_work(split) for split in splits) <= _IN_DRIVER_WORK:
         return check_in_driver(spark, splits, bundle, oversize_bytes=oversize_bytes, statuses=statuses)
     frame = split_frame(spark, splits)
     return check_records(frame, shipped, oversize_bytes=oversize_bytes, statuses=statuses)
@@ -393,16 +331,12 @@ def write_quarantine(
         wanted = missing.groupBy(F.shiftright("record_id", LINE_BITS).alias("split_index")).agg(
             F.collect_list(F.struct("record_id", "line_hash", "findings")).alias("wanted")
         )
-        table = spark.createDataFrame([_split_row(s) for s in splits], SPLIT_SCHEMA)
+        table = spark.createDataFrame([split_row(s) for s in splits], SPLIT_SCHEMA)
         again = table.join(wanted, "split_index").select(*[name for name, _ in REREAD_FIELDS])
     quarantined = kept.mapInArrow(quarantine_batches, "value string").unionByName(
         again.mapInArrow(reread, "value string")
     )
     quarantined.write.mode("overwrite").text(quarantine_dir)
-
-
-def _split_row(split: Split) -> tuple[Any, ...]:
-    return (split.index, split.uri, split.start, split.length, split.compressed)
 
 
 def _reread_splits(spark: SparkSession, splits: Sequence[Split], found: Sequence[Any]) -> DataFrame:
@@ -416,8 +350,8 @@ def _reread_splits(spark: SparkSession, splits: Sequence[Split], found: Sequence
     by_index = {split.index: split for split in splits}
     context = spark.sparkContext
     bins = [
-        [(*_split_row(split), wanted[split.index]) for split in part]
-        for part in _packed([by_index[index] for index in sorted(wanted)], 2 * context.defaultParallelism)
+        [(*split_row(split), wanted[split.index]) for split in part]
+        for part in packed([by_index[index] for index in sorted(wanted)], 2 * context.defaultParallelism)
     ]
     return spark.createDataFrame(context.parallelize(bins, len(bins)).flatMap(lambda part: part), REREAD_SCHEMA)
 
@@ -587,26 +521,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def registry_statuses(registry_url: str) -> dict[str, str]:
-    """Effective statuses from the registry, so a retired version's traffic counts as RETIRED_TYPE.
-
-    A retired version's status carries the moment it was retired (``retired@<ISO time>``; retired is
-    terminal, so its last update is the retirement): what was archived before it is history, not a finding.
-    """
-    from contract_platform.catalog.model import Status
+    """Effective statuses from the registry, as the record rules read them (``validation.records.statuses_given``),
+    so a retired version's traffic counts as RETIRED_TYPE."""
     from contract_platform.store import SqlRegistry
+    from contract_platform.validation.records import statuses_given
 
-    registry = SqlRegistry.open(registry_url)
-    try:
-        return {
-            state.message_type: (
-                f"{state.status}@{state.updated_at.isoformat()}"
-                if state.status is Status.RETIRED
-                else str(state.status)
-            )
-            for state in registry.all_effective()
-        }
-    finally:
-        registry.close()
+    with SqlRegistry.open(registry_url) as registry:
+        return statuses_given(registry.all_effective())
 
 
 def _validate(run: JobRun) -> int:

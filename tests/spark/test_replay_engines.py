@@ -20,7 +20,7 @@ from contract_platform.replay.local import replay_locally, tally_local, window_f
 from contract_platform.replay.run import replay_targets, window_of
 from contract_platform.validation.bundle import CatalogBundle
 from spark_jobs import replay as job
-from spark_jobs.validate_archive import list_archive
+from spark_jobs.archive_splits import list_archive
 
 
 def _counts(tally: Tally) -> dict[str, Any]:

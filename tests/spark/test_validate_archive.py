@@ -29,6 +29,7 @@ from contract_platform.validation import Keyed, Reason, ValidationReport, sequen
 from contract_platform.validation.arrow import finding_of
 from contract_platform.validation.report import NO_TYPE
 from contract_platform.validation.request import ValidationRequest
+from spark_jobs import archive_splits as cutting
 from spark_jobs import validate_archive as job
 
 pytestmark = pytest.mark.spark
@@ -155,7 +156,7 @@ def test_verdicts_equal_the_jsonschema_library_message_by_message(spark, tmp_pat
     path.parent.mkdir(parents=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    _, splits = job.archive_splits(spark, job.list_archive(spark, str(path)))
+    _, splits = cutting.archive_splits(spark, cutting.list_archive(spark, str(path)))
     rows = job.check_records(splits, catalog_dir, keep_lines=True).collect()
     reference = EnvelopeValidator(catalog)
     compared = invalid = 0
@@ -177,7 +178,7 @@ def test_verdicts_equal_the_jsonschema_library_message_by_message(spark, tmp_pat
 
 
 def test_cross_record_rules_equal_the_plain_python_reference(spark, archive: GeneratedArchive, catalog, catalog_dir):
-    _, splits = job.archive_splits(spark, job.list_archive(spark, str(archive.root)))
+    _, splits = cutting.archive_splits(spark, cutting.list_archive(spark, str(archive.root)))
     checked = job.check_records(splits, catalog_dir).cache()
     paths = {c.message_type: c.ordering.sequence for c in catalog if c.ordering is not None}
     duplicates = job.find_duplicates(checked)
@@ -214,7 +215,7 @@ def test_plain_files_cut_into_many_splits_give_the_same_report(spark, archive, c
     assert plain and max(p.stat().st_size for p in plain) > 8192  # several splits per file at 4 KiB
     spark.conf.set("spark.sql.files.maxPartitionBytes", "4k")
     try:
-        splits, _ = job.archive_splits(spark, job.list_archive(spark, str(archive.root)))
+        splits, _ = cutting.archive_splits(spark, cutting.list_archive(spark, str(archive.root)))
         again = job.run_validation(
             spark, ValidationRequest(archive.root, catalog=catalog_dir, quarantine=tmp_path / "q", statuses=STATUSES)
         )
@@ -295,7 +296,7 @@ def test_an_archive_file_gone_before_it_is_read_stops_the_job_with_its_name(
     spark, archive, catalog_dir: Path, tmp_path: Path, monkeypatch
 ):
     gone = tmp_path / "billing.events" / "date=2026-07-01" / "part-9999.jsonl"
-    listed = job.list_archive(spark, str(archive.root))
+    listed = cutting.list_archive(spark, str(archive.root))
     monkeypatch.setattr(job, "list_archive", lambda spark, path, *_range: [*listed, (gone.as_uri(), 100)])
     with pytest.raises(ArchiveError, match="part-9999.jsonl: cannot open the archive file"):
         job.run_validation(spark, ValidationRequest(archive.root, catalog=catalog_dir))
@@ -306,7 +307,7 @@ def test_an_archive_file_gone_before_it_is_read_stops_the_job_with_its_name(
     [("134217728", 134217728), ("128m", 128 * 2**20), ("4k", 4096), ("1g", 2**30), ("64MB", 64 * 2**20), ("", 7)],
 )
 def test_split_size_settings_are_read_as_spark_writes_them(setting: str, expected: int):
-    assert job._bytes_setting(setting, 7) == expected
+    assert cutting.bytes_setting(setting, 7) == expected
 
 
 def test_many_records_to_read_again_are_grouped_by_spark_with_the_same_quarantine(

@@ -22,7 +22,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -51,6 +51,7 @@ __all__ = [
     "payload_hash",
     "producer_of",
     "retirement_times",
+    "statuses_given",
 ]
 
 DEFAULT_OVERSIZE_BYTES = 1_048_576  # 1 MiB
@@ -114,6 +115,19 @@ def effective_statuses(catalog: Catalog, statuses: Mapping[str, str] | None) -> 
             allowed = ", ".join(s.value for s in Status)
             raise ValueError(f"status {value!r} given for {contract.message_type} is not one of {allowed}") from None
     return found
+
+
+def statuses_given(states: Iterable[Any]) -> dict[str, str]:
+    """messageType -> status as ``effective_statuses`` and ``retirement_times`` read it, from the registry's
+    effective states (``VersionState``): a retired version's carries the moment it was retired
+    (``retired@<ISO time>``; retired is terminal, so its last update is the retirement), so what was archived
+    before it is history, not a finding."""
+    return {
+        state.message_type: (
+            f"{state.status}@{state.updated_at.isoformat()}" if state.status is Status.RETIRED else str(state.status)
+        )
+        for state in states
+    }
 
 
 def retirement_times(statuses: Mapping[str, str] | None) -> dict[str, int]:

@@ -68,3 +68,24 @@ def test_the_report_and_the_evidence_say_who_sent_how_many_and_when(catalog: Cat
         ProducerTraffic("order-service", 2, "2026-07-02T00:01:00.000000Z", "2026-07-02T01:00:00.000000Z"),
         ProducerTraffic("", 1, "2026-07-02T02:00:00.000000Z", "2026-07-02T02:00:00.000000Z"),
     )
+
+
+def test_the_registrys_states_are_given_in_the_form_the_record_rules_read(catalog, tmp_path) -> None:
+    """One format, one place: a retired version's status carries its retirement moment, which
+    ``retirement_times`` reads back; every other status is given as it is."""
+    from datetime import UTC, datetime
+
+    from contract_platform.catalog.model import Status
+    from contract_platform.store import SqlRegistry
+    from contract_platform.validation.records import effective_statuses, retirement_times, statuses_given
+
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'r.db'}") as registry:
+        state = registry.register(ORDER, catalog.contracts[ORDER].version, actor="test")
+        for status in (Status.EXPERIMENTAL, Status.ACTIVE, Status.DEPRECATED, Status.RETIRED):
+            state = registry.apply_transition(ORDER, expected=state, to=status, actor="test", reason="test")
+        given = statuses_given(registry.all_effective())
+
+    assert given[ORDER] == f"retired@{state.updated_at.isoformat()}"
+    assert effective_statuses(catalog, given)[ORDER].value == "retired"
+    assert retirement_times(given)[ORDER] == int(state.updated_at.astimezone(UTC).timestamp() * 1_000_000)
+    assert state.updated_at <= datetime.now(UTC)
