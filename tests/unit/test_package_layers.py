@@ -37,6 +37,7 @@ FOUNDATION = {
     "archive_record",
     "archive_layout",
     "runs",
+    "lazy",
 }
 # package -> everything it may import from the domain; every package of the domain is named here.
 ALLOWED = {
@@ -49,7 +50,8 @@ ALLOWED = {
     "settings": {"durations"},
     "patterns": {"errors", "limits"},
     "job_options": {"errors", "days"},  # the Spark jobs' common options: argparse, nothing that runs
-    "jvm": set(),  # what every Spark driver is told at its start: options and environment, nothing that runs
+    "jvm": set(),
+    "lazy": set(),  # a package's names loaded on first use (PEP 562): importlib, nothing of the domain  # what every Spark driver is told at its start: options and environment, nothing that runs
     "archive_record": set(),  # the record's definition: read by everyone, reads nothing of the domain
     "archive_layout": set(),  # where the archive's partitions and files are: the archiver's and every reader's rule
     "runs": set(),  # a run id as a file name: one rule for every DAG and the migration plan

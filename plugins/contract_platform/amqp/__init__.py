@@ -19,8 +19,9 @@ The names below are loaded on first use (PEP 562), so importing one module of th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from contract_platform.lazy import lazy_names
 
 if TYPE_CHECKING:
     from contract_platform.amqp.connection import amqp_url, broker_errors, describe_broker, open_connection
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "connection": ("amqp_url", "broker_errors", "describe_broker", "open_connection"),
-    "inspection": ("ManagementClient", "QueueState", "inspect_queue"),
+    "http": ("ManagementClient",),
+    "inspection": ("QueueState", "inspect_queue"),
     "peek": ("PeekOutcome",),
     "plan": (
         "Binding",
@@ -70,7 +72,6 @@ _MODULES = {
     "publisher": ("PublishResult", "Publisher", "basic_properties", "encode_body"),
     "topology": ("Outcome", "ProvisionReport", "RemovalReport", "Step", "provision", "remove_topology"),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "Binding",
@@ -105,14 +106,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # loaded once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULES)

@@ -27,8 +27,9 @@ check passes; retiring is still the lifecycle's decision (its guards read the re
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from contract_platform.lazy import lazy_names
 
 if TYPE_CHECKING:
     from contract_platform.retirement.archive import last_archived, mask_pii
@@ -80,7 +81,6 @@ _MODULES = {
     "retire": ("RetirementOutcome", "exchanges_in_use", "retire_if_proven"),
     "snapshot": ("TopologySnapshot",),
 }
-_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "AuditPaths",
@@ -123,14 +123,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # loaded once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULES)
