@@ -27,12 +27,12 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from tests.support.offline_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_MISSING, chromium_installed, offline_chromium
 from tests.support.ui_seed import MISMATCHED, EstateContract, seed_estate, seed_registry, write_estate_catalog
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "ui"
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 RUN_ID = "manual__ui_e2e"
 ESTATE = 120  # generated contracts beside the real catalogue: three pages of 50
 USER, PASSWORD = "admin", secrets.token_urlsafe(12)
@@ -40,10 +40,7 @@ USER, PASSWORD = "admin", secrets.token_urlsafe(12)
 pytestmark = [
     pytest.mark.airflow,
     pytest.mark.timeout(600),
-    pytest.mark.skipif(
-        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-        reason="needs /usr/bin/chromium and /usr/bin/chromedriver: apt-get install -y chromium chromium-driver",
-    ),
+    pytest.mark.skipif(not chromium_installed(), reason=CHROMIUM_MISSING),
 ]
 
 
@@ -336,31 +333,6 @@ def test_paging_through_the_estate_with_the_findings_filter_and_search(server: S
     )
 
 
-def _offline_browser(user_data: str):  # type: ignore[no-untyped-def]
-    """Chromium that resolves no name and goes through a proxy that is not there: only loopback is reachable."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={user_data}",
-        "--window-size=1500,1100",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
-        "--proxy-server=127.0.0.1:9",
-        "--proxy-bypass-list=<-loopback>",
-    ):
-        options.add_argument(argument)
-    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-
-
 def _data_docs_site(root: Path) -> None:
     """A real Great Expectations Data Docs site (pandas, one suite), as GX writes it: its pages load from CDNs
     (the platform's runs point them at local copies, ``quality.offline_site``; ``tests/spark`` opens those)."""
@@ -426,7 +398,7 @@ def test_the_quality_results_open_from_disk_without_a_network(tmp_path: Path) ->
     assert page == results_page_path(gx_root)  # the path the main job prints as "quality:"
 
     with tempfile.TemporaryDirectory(prefix="chromium-offline-") as user_data:
-        driver = _offline_browser(user_data)
+        driver = offline_chromium(user_data, width=1500, height=1100)
         try:
             with pytest.raises(WebDriverException, match="ERR_"):  # the network really is out of reach
                 driver.get("https://cdn.jsdelivr.net/npm/vega@5")
