@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.lanes import is_slow, start_order
+from tests.lanes import is_slow, shared_fixture_modules, start_order
 
 from contract_platform_airflow.settings import airflow_environment, ensure_pools
 
@@ -124,21 +124,14 @@ def postgres_url() -> str:
     return "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks set here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark slow what ``tests.lanes`` calls slow: the fast lane, ``pytest -m "not slow"``, leaves it out.
 
     The longest tests run first (``tests.lanes.start_order``; ``tests/scheduling.py`` deals them out).
-    The tests of a module with a module- or class-scoped fixture go to one worker together
-    (``xdist_group``), so that fixture is made once.
     """
     for item in items:
         if is_slow(item, REPO_ROOT / "tests"):
             item.add_marker(pytest.mark.slow)
-        fixtures = getattr(item, "_fixtureinfo", None)
-        scopes = {d.scope for defs in (fixtures.name2fixturedefs.values() if fixtures else ()) for d in defs}
-        if scopes & {"module", "class", "package"}:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: start_order(item, REPO_ROOT / "tests"))
 
 
@@ -148,7 +141,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
         return None
     from tests.scheduling import LongestFirstScheduling
 
-    return LongestFirstScheduling(config, log)
+    return LongestFirstScheduling(config, log, shared_fixture_modules(REPO_ROOT / "tests"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

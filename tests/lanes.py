@@ -9,6 +9,7 @@ side effects (the conftest, imported twice, would set the session's environment 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,22 @@ def is_long_unit(scope: str) -> bool:
     """A work unit of the parallel run (a test's node id, or an ``xdist_group`` named after its module) that
     takes minutes: a worker running one gets no second (``tests/scheduling.py``)."""
     return scope.startswith("tests/e2e/")
+
+
+SHARED_SCOPE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|class|package)[\"']")
+
+
+def shared_fixture_modules(tests_root: Path) -> frozenset[str]:
+    """The test modules (``tests/...py``, as in node ids) that define or inherit, from a ``conftest.py``
+    beside or above them, a module-, class- or package-scoped fixture: their tests run on one worker, one
+    after another, so the fixture is made once (``tests/scheduling.py``). Read from the sources: the
+    process that deals the tests out collects none."""
+    repo = tests_root.parent
+    shared_folders = {
+        path.parent for path in tests_root.rglob("conftest.py") if SHARED_SCOPE.search(path.read_text("utf-8"))
+    }
+    return frozenset(
+        path.relative_to(repo).as_posix()
+        for path in tests_root.rglob("test_*.py")
+        if SHARED_SCOPE.search(path.read_text("utf-8")) or any(path.is_relative_to(f) for f in shared_folders)
+    )
