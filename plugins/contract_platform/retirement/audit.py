@@ -100,8 +100,9 @@ def audit_version(
     audits with AMQP alone: only the version's own queues, and the checks cannot pass.
     ``dead_letter_scope`` limits the broker-wide DLQ scan to queue names starting with it (a shared
     virtual host); empty scans every DLQ found.
-    ``wait_for_recorder``: how long to wait for the activity recorder to confirm ``now`` (default three of
-    its heartbeats, ``settings.recorder_heartbeat()``), when it is running.
+    ``wait_for_recorder``: how long to wait for the activity recorder to confirm ``now`` when it is running
+    (default ``recorder_wait()``: three of its heartbeats, and at least ``AUDIT_RECORDER_WAIT``, since a busy
+    machine delays a heartbeat; the wait ends as soon as the recorder confirms).
     ``sweep``: the dead-letter queues the run has read already (``audit_versions`` shares one; None: this
     audit's own).
     """
@@ -143,7 +144,7 @@ def audit_version(
             registry,
             readers_since(contract, now),
             now=now,
-            wait=settings.recorder_heartbeat() * 3 if wait_for_recorder is None else wait_for_recorder,
+            wait=recorder_wait() if wait_for_recorder is None else wait_for_recorder,
         )
         readers = judge_readers(
             contract, registry, queues, now=now, unrecorded=() if record else counters, coverage=coverage
@@ -303,6 +304,14 @@ def _moves(
     if successor is None:
         return None
     return observed_moves(catalog, contract, successor, registry, now=now, coverage=coverage)
+
+
+AUDIT_RECORDER_WAIT = timedelta(seconds=15)  # a running recorder under load can trail by more than a heartbeat
+
+
+def recorder_wait() -> timedelta:
+    """How long an audit waits for a running recorder to confirm up to now: three heartbeats, at least 15 s."""
+    return max(settings.recorder_heartbeat() * 3, AUDIT_RECORDER_WAIT)
 
 
 def readers_since(contract: Contract, now: datetime) -> datetime:

@@ -98,7 +98,7 @@ def recorded_coverage(
     while True:
         segments, gaps = registry.coverage(since)
         reached = confirmed_until(segments)
-        running = bool(segments) and segments[-1].ended_at is None
+        running = any(segment.ended_at is None for segment in segments)  # any recorder still open, not the last started
         if reached is None or reached >= now - TAIL_TOLERANCE or not running or time.monotonic() >= deadline:
             return list(segments), list(gaps)
         time.sleep(0.2)
