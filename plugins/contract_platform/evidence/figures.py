@@ -400,11 +400,13 @@ class RetirementAuditFigures(Figures):
 
 
 def _text_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    text: str | None = _read(str, value, None)  # the rule every figures field is read by
+    return text
 
 
 def _count_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    count: int | None = _read(int, value, None)
+    return count
 
 
 def _objects(value: Any) -> list[Mapping[str, Any]]:

@@ -31,8 +31,6 @@ __all__ = [
     "invalid_rate",
     "invalid_rate_series",
     "latest_item",
-    "mapping_of",
-    "mappings_of",
     "moment_of",
     "parity_until_retired",
     "quality_view",
@@ -282,14 +280,6 @@ def moment_of(value: Any) -> datetime | None:
 
 def text_of(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def mapping_of(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def mappings_of(value: Any) -> list[Mapping[str, Any]]:
-    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
 
 
 def count_of(value: Any) -> int | None:
