@@ -131,6 +131,9 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         master = check_spark_connection(self._conn_id, self.env_vars)
         self.log.info("submitting %s to Spark master %s (connection %s)", self.name, master, self._conn_id)
         platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
+        # Where the platform is installed on this worker, not on the machine that parsed the DAG: prepended to a
+        # user's own extraJavaOptions.
+        self.conf = {"spark.driver.defaultJavaOptions": driver_java_options(), **(self.conf or {})}
         local = local_driver_environment(master)  # a local driver binds to loopback instead of guessing a host
         self.env_vars = {
             **local,
@@ -182,7 +185,6 @@ def spark_submit(*, task_id: str, job: str, application_args: list[str], **kwarg
         "spark.pyspark.driver.python": _python(),
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
-        "spark.driver.defaultJavaOptions": driver_java_options(),  # prepended to a user's extraJavaOptions
         **kwargs.pop("conf", {}),
     }
     env = {
