@@ -101,10 +101,9 @@ def floor_job(archive: str, kind: str = "parse") -> int:
 
     from spark_jobs.archive_io import read_archive
     from spark_jobs.jobs import JobRun
-    from spark_jobs.session import QUICK_START_BYTES, local_size_at_most
 
-    quick = local_size_at_most(archive, QUICK_START_BYTES)  # as the job starts
-    run = JobRun("fixed-cost-floor", argparse.Namespace(master=None), quick_start=quick)
+    run = JobRun("fixed-cost-floor", argparse.Namespace(master=None))
+    run.reads(archive)  # as the job starts
     try:
         if kind == "jvm":
             from benchmarks.archive_validation import _jvm_pass

@@ -165,6 +165,7 @@ def contract_change() -> None:
     replay_traffic = spark_submit(
         task_id="replay_traffic",
         job="replay",
+        reads=REPLAY + "['archive'] }}",
         application_args=[
             REPLAY + "['archive'] }}",
             "--catalog",

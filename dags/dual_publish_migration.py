@@ -223,6 +223,7 @@ def dual_publish_migration() -> None:
     check_parity = spark_submit(
         task_id="check_parity",
         job="dual_publish_parity",
+        reads=f"{{{{ {PLAN}['archive'] }}}}",
         application_args=[
             f"{{{{ {PLAN}['source'] }}}}",
             "--archive",

@@ -88,6 +88,7 @@ def envelope_quality() -> None:
     check_envelopes = spark_submit(
         task_id="check_envelopes",
         job="envelope_quality",
+        reads=_planned("archive"),
         application_args=[
             _planned("archive"),
             "--catalog",

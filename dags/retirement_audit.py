@@ -107,6 +107,7 @@ def retirement_audit() -> None:
     find_last_seen = spark_submit(
         task_id="find_last_seen",
         job="archive_last_seen",
+        reads=f"{{{{ {INPUTS}['archive'] }}}}",
         application_args=[f"{{{{ {INPUTS}['archive'] }}}}", "--out", f"{{{{ {INPUTS}['lastSeen'] }}}}"],
     )
 

@@ -96,6 +96,7 @@ def topic_archive_validation() -> None:
     validate = spark_submit(
         task_id="validate_archive",
         job="validate_archive",
+        reads=PATHS + "['archive'] }}",
         application_args=[
             PATHS + "['archive'] }}",
             "--catalog",

@@ -419,10 +419,11 @@ def _parity(run: JobRun) -> int:
     args = run.args
     assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
     parity_route(run.catalog, args.v1_type)  # fail fast, before a JVM starts
+    archive = run.reads(args.archive or str(settings.archive_dir()))
     report = run_parity(
         run.spark,
         args.v1_type,
-        args.archive or str(settings.archive_dir()),
+        archive,
         run.catalog_dir,
         mode=args.mode,
         since=args.since,

@@ -234,7 +234,7 @@ def _quality(run: JobRun) -> int:
     assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
     report = run_quality(
         run.spark,
-        args.archive,
+        run.reads(args.archive),
         run.catalog_dir,
         gx_root=args.gx_root,
         since=args.since,

@@ -31,6 +31,7 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.days import check_range
 from contract_platform.errors import ContractPlatformError
 from contract_platform.job_options import add_job_options
+from contract_platform.jvm import quick_start
 from spark_jobs.session import build_session, stop_session
 
 __all__ = ["BAD_INPUT", "FINDINGS", "JobRun", "job_parser", "print_error", "run_job", "run_parsed"]
@@ -67,7 +68,9 @@ class JobRun:
     catalog_dir: str | None = None
     catalog: Catalog | None = None
     registry_url: str | None = None
-    quick_start: bool = False  # set by a job that knows its input is small, before it first asks for ``spark``
+    quick_start: bool = (
+        False  # set by a job that knows its input is small (``reads``), before it first asks for ``spark``
+    )
     _session: SparkSession | None = field(default=None, repr=False)
     _created: bool = field(default=False, repr=False)
 
@@ -78,6 +81,12 @@ class JobRun:
                 self.app_name, getattr(self.args, "master", None), quick_start=self.quick_start
             )
         return self._session
+
+    def reads(self, path: str) -> str:
+        """Say the job reads ``path`` before its session starts: a small local input on a local master gets a
+        quick start (``contract_platform.jvm.quick_start``). Returns ``path``."""
+        self.quick_start = quick_start(getattr(self.args, "master", None), path)
+        return path
 
     def close(self) -> None:
         if self._session is not None and self._created:

@@ -6,8 +6,8 @@ The master comes from ``--master``, else from ``spark-submit`` (or ``spark-defau
 When the process starts the driver's JVM itself (``contractctl``, a DAG task, not ``spark-submit``),
 the settings a JVM needs at its start are given on its command line (``LAUNCH_DEFAULTS``): set on the
 session afterwards they would come too late. A job that knows its input is small asks for a quick
-start (``JobRun.quick_start``, ``local_size_at_most``): the driver compiles with the client compiler only
-(``QUICK_START_JAVA_OPTIONS``), which starts a JVM in about two thirds of the CPU time and makes long
+start (``JobRun.quick_start``, ``contract_platform.jvm.quick_start``): the driver compiles with the client
+compiler only (``QUICK_START_JAVA_OPTIONS``), which starts a JVM in about two thirds of the CPU time and makes long
 JVM work slower, and maps Spark's classes from a class-data archive that the first such JVM writes
 (``class_archive_options``; docs/archive-validation.md#fixed-cost).
 
@@ -31,7 +31,13 @@ from typing import Any
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from contract_platform.jvm import driver_java_options, local_driver_environment
+from contract_platform.jvm import (
+    QUICK_START_BYTES,
+    QUICK_START_JAVA_OPTIONS,
+    driver_java_options,
+    local_driver_environment,
+    local_size_at_most,
+)
 from contract_platform.quality.telemetry import analytics_environment
 from spark_jobs.quiet import jvm_output
 
@@ -70,9 +76,6 @@ SESSION_DEFAULTS: Mapping[str, str] = {
 # its JVM as a "pyspark-shell", and spark-submit turns the console progress bar on for a shell unless
 # the command line says otherwise; the same key in SESSION_DEFAULTS covers spark-submit's own launches.
 LAUNCH_DEFAULTS: Mapping[str, str] = {"spark.ui.showConsoleProgress": "false"}
-# A small job's driver: the client compiler only (no C2), for a JVM that runs seconds, not minutes.
-QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
-QUICK_START_BYTES = 8 * 2**20  # local input up to this size starts quickly (a job's choice, local_size_at_most)
 # A quick start also maps Spark's classes from a class-data archive (AppCDS) instead of loading and
 # verifying each of them: the first such JVM writes the archive when it exits, the next ones read it.
 # The folder: $CONTRACT_JVM_CLASS_CACHE (``off``: no archive), else ~/.cache/contract-platform.
@@ -273,29 +276,6 @@ def stop_session(session: SparkSession) -> None:
     """Stop a session this process started, then let its JVM write the class-data archive (a quick start's)."""
     session.stop()
     _finish_class_archive()
-
-
-def local_size_at_most(path: str, limit: int) -> bool:
-    """True when ``path`` is a local file or folder whose files hold at most ``limit`` bytes together.
-
-    Walks the folder only until the limit is passed; a path of another file system (``hdfs:``,
-    ``s3a:``) or one that does not exist is False.
-    """
-    local = path.removeprefix("file://") if path.startswith("file://") else path
-    if "://" in local or not os.path.exists(local):
-        return False
-    if os.path.isfile(local):
-        return os.path.getsize(local) <= limit
-    total = 0
-    for folder, _, names in os.walk(local):
-        for name in names:
-            try:
-                total += os.path.getsize(os.path.join(folder, name))
-            except OSError:  # gone meanwhile: Spark will say so
-                continue
-            if total > limit:
-                return False
-    return True
 
 
 @contextmanager

@@ -115,7 +115,6 @@ from spark_jobs.archive_splits import (
 )
 from spark_jobs.hadoop_fs import path_exists, path_is_empty
 from spark_jobs.jobs import JobRun, run_job, run_parsed
-from spark_jobs.session import QUICK_START_BYTES, local_size_at_most
 
 __all__ = [
     "aggregate",
@@ -535,7 +534,7 @@ def _validate(run: JobRun) -> int:
     assert run.catalog is not None  # a request names its catalogue (or the default one)
     statuses = request.statuses or (registry_statuses(run.registry_url) if run.registry_url else {})
     state = request.state or (default_state_dir(str(request.path)) if request.incremental else None)
-    run.quick_start = local_size_at_most(str(request.path), QUICK_START_BYTES)  # before the session starts
+    run.reads(str(request.path))  # before the session starts
     # the catalogue was loaded once, before the JVM started
     report = run_validation(run.spark, replace(request, statuses=statuses, state=state), catalog=run.catalog)
     run.close()  # the evidence needs no JVM: free it first

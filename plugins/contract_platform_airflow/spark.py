@@ -14,6 +14,8 @@
   archive) fails the task without retry; any other failure keeps the task's retries.
 - Driver and executors run the platform's own Python (PYSPARK_PYTHON), which has the domain
   library installed; on a cluster the workers need the platform installed the same way.
+- A job names the input it reads (``reads``, templated): a small local input on a local master starts its
+  driver quickly (``contract_platform.jvm.quick_start``, the rule ``contractctl`` follows too).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 import spark_jobs
 from contract_platform.errors import ContractPlatformError
-from contract_platform.jvm import driver_java_options, local_driver_environment
+from contract_platform.jvm import QUICK_START_JAVA_OPTIONS, driver_java_options, local_driver_environment, quick_start
 from contract_platform_airflow.settings import SPARK_POOL, spark_queue
 
 __all__ = [
@@ -117,12 +120,16 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
     job that reads the broker (``with_broker``), the AMQP URL of ``rabbitmq_default``.
 
     The URLs are resolved when the task runs (credentials are read only then) and passed through
-    the job's environment, never its command line, which the Spark hook logs.
+    the job's environment, never its command line, which the Spark hook logs. ``reads``: the input the job
+    reads (templated), which decides a quick start.
     """
 
-    def __init__(self, *, with_broker: bool = False, **kwargs: Any) -> None:
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "reads")
+
+    def __init__(self, *, with_broker: bool = False, reads: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.with_broker = with_broker
+        self.reads = reads
 
     def execute(self, context: Any) -> Any:
         from contract_platform_airflow.hooks.registry import RegistryHook
@@ -133,7 +140,11 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         platform = {k: v for k, v in os.environ.items() if k.startswith("CONTRACT_")}
         # Where the platform is installed on this worker, not on the machine that parsed the DAG: prepended to a
         # user's own extraJavaOptions.
-        self.conf = {"spark.driver.defaultJavaOptions": driver_java_options(), **(self.conf or {})}
+        options = driver_java_options()
+        if quick_start(master, self.reads):
+            self.log.info("quick start: %s holds at most a few MiB, so the driver compiles with C1 only", self.reads)
+            options = f"{options} {QUICK_START_JAVA_OPTIONS}"
+        self.conf = {"spark.driver.defaultJavaOptions": options, **(self.conf or {})}
         local = local_driver_environment(master)  # a local driver binds to loopback instead of guessing a host
         self.env_vars = {
             **local,

@@ -19,3 +19,19 @@ def test_the_drivers_log_configuration_is_sparks_without_hadoops_native_library_
     assert "rootLogger.level = info" in lines and "appender.console.target = SYSTEM_ERR" in lines
     assert "logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader" in lines
     assert "logger.nativecode.level = error" in lines
+
+
+def test_a_quick_start_needs_a_local_master_and_a_small_local_input(tmp_path) -> None:
+    from contract_platform.jvm import QUICK_START_BYTES, quick_start
+
+    small = tmp_path / "small"
+    (small / "date=2026-11-27").mkdir(parents=True)
+    (small / "date=2026-11-27" / "part-0.jsonl").write_bytes(b"{}\n" * 10)
+    large = tmp_path / "large.jsonl"
+    with large.open("wb") as out:
+        out.truncate(QUICK_START_BYTES + 1)
+    assert quick_start("local[*]", str(small)) and quick_start(None, f"file://{small}")
+    assert not quick_start("local[*]", str(large))
+    assert not quick_start("spark://spark-master:7077", str(small))
+    for elsewhere in ("hdfs://namenode/archive", "s3a://bucket/archive", str(tmp_path / "missing"), "", None):
+        assert not quick_start("local[*]", elsewhere), elsewhere
