@@ -200,22 +200,21 @@ def report_of(results: Sequence[ReplayResult]) -> dict[str, Any]:
 def _replay(run: JobRun) -> int:
     args = run.args
     assert run.catalog is not None and run.catalog_dir is not None
-    archive = args.archive or str(settings.archive_dir())
+    archive = run.reads(args.archive or str(settings.archive_dir()))
     registry = None
     if run.registry_url:
         from contract_platform.store import SqlRegistry
 
         registry = SqlRegistry.open(run.registry_url)
     try:
-        results = replay_archive(
-            run.spark,
-            archive,
-            run.catalog_dir,
-            run.catalog,
-            partial(earlier_schemas, registry),
-            only=args.only,
-            in_flight=not args.no_in_flight,
-            now=datetime.now(UTC),
+        targets = replay_targets(run.catalog, partial(earlier_schemas, registry), args.only)
+        # No version narrowed its schema: nothing to replay, and no JVM to start for it.
+        results = (
+            replay_targets_on_spark(
+                run.spark, archive, run.catalog_dir, targets, in_flight=not args.no_in_flight, now=datetime.now(UTC)
+            )
+            if targets
+            else []
         )
         run.close()
         if registry is not None:

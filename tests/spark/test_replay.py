@@ -211,3 +211,24 @@ def test_check_replay_of_an_archive_that_does_not_exist_says_where_and_exits_2(c
 
     assert code == 2
     assert f"no archive at {missing}" in capsys.readouterr().err
+
+
+def test_a_run_with_nothing_to_replay_reports_so_without_starting_a_jvm(catalog_dir: Path, tmp_path: Path):
+    """A change that narrowed no schema (no earlier version of its major, no migration) has nothing to replay:
+    the job writes its empty report and exits 0, and the process never launched a JVM."""
+    import subprocess
+    import sys
+
+    report = tmp_path / "replay.json"
+    (tmp_path / "archive").mkdir()
+    args = [str(tmp_path / "archive"), "--catalog", str(catalog_dir), "--report", str(report), "--no-in-flight"]
+    probe = (
+        "import sys; from pyspark import SparkContext; from spark_jobs import replay; "
+        f"code = replay.main({[*args, '--only', 'quote.quote-approved.v1']!r}); "
+        "print('jvm' if SparkContext._gateway is not None else 'no jvm'); sys.exit(code)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "no jvm"
+    assert json.loads(report.read_text(encoding="utf-8")) == {"ok": True, "results": [], "problems": [], "lifted": []}
