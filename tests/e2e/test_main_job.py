@@ -2,6 +2,13 @@
 
 It runs in a fresh working directory (contracts/ and dags/ linked from the checkout, data/ new)
 on a RabbitMQ virtual host of its own, so nothing is shared with other tests or earlier runs.
+
+It runs the lifecycle once. Each step's second run is proven where it is cheap: a contract change that
+changes nothing (tests/airflow/test_contract_change.py), a validation day run again
+(tests/spark/test_incremental_validation.py), a migration whose source is retired
+(tests/airflow/test_dual_publish_migration.py), the catalogue watch run again under a real scheduler
+(tests/e2e/test_airflow_scheduler.py).
+Running the whole job twice here took a third of the suite's longest test (docs/contributing.md#tests).
 """
 
 from __future__ import annotations
@@ -44,7 +51,10 @@ def assert_one_line_per_step(stdout: str) -> None:
     assert not any(line.lstrip().startswith("{") for line in lines), "a JSON report on the console"
     logs = Path(next(line for line in lines if line.strip().startswith("step logs:")).split()[2])
     assert len(list(logs.glob("*.log"))) == total
-    assert any("SparkSubmitHook" in path.read_text() for path in logs.glob("*topic-archive-validation*.log"))
+    validation = [path.read_text() for path in logs.glob("*topic-archive-validation*.log")]
+    assert validation and all("SparkSubmitHook" in text for text in validation)
+    # The demo's archive is small: its Spark drivers start with the client compiler only (contract_platform.jvm).
+    assert all("quick start: " in text and "-XX:TieredStopAtLevel=1" in text for text in validation)
     warned = [line for line in lines if "warning" in line.lower()]
     assert len(warned) == len(set(warned)), "a warning printed twice"
     # On a clean broker a first run has nothing to warn about: every warning in the summary is one to act on.
@@ -52,7 +62,7 @@ def assert_one_line_per_step(stdout: str) -> None:
     assert len(summary) == 1, "warnings on a clean first run:\nWarnings (" + summary[-1].split("\n\n", 1)[0]
 
 
-def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost, request):
+def test_main_job_runs_the_whole_lifecycle(tmp_path, vhost, request):
     from tests.support.broker import delete_recorder_queues
 
     from contract_platform.settings import default_registry_url
@@ -111,6 +121,3 @@ def test_main_job_runs_the_whole_lifecycle_and_can_run_again(tmp_path, vhost, re
     assert any((data / "retirement-bundles").rglob("*")), "no retirement bundle"
     assert (data / "docs" / "retirement" / "billing.invoice-issued.v1" / "latest.md").exists()
     assert (REPO / "contracts/billing/invoice-issued/v1/contract.yaml").read_text().count("status: deprecated") == 1
-
-    second = run_main_job(workdir, vhost)
-    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
