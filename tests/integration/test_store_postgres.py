@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
@@ -185,3 +186,48 @@ def test_an_old_schema_is_upgraded_in_place_and_keeps_its_data(scratch_url: str)
         applied = conn.execute(text("SELECT version FROM cp_schema_version ORDER BY version")).scalars().all()
         assert applied == [1, 2, 3]
     engine.dispose()
+
+
+def _backends(url: str, application: str) -> int:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        count = conn.execute(
+            text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name"), {"name": application}
+        ).scalar()
+    engine.dispose()
+    return int(count or 0)
+
+
+def test_a_registry_keeps_its_connection_reconnects_when_it_died_and_closes_it(pg_url: str) -> None:
+    application = f"cp-{PREFIX}"
+    url = f"{pg_url}{'&' if '?' in pg_url else '?'}application_name={application}"
+    registry = SqlRegistry.open(url)
+    name = mt("kept")
+    registry.register(name, "1.0.0", actor="alice")
+    assert registry.effective(name) is not None
+    assert _backends(pg_url, application) == 1  # one connection, kept for every call
+    engine = create_engine(pg_url)
+    with engine.begin() as conn:  # the server ends it (a restart, an idle timeout)
+        conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :n"),
+                     {"n": application})  # fmt: skip
+    engine.dispose()
+    state = registry.effective(name)
+    assert state is not None and state.revision == 1
+    registry.close()
+    assert _backends(pg_url, application) == 0
+
+
+def test_a_percent_sign_in_a_value_and_a_unique_race_on_postgresql(registry: SqlRegistry) -> None:
+    name = mt("100%-sure")
+    registry.set_fingerprint(name, "50% off")
+    assert registry.fingerprint(name) == "50% off"
+    attempts: list[int] = []
+
+    def insert_once(tx: Any) -> None:
+        attempts.append(1)
+        if len(attempts) == 1:
+            tx.insert("cp_fingerprints", {"message_type": name, "fingerprint": "x", "updated_at": T0})
+        tx.execute("UPDATE cp_fingerprints SET fingerprint = ? WHERE message_type = ?", ["ours", name])
+
+    registry._write_retrying("recording", insert_once)
+    assert len(attempts) == 2 and registry.fingerprint(name) == "ours"

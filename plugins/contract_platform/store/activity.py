@@ -1,6 +1,6 @@
 """The SQL of broker activity: events applied in order, reader sessions, coverage and queue counters.
 
-Called only by ``store.registry.Registry`` inside its transactions (docs/retirement-audit.md#continuous-reader-evidence).
+Called only by ``store.registry.SqlRegistry`` inside its transactions (docs/retirement-audit.md#continuous-reader-evidence).
 An event is applied once: its digest goes to ``cp_broker_events_seen`` in the same transaction, so a batch
 stored again after a crash (the broker redelivers what was not acked) changes nothing.
 """
@@ -8,10 +8,8 @@ stored again after a crash (the broker redelivers what was not acked) changes no
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
-
-from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
 
 from contract_platform.evidence.records import (
     BrokerChange,
@@ -21,16 +19,7 @@ from contract_platform.evidence.records import (
     QueueCounters,
     ReaderSession,
 )
-from contract_platform.store.tables import (
-    broker_changes,
-    broker_channels,
-    broker_connections,
-    broker_events_seen,
-    coverage_gaps,
-    coverage_segments,
-    queue_counters,
-    reader_sessions,
-)
+from contract_platform.store.sql import Row, Transaction, marks
 
 __all__ = [
     "apply_events",
@@ -48,7 +37,7 @@ __all__ = [
 _CHANGES = frozenset({"queue.created", "queue.deleted", "binding.created", "binding.deleted"})
 
 
-def apply_events(conn: Connection, events: Sequence[BrokerEvent]) -> int:
+def apply_events(tx: Transaction, events: Sequence[BrokerEvent]) -> int:
     """Apply ``events`` in order; returns how many were new (not stored before).
 
     One batch costs a handful of statements whatever its size: who each channel belongs to is read once,
@@ -58,24 +47,24 @@ def apply_events(conn: Connection, events: Sequence[BrokerEvent]) -> int:
     seen: set[str] = set()
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        query = select(broker_events_seen.c.key).where(broker_events_seen.c.key.in_(chunk))
-        seen |= {str(k) for k in conn.execute(query).scalars()}
+        query = f'SELECT "key" FROM cp_broker_events_seen WHERE "key" IN ({marks(len(chunk))})'
+        seen |= {str(row["key"]) for row in tx.rows(query, chunk)}
     fresh = []
     for event in events:
         if event.key not in seen:
             seen.add(event.key)
             fresh.append(event)
     if fresh:
-        conn.execute(insert(broker_events_seen), [{"key": e.key, "at": e.at} for e in fresh])
-        _Batch(conn, fresh).apply()
+        tx.insert_many("cp_broker_events_seen", [{"key": e.key, "at": e.at} for e in fresh])
+        _Batch(tx, fresh).apply()
     return len(fresh)
 
 
 class _Batch:
     """The effects of one batch of new events, gathered in memory and written together."""
 
-    def __init__(self, conn: Connection, events: Sequence[BrokerEvent]) -> None:
-        self.conn, self.events = conn, events
+    def __init__(self, tx: Transaction, events: Sequence[BrokerEvent]) -> None:
+        self.tx, self.events = tx, events
         self.connections: dict[str, dict[str, Any]] = {}  # pid -> who (known before, or created in the batch)
         self.channels: dict[str, str | None] = {}  # channel pid -> connection pid
         self.new_connections: dict[str, dict[str, Any]] = {}
@@ -93,73 +82,70 @@ class _Batch:
         self._load()
         for event in self.events:
             self._one(event)
-        conn = self.conn
+        tx = self.tx
         if self.new_connections:
-            known = self._existing(broker_connections, list(self.new_connections))
+            known = self._existing("cp_broker_connections", list(self.new_connections))
             rows = [{"pid": pid, **row} for pid, row in self.new_connections.items() if pid not in known]
-            if rows:
-                conn.execute(insert(broker_connections), rows)
+            tx.insert_many("cp_broker_connections", rows)
         if self.new_channels:
-            known = self._existing(broker_channels, list(self.new_channels))
+            known = self._existing("cp_broker_channels", list(self.new_channels))
             rows = [{"pid": pid, **row} for pid, row in self.new_channels.items() if pid not in known]
-            if rows:
-                conn.execute(insert(broker_channels), rows)
-        for table, closed in ((broker_connections, self.closed_connections), (broker_channels, self.closed_channels)):
-            if closed:
-                conn.execute(
-                    update(table).where(table.c.pid == bindparam("b_pid")).values(closed_at=bindparam("b_at")), closed
-                )
-        if self.sessions:
-            conn.execute(insert(reader_sessions), self.sessions)
-        if self.adopted:
-            conn.execute(
-                update(reader_sessions)
-                .where(reader_sessions.c.id == bindparam("b_id"))
-                .values(attached_at=bindparam("b_at"), source="event"),
-                self.adopted,
+            tx.insert_many("cp_broker_channels", rows)
+        for table, closed in (
+            ("cp_broker_connections", self.closed_connections),
+            ("cp_broker_channels", self.closed_channels),
+        ):
+            tx.execute_many(
+                f"UPDATE {table} SET closed_at = ? WHERE pid = ?", [(c["b_at"], c["b_pid"]) for c in closed]
             )
+        tx.insert_many("cp_reader_sessions", self.sessions)
+        tx.execute_many(
+            "UPDATE cp_reader_sessions SET attached_at = ?, source = 'event' WHERE id = ?",
+            [(adopted["b_at"], adopted["b_id"]) for adopted in self.adopted],
+        )
         for row in self.detached:
             self._detach_stored(row)
-        if self.changes:
-            conn.execute(insert(broker_changes), self.changes)
+        tx.insert_many("cp_broker_changes", self.changes)
 
-    def _existing(self, table: Any, pids: list[str]) -> set[str]:
-        return {str(row.pid) for row in self._rows(table, pids, table.c.pid)}
+    def _existing(self, table: str, pids: list[str]) -> set[str]:
+        return {str(row["pid"]) for row in self._rows(table, pids, "pid")}
 
-    def _rows(self, table: Any, pids: list[str], *columns: Any) -> list[Any]:
+    def _rows(self, table: str, pids: list[str], *columns: str) -> list[Row]:
         """``columns`` of the rows of ``table`` whose pid is one of ``pids`` (500 to a statement)."""
-        found: list[Any] = []
+        found: list[Row] = []
+        names = ", ".join(f'"{column}"' for column in columns)
         for start in range(0, len(pids), 500):
-            found += self.conn.execute(select(*columns).where(table.c.pid.in_(pids[start : start + 500]))).all()
+            chunk = pids[start : start + 500]
+            found += self.tx.rows(f"SELECT {names} FROM {table} WHERE pid IN ({marks(len(chunk))})", chunk)
         return found
 
     def _load(self) -> None:
         """Who the batch's consumers are, as far as earlier batches stored it: the channels its consumer
         events name, then the connections of those channels and of the channels opening in the batch."""
         channels = {e.get("channel") or "" for e in self.events if e.kind.startswith("consumer.")} - {""}
-        for row in self._rows(broker_channels, list(channels), broker_channels.c.pid, broker_channels.c.connection_pid):
-            self.channels[row.pid] = row.connection_pid
+        for row in self._rows("cp_broker_channels", list(channels), "pid", "connection_pid"):
+            self.channels[row["pid"]] = row["connection_pid"]
         opening = [e.get("connection") for e in self.events if e.kind == "channel.created"]
         wanted = {pid for pid in [*self.channels.values(), *opening] if pid} - self.connections.keys()
-        columns = [broker_connections.c[name] for name in ("pid", "name", "client_name", "peer_host", "user")]
-        for row in self._rows(broker_connections, sorted(wanted), *columns):
-            self.connections[row.pid] = {
-                "name": row.name,
-                "client_name": row.client_name,
-                "peer_host": row.peer_host,
-                "user": row.user,
+        columns = ("pid", "name", "client_name", "peer_host", "user")
+        for row in self._rows("cp_broker_connections", sorted(wanted), *columns):
+            self.connections[row["pid"]] = {
+                "name": row["name"],
+                "client_name": row["client_name"],
+                "peer_host": row["peer_host"],
+                "user": row["user"],
             }
         # detachments stored before their attachment: a recorder that takes over may be handed the newest event
         # first (docs/retirement-audit.md#restarts-standby-and-the-buffer)
         tags = sorted({e.get("consumer_tag") or "" for e in self.events if e.kind == "consumer.created"})
         for start in range(0, len(tags), 500):
-            query = select(reader_sessions).where(
-                reader_sessions.c.source == "orphan",
-                reader_sessions.c.attached_at.is_(None),
-                reader_sessions.c.consumer_tag.in_(tags[start : start + 500]),
+            chunk = tags[start : start + 500]
+            query = (
+                "SELECT * FROM cp_reader_sessions WHERE source = 'orphan' AND attached_at IS NULL "
+                f"AND consumer_tag IN ({marks(len(chunk))})"
             )
-            for found in self.conn.execute(query).mappings():
-                key = _identity(dict(found))
+            for found in self.tx.rows(query, chunk):
+                key = _identity(found)
                 self.orphans.setdefault(key, []).append((found["id"], found["detached_at"]))
 
     def _one(self, event: BrokerEvent) -> None:
@@ -238,70 +224,62 @@ class _Batch:
         }
 
     def _detach_stored(self, row: dict[str, Any]) -> None:
-        open_session = and_(
-            reader_sessions.c.vhost == row["vhost"],
-            reader_sessions.c.queue == row["queue"],
-            reader_sessions.c.channel == row["channel"],
-            reader_sessions.c.consumer_tag == row["consumer_tag"],
-            reader_sessions.c.detached_at.is_(None),
+        updated = self.tx.execute(
+            "UPDATE cp_reader_sessions SET detached_at = ? "
+            "WHERE vhost = ? AND queue = ? AND channel = ? AND consumer_tag = ? AND detached_at IS NULL",
+            [row["detached_at"], row["vhost"], row["queue"], row["channel"], row["consumer_tag"]],
         )
-        updated = self.conn.execute(update(reader_sessions).where(open_session).values(detached_at=row["detached_at"]))
-        if updated.rowcount == 0:
+        if updated == 0:
             # attached before the recorder saw it (or in a gap): a reader all the same, since some unknown moment
-            self.conn.execute(insert(reader_sessions).values(**row, attached_at=None, source="orphan"))
+            self.tx.insert("cp_reader_sessions", {**row, "attached_at": None, "source": "orphan"})
 
 
-def _identity(row: dict[str, Any]) -> tuple[str, str, str, str]:
+def _identity(row: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return (row["vhost"], row["queue"], row["channel"], row["consumer_tag"])
 
 
-def close_open_sessions(conn: Connection, at: datetime, until: datetime) -> int:
+def close_open_sessions(tx: Transaction, at: datetime, until: datetime) -> int:
     """Events from ``at`` to ``until`` are lost: a session open then is known only until ``at``, and one that
     attached in between only at its attachment. Sessions attached after ``until`` stay open."""
-    still_open = reader_sessions.c.detached_at.is_(None)
-    before = or_(reader_sessions.c.attached_at.is_(None), reader_sessions.c.attached_at <= at)
-    closed = conn.execute(update(reader_sessions).where(still_open, before).values(detached_at=at)).rowcount or 0
-    inside = and_(reader_sessions.c.attached_at > at, reader_sessions.c.attached_at <= until)
-    closed += (
-        conn.execute(
-            update(reader_sessions).where(still_open, inside).values(detached_at=reader_sessions.c.attached_at)
-        ).rowcount
-        or 0
+    closed = tx.execute(
+        "UPDATE cp_reader_sessions SET detached_at = ? "
+        "WHERE detached_at IS NULL AND (attached_at IS NULL OR attached_at <= ?)",
+        [at, at],
     )
-    return int(closed)
+    closed += tx.execute(
+        "UPDATE cp_reader_sessions SET detached_at = attached_at "
+        "WHERE detached_at IS NULL AND attached_at > ? AND attached_at <= ?",
+        [at, until],
+    )
+    return closed
 
 
-def events_since(conn: Connection, since: datetime) -> tuple[int, datetime | None]:
+def events_since(tx: Transaction, since: datetime) -> tuple[int, datetime | None]:
     """How many events with a moment after ``since`` are stored, and the newest moment stored."""
-    count, newest = conn.execute(
-        select(func.count(), func.max(broker_events_seen.c.at)).where(broker_events_seen.c.at >= since)
-    ).one()
-    if isinstance(newest, datetime) and newest.tzinfo is None:
-        newest = newest.replace(tzinfo=UTC)
-    return int(count or 0), newest
+    found = tx.first("SELECT COUNT(*) AS count, MAX(at) AS at FROM cp_broker_events_seen WHERE at >= ?", [since])
+    assert found is not None
+    return int(found["count"] or 0), found["at"]
 
 
 def sessions_of(
-    conn: Connection, queues: Iterable[tuple[str, str]], since: datetime, until: datetime
+    tx: Transaction, queues: Iterable[tuple[str, str]], since: datetime, until: datetime
 ) -> list[ReaderSession]:
     """Sessions on any of ``queues`` ((vhost, queue) pairs) that overlap ``since``..``until``."""
     pairs = list(dict.fromkeys(queues))
-    if not pairs:
-        return []
     found: list[ReaderSession] = []
     for start in range(0, len(pairs), 200):
         chunk = pairs[start : start + 200]
-        which = or_(*(and_(reader_sessions.c.vhost == v, reader_sessions.c.queue == q) for v, q in chunk))
-        overlapping = and_(
-            or_(reader_sessions.c.attached_at.is_(None), reader_sessions.c.attached_at <= until),
-            or_(reader_sessions.c.detached_at.is_(None), reader_sessions.c.detached_at >= since),
+        which = " OR ".join(["(vhost = ? AND queue = ?)"] * len(chunk))
+        query = (
+            f"SELECT * FROM cp_reader_sessions WHERE ({which}) "
+            "AND (attached_at IS NULL OR attached_at <= ?) AND (detached_at IS NULL OR detached_at >= ?) ORDER BY id"
         )
-        query = select(reader_sessions).where(which, overlapping).order_by(reader_sessions.c.id)
-        found += [_session(row._mapping) for row in conn.execute(query)]
+        params = [value for pair in chunk for value in pair]
+        found += [_session(row) for row in tx.rows(query, [*params, until, since])]
     return found
 
 
-def _session(row: Mapping[Any, Any]) -> ReaderSession:
+def _session(row: Mapping[str, Any]) -> ReaderSession:
     return ReaderSession(
         vhost=row["vhost"],
         queue=row["queue"],
@@ -316,28 +294,28 @@ def _session(row: Mapping[Any, Any]) -> ReaderSession:
     )
 
 
-def changes_of(conn: Connection, queues: Iterable[tuple[str, str]], since: datetime) -> list[BrokerChange]:
+def changes_of(tx: Transaction, queues: Iterable[tuple[str, str]], since: datetime) -> list[BrokerChange]:
     pairs = list(dict.fromkeys(queues))
     found: list[BrokerChange] = []
     for start in range(0, len(pairs), 200):
         chunk = pairs[start : start + 200]
-        which = or_(*(and_(broker_changes.c.vhost == v, broker_changes.c.name == q) for v, q in chunk))
-        query = select(broker_changes).where(which, broker_changes.c.at >= since).order_by(broker_changes.c.at)
-        found += [BrokerChange(row.kind, row.vhost, row.name, row.at, row.detail) for row in conn.execute(query)]
+        which = " OR ".join(["(vhost = ? AND name = ?)"] * len(chunk))
+        query = f"SELECT * FROM cp_broker_changes WHERE ({which}) AND at >= ? ORDER BY at"
+        params = [value for pair in chunk for value in pair]
+        found += [
+            BrokerChange(row["kind"], row["vhost"], row["name"], row["at"], row["detail"])
+            for row in tx.rows(query, [*params, since])
+        ]
     return sorted(found, key=lambda change: change.at)
 
 
-def segments_between(conn: Connection, since: datetime) -> list[CoverageSegment]:
+def segments_between(tx: Transaction, since: datetime) -> list[CoverageSegment]:
     """Segments that covered anything after ``since`` (and any still open), oldest first."""
-    query = (
-        select(coverage_segments)
-        .where(or_(coverage_segments.c.covered_until.is_(None), coverage_segments.c.covered_until >= since))
-        .order_by(coverage_segments.c.started_at)
-    )
-    return [segment(row._mapping) for row in conn.execute(query)]
+    query = "SELECT * FROM cp_coverage_segments WHERE covered_until IS NULL OR covered_until >= ? ORDER BY started_at"
+    return [segment(row) for row in tx.rows(query, [since])]
 
 
-def segment(row: Mapping[Any, Any]) -> CoverageSegment:
+def segment(row: Mapping[str, Any]) -> CoverageSegment:
     return CoverageSegment(
         id=row["id"],
         started_at=row["started_at"],
@@ -349,79 +327,74 @@ def segment(row: Mapping[Any, Any]) -> CoverageSegment:
     )
 
 
-def gaps_between(conn: Connection, since: datetime) -> list[CoverageGap]:
-    query = select(coverage_gaps).where(coverage_gaps.c.end >= since).order_by(coverage_gaps.c.start)
-    return [CoverageGap(row.start, row.end, row.reason) for row in conn.execute(query)]
+def gaps_between(tx: Transaction, since: datetime) -> list[CoverageGap]:
+    query = 'SELECT * FROM cp_coverage_gaps WHERE "end" >= ? ORDER BY "start"'
+    return [CoverageGap(row["start"], row["end"], row["reason"]) for row in tx.rows(query, [since])]
 
 
-def insert_counters(conn: Connection, rows: Sequence[QueueCounters]) -> None:
-    if rows:
-        conn.execute(
-            insert(queue_counters),
-            [
-                {
-                    "message_type": r.message_type,
-                    "vhost": r.vhost,
-                    "queue": r.queue,
-                    "observed_at": r.observed_at,
-                    "present": r.present,
-                    "deliver_get": r.deliver_get,
-                    "get_empty": r.get_empty,
-                    "ack": r.ack,
-                    "redeliver": r.redeliver,
-                    "own_deliver_get": r.own_deliver_get,
-                    "own_get_empty": r.own_get_empty,
-                    "own_redeliver": r.own_redeliver,
-                    "run_id": r.run_id,
-                    "publish": r.publish,
-                    "idle_since": r.idle_since,
-                    "own_until": r.own_until,
-                }
-                for r in rows
-            ],
-        )
-
-
-def counters_of(conn: Connection, message_type: str, since: datetime) -> list[QueueCounters]:
-    query = (
-        select(queue_counters)
-        .where(queue_counters.c.message_type == message_type, queue_counters.c.observed_at >= since)
-        .order_by(queue_counters.c.observed_at, queue_counters.c.id)
+def insert_counters(tx: Transaction, rows: Sequence[QueueCounters]) -> None:
+    tx.insert_many(
+        "cp_queue_counters",
+        [
+            {
+                "message_type": r.message_type,
+                "vhost": r.vhost,
+                "queue": r.queue,
+                "observed_at": r.observed_at,
+                "present": r.present,
+                "deliver_get": r.deliver_get,
+                "get_empty": r.get_empty,
+                "ack": r.ack,
+                "redeliver": r.redeliver,
+                "own_deliver_get": r.own_deliver_get,
+                "own_get_empty": r.own_get_empty,
+                "own_redeliver": r.own_redeliver,
+                "run_id": r.run_id,
+                "publish": r.publish,
+                "idle_since": r.idle_since,
+                "own_until": r.own_until,
+            }
+            for r in rows
+        ],
     )
+
+
+def counters_of(tx: Transaction, message_type: str, since: datetime) -> list[QueueCounters]:
+    query = "SELECT * FROM cp_queue_counters WHERE message_type = ? AND observed_at >= ? ORDER BY observed_at, id"
     return [
         QueueCounters(
-            message_type=row.message_type,
-            vhost=row.vhost,
-            queue=row.queue,
-            observed_at=row.observed_at,
-            present=bool(row.present),
-            deliver_get=row.deliver_get,
-            get_empty=row.get_empty,
-            ack=row.ack,
-            redeliver=row.redeliver,
-            own_deliver_get=row.own_deliver_get,
-            own_get_empty=row.own_get_empty,
-            own_redeliver=row.own_redeliver,
-            run_id=row.run_id,
-            publish=row.publish,
-            idle_since=row.idle_since,
-            own_until=row.own_until,
+            message_type=row["message_type"],
+            vhost=row["vhost"],
+            queue=row["queue"],
+            observed_at=row["observed_at"],
+            present=bool(row["present"]),
+            deliver_get=row["deliver_get"],
+            get_empty=row["get_empty"],
+            ack=row["ack"],
+            redeliver=row["redeliver"],
+            own_deliver_get=row["own_deliver_get"],
+            own_get_empty=row["own_get_empty"],
+            own_redeliver=row["own_redeliver"],
+            run_id=row["run_id"],
+            publish=row["publish"],
+            idle_since=row["idle_since"],
+            own_until=row["own_until"],
         )
-        for row in conn.execute(query)
+        for row in tx.rows(query, [message_type, since])
     ]
 
 
-def prune(conn: Connection, before: datetime) -> int:
+def prune(tx: Transaction, before: datetime) -> int:
     """Forget what ended before ``before``: closed sessions, channels, connections, changes, seen digests."""
     removed = 0
-    for statement in (
-        delete(reader_sessions).where(reader_sessions.c.detached_at < before),
-        delete(broker_channels).where(broker_channels.c.closed_at < before),
-        delete(broker_connections).where(broker_connections.c.closed_at < before),
-        delete(broker_changes).where(broker_changes.c.at < before),
-        delete(broker_events_seen).where(broker_events_seen.c.at < before),
-        delete(coverage_gaps).where(coverage_gaps.c.end < before),
-        delete(coverage_segments).where(coverage_segments.c.covered_until < before),
+    for table, column in (
+        ("cp_reader_sessions", "detached_at"),
+        ("cp_broker_channels", "closed_at"),
+        ("cp_broker_connections", "closed_at"),
+        ("cp_broker_changes", "at"),
+        ("cp_broker_events_seen", "at"),
+        ("cp_coverage_gaps", '"end"'),
+        ("cp_coverage_segments", "covered_until"),
     ):
-        removed += int(conn.execute(statement).rowcount or 0)
+        removed += tx.execute(f"DELETE FROM {table} WHERE {column} < ?", [before])
     return removed

@@ -1,6 +1,8 @@
 """The registry creates and upgrades its own schema: an ordered list of steps, applied at open.
 
-``cp_schema_version`` holds one row per applied step. ``upgrade`` takes a lock (``BEGIN IMMEDIATE``
+``cp_schema_version`` holds one row per applied step. ``ensure_current`` reads it through the driver (``sql``);
+only when it is missing or behind does it import SQLAlchemy, which creates and alters the tables of ``tables``
+on a connection ``sql.Database`` makes. ``upgrade`` takes a lock (``BEGIN IMMEDIATE``
 on SQLite, an advisory lock on PostgreSQL), applies every missing step in order and records it, all
 in the caller's transaction, so two processes opening the same database at once upgrade it once.
 
@@ -17,31 +19,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from sqlalchemy import (
-    JSON,
-    Column,
-    Connection,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    insert,
-    inspect,
-    select,
-    text,
-)
-from sqlalchemy.schema import CreateColumn
+from contract_platform.store.sql import Database, Transaction, store_error
 
-from contract_platform.store import tables
-from contract_platform.store.tables import NAME, STATUS, UtcDateTime
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Table
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "current_version", "upgrade"]
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "SCHEMA_VERSION_TABLE",
+    "Migration",
+    "current_version",
+    "ensure_current",
+    "upgrade",
+]
 
+SCHEMA_VERSION_TABLE = "cp_schema_version"
 _ADVISORY_LOCK_KEY = 0x63705F7265  # "cp_re": any constant shared by every platform process
 
 
@@ -53,6 +48,8 @@ class Migration:
 
 
 def _create_missing(conn: Connection, *wanted: Table) -> None:
+    from sqlalchemy import inspect
+
     existing = set(inspect(conn).get_table_names())
     for table in wanted:
         if table.name not in existing:
@@ -60,6 +57,9 @@ def _create_missing(conn: Connection, *wanted: Table) -> None:
 
 
 def _add_missing_columns(conn: Connection, table: Table, *names: str) -> None:
+    from sqlalchemy import inspect, text
+    from sqlalchemy.schema import CreateColumn
+
     present = {column["name"] for column in inspect(conn).get_columns(table.name)}
     for name in names:
         if name not in present:
@@ -68,6 +68,8 @@ def _add_missing_columns(conn: Connection, table: Table, *names: str) -> None:
 
 
 def _create_missing_indexes(conn: Connection, table: Table, *names: str) -> None:
+    from sqlalchemy import inspect
+
     present = {index["name"] for index in inspect(conn).get_indexes(table.name)}
     for index in table.indexes:
         if index.name in names and index.name not in present:
@@ -76,6 +78,10 @@ def _create_missing_indexes(conn: Connection, table: Table, *names: str) -> None
 
 def _v1_tables() -> list[Table]:
     """The schema as version 1 shipped it (frozen: later steps upgrade these tables in place)."""
+    from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+
+    from contract_platform.store.tables import NAME, STATUS, UtcDateTime
+
     v1 = MetaData()
     evidence = Table(
         "cp_evidence",
@@ -143,12 +149,16 @@ def _v1_lifecycle(conn: Connection) -> None:
 
 
 def _v2_observations(conn: Connection) -> None:
+    from contract_platform.store import tables
+
     _add_missing_columns(conn, tables.evidence, "run_id")
     _create_missing_indexes(conn, tables.evidence, "ix_cp_evidence_lookup")
     _create_missing(conn, tables.observations, tables.fingerprints)
 
 
 def _v3_broker_activity(conn: Connection) -> None:
+    from contract_platform.store import tables
+
     _create_missing(
         conn,
         tables.broker_events_seen,
@@ -172,35 +182,71 @@ MIGRATIONS: tuple[Migration, ...] = (
 LATEST_VERSION = MIGRATIONS[-1].version
 
 
-def current_version(conn: Connection) -> int:
+def current_version(tx: Transaction) -> int:
     """The highest applied step, 0 for a database the platform has never opened."""
-    if not inspect(conn).has_table(tables.SCHEMA_VERSION_TABLE):
+    if tx.dialect == "sqlite":
+        exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    else:
+        exists = "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+    if tx.first(exists, [SCHEMA_VERSION_TABLE]) is None:
         return 0
-    return int(
-        conn.execute(select(tables.schema_version.c.version).order_by(tables.schema_version.c.version.desc()))
-        .scalars()
-        .first()
-        or 0
+    return int(tx.scalar(f"SELECT MAX(version) AS version FROM {SCHEMA_VERSION_TABLE}") or 0)
+
+
+def ensure_current(database: Database) -> None:
+    """Create or upgrade the schema of ``database`` unless it is current; ``ValueError`` when it is newer."""
+    with database.transaction("checking the schema") as tx:
+        current = current_version(tx)
+    if current > LATEST_VERSION:
+        raise ValueError(_newer(current))
+    if current == LATEST_VERSION:
+        return
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.pool import NullPool
+
+    dialect = "sqlite://" if database.dialect == "sqlite" else "postgresql+psycopg2://"
+    engine = create_engine(dialect, creator=database.connect, poolclass=NullPool)
+    if database.dialect == "sqlite":  # the connection runs without implicit transactions: BEGIN is ours
+        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+    errors: tuple[type[BaseException], ...] = (SQLAlchemyError, *database.errors)
+    try:
+        with engine.begin() as conn:
+            upgrade(conn)
+    except errors as exc:
+        raise store_error(database.url, "upgrading the schema", exc) from exc
+    finally:
+        engine.dispose()
+
+
+def _newer(current: int) -> str:
+    return (
+        f"the registry schema is at version {current}, newer than this platform knows ({LATEST_VERSION}): "
+        "upgrade contract-lifecycle-platform before opening it"
     )
 
 
 def _lock(conn: Connection) -> None:
+    from sqlalchemy import text
+
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
     # SQLite: the caller's BEGIN IMMEDIATE already holds the database's one write lock.
 
 
 def upgrade(conn: Connection, target: int | None = None) -> list[int]:
-    """Apply every step above the database's version up to ``target`` (default: the latest); returns them."""
+    """Apply every step above the database's version up to ``target`` (default: the latest), in the transaction
+    of the SQLAlchemy connection ``conn``; returns them."""
+    from sqlalchemy import insert
+
+    from contract_platform.store import tables
+
     target = LATEST_VERSION if target is None else target
     _lock(conn)
     _create_missing(conn, tables.schema_version)
-    current = current_version(conn)
+    current = current_version(Transaction(conn.connection.driver_connection, conn.dialect.name))
     if current > LATEST_VERSION:
-        raise ValueError(
-            f"the registry schema is at version {current}, newer than this platform knows ({LATEST_VERSION}): "
-            "upgrade contract-lifecycle-platform before opening it"
-        )
+        raise ValueError(_newer(current))
     applied = []
     for step in MIGRATIONS:
         if current < step.version <= target:

@@ -1,8 +1,9 @@
 """The registry store: effective status, append-only history, refusals, evidence, snapshots, observations.
 
-``SqlRegistry`` is the only code that talks SQL. Every call runs in one transaction opened by
-``SqlRegistry._connect``, which maps any SQLAlchemy error, once, to ``StoreError`` naming the database
-by ``redact_url``. Status changes use optimistic concurrency on ``revision`` on every database.
+``SqlRegistry`` is the only code that talks SQL (with ``activity``, its broker-activity half), on the database
+driver itself through ``sql.Database``: every call runs in one transaction opened by ``SqlRegistry._connect``,
+which maps any driver error, once, to ``StoreError`` naming the database by ``redact_url``. Status changes use
+optimistic concurrency on ``revision`` on every database.
 """
 
 from __future__ import annotations
@@ -12,14 +13,10 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Select, func, insert, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
 from contract_platform.settings import redact_url, registry_url
 from contract_platform.store import activity, migrations, rows, values
-from contract_platform.store.engine import WRITE_OPTION, open_engine, store_error
 from contract_platform.store.records import (
     BrokerChange,
     BrokerEvent,
@@ -37,17 +34,7 @@ from contract_platform.store.records import (
     Verdict,
     VersionState,
 )
-from contract_platform.store.tables import (
-    contract_versions,
-    coverage_gaps,
-    coverage_segments,
-    evidence,
-    fingerprints,
-    observations,
-    refusals,
-    schema_snapshots,
-    transitions,
-)
+from contract_platform.store.sql import Database, Row, Transaction, is_integrity_error, marks
 
 if TYPE_CHECKING:
     from contract_platform.evidence.registry import ActivityLog
@@ -61,24 +48,18 @@ T = TypeVar("T")
 class SqlRegistry:
     """One registry database. Open with ``SqlRegistry.open(url)``; close with ``close()`` or a ``with`` block."""
 
-    def __init__(self, engine: Engine, url: str) -> None:
-        self._engine: Engine | None = engine
-        self._url = url
-        self.url = redact_url(url)
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self.url = redact_url(database.url)
 
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
     def open(cls, url: str | None = None) -> SqlRegistry:
         """Connect (default ``settings.registry_url()``), then create or upgrade the schema."""
-        url = url or registry_url()
+        registry = cls(Database(url or registry_url()))
         try:
-            registry = cls(open_engine(url), url)
-        except (SQLAlchemyError, OSError) as exc:
-            raise store_error(url, "opening", exc) from exc
-        try:
-            with registry._connect("upgrading the schema", write=True) as conn:
-                migrations.upgrade(conn)
+            migrations.ensure_current(registry._database)
         except ValueError as exc:  # a schema newer than this code
             registry.close()
             raise StoreError(f"registry store {registry.url}: {exc}") from exc
@@ -88,9 +69,7 @@ class SqlRegistry:
         return registry
 
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._database.close()
 
     def __enter__(self) -> SqlRegistry:
         return self
@@ -102,19 +81,19 @@ class SqlRegistry:
         return f"SqlRegistry({self.url!r})"
 
     def schema_version(self) -> int:
-        with self._connect("reading the schema version") as conn:
-            return migrations.current_version(conn)
+        with self._connect("reading the schema version") as tx:
+            return migrations.current_version(tx)
 
     # -- effective status and history ----------------------------------------------------------
 
     def effective(self, message_type: str) -> VersionState | None:
-        with self._connect(f"reading the effective status of {message_type}") as conn:
-            return _read_state(conn, message_type)
+        with self._connect(f"reading the effective status of {message_type}") as tx:
+            return _read_state(tx, message_type)
 
     def all_effective(self) -> list[VersionState]:
-        with self._connect("reading effective statuses") as conn:
-            found = conn.execute(select(contract_versions).order_by(contract_versions.c.message_type))
-            return [rows.version_state(row._mapping) for row in found]
+        with self._connect("reading effective statuses") as tx:
+            found = tx.rows("SELECT * FROM cp_contract_versions ORDER BY message_type")
+            return [rows.version_state(row) for row in found]
 
     def register(
         self, message_type: str, contract_version: str, *, actor: str, run_id: str | None = None
@@ -125,21 +104,22 @@ class SqlRegistry:
         so a plan made against the old version cannot be applied).
         """
 
-        def register_once(conn: Connection) -> VersionState:
+        def register_once(tx: Transaction) -> VersionState:
             now = values.now()
-            state = _read_state(conn, message_type)
+            state = _read_state(tx, message_type)
             if state is None:
-                conn.execute(
-                    insert(contract_versions).values(
-                        message_type=message_type,
-                        effective_status=Status.PROPOSED.value,
-                        contract_version=contract_version,
-                        revision=1,
-                        updated_at=now,
-                    )
+                tx.insert(
+                    "cp_contract_versions",
+                    {
+                        "message_type": message_type,
+                        "effective_status": Status.PROPOSED.value,
+                        "contract_version": contract_version,
+                        "revision": 1,
+                        "updated_at": now,
+                    },
                 )
                 _insert_transition(
-                    conn,
+                    tx,
                     message_type,
                     1,
                     None,
@@ -153,10 +133,10 @@ class SqlRegistry:
                 return VersionState(message_type, Status.PROPOSED, contract_version, 1, now)
             if state.contract_version == contract_version:
                 return state
-            conn.execute(
-                update(contract_versions)
-                .where(contract_versions.c.message_type == message_type)
-                .values(contract_version=contract_version, revision=state.revision + 1, updated_at=now)
+            tx.execute(
+                "UPDATE cp_contract_versions SET contract_version = ?, revision = ?, updated_at = ? "
+                "WHERE message_type = ?",
+                [contract_version, state.revision + 1, now, message_type],
             )
             return VersionState(message_type, state.status, contract_version, state.revision + 1, now)
 
@@ -181,42 +161,30 @@ class SqlRegistry:
             raise ValueError(f"expected state is for {expected.message_type}, not {message_type}")
         now = values.now()
         revision = expected.revision + 1
-        with self._connect(f"applying {expected.status} -> {to} to {message_type}", write=True) as conn:
-            result = conn.execute(
-                update(contract_versions)
-                .where(
-                    contract_versions.c.message_type == message_type,
-                    contract_versions.c.revision == expected.revision,
-                    contract_versions.c.effective_status == expected.status.value,
-                )
-                .values(effective_status=to.value, revision=revision, updated_at=now)
+        with self._connect(f"applying {expected.status} -> {to} to {message_type}", write=True) as tx:
+            changed = tx.execute(
+                "UPDATE cp_contract_versions SET effective_status = ?, revision = ?, updated_at = ? "
+                "WHERE message_type = ? AND revision = ? AND effective_status = ?",
+                [to.value, revision, now, message_type, expected.revision, expected.status.value],
             )
-            if result.rowcount != 1:
-                raise _lost_race(conn, expected, to)
-            _insert_transition(
-                conn, message_type, revision, expected.status, to, now, actor, run_id, reason, evidence_id
-            )
+            if changed != 1:
+                raise _lost_race(tx, expected, to)
+            _insert_transition(tx, message_type, revision, expected.status, to, now, actor, run_id, reason, evidence_id)
         return VersionState(message_type, to, expected.contract_version, revision, now)
 
     def transitions(self, message_type: str) -> list[TransitionRecord]:
         """Every transition of ``message_type``, oldest first."""
-        with self._connect(f"reading the history of {message_type}") as conn:
-            found = conn.execute(
-                select(transitions)
-                .where(transitions.c.message_type == message_type)
-                .order_by(transitions.c.revision, transitions.c.id)
-            )
-            return [rows.transition_record(row._mapping) for row in found]
+        with self._connect(f"reading the history of {message_type}") as tx:
+            found = tx.rows("SELECT * FROM cp_transitions WHERE message_type = ? ORDER BY revision, id", [message_type])
+            return [rows.transition_record(row) for row in found]
 
     def transition(self, message_type: str, revision: int) -> TransitionRecord | None:
         """The transition that produced ``revision`` (None if a version change, not a transition, did)."""
-        with self._connect(f"reading a transition of {message_type}") as conn:
-            row = conn.execute(
-                select(transitions).where(
-                    transitions.c.message_type == message_type, transitions.c.revision == revision
-                )
-            ).first()
-            return rows.transition_record(row._mapping) if row else None
+        with self._connect(f"reading a transition of {message_type}") as tx:
+            row = tx.first(
+                "SELECT * FROM cp_transitions WHERE message_type = ? AND revision = ?", [message_type, revision]
+            )
+            return rows.transition_record(row) if row else None
 
     def record_refusal(
         self,
@@ -238,20 +206,18 @@ class SqlRegistry:
             "run_id": run_id,
             "reasons": [str(reason) for reason in reasons],
         }
-        with self._connect(f"recording a refusal for {message_type}", write=True) as conn:
-            key = conn.execute(insert(refusals).values(**row)).inserted_primary_key
-        return rows.refusal_record({**row, "id": key[0] if key else 0})
+        with self._connect(f"recording a refusal for {message_type}", write=True) as tx:
+            key = tx.insert("cp_refusals", row, returning_id=True)
+        return rows.refusal_record({**row, "id": key})
 
     def refusals(self, message_type: str, limit: int = 20) -> list[RefusalRecord]:
         """The latest refusals of ``message_type``, newest first."""
-        with self._connect(f"reading refusals of {message_type}") as conn:
-            found = conn.execute(
-                select(refusals)
-                .where(refusals.c.message_type == message_type)
-                .order_by(refusals.c.at.desc(), refusals.c.id.desc())
-                .limit(limit)
+        with self._connect(f"reading refusals of {message_type}") as tx:
+            found = tx.rows(
+                "SELECT * FROM cp_refusals WHERE message_type = ? ORDER BY at DESC, id DESC LIMIT ?",
+                [message_type, limit],
             )
-            return [rows.refusal_record(row._mapping) for row in found]
+            return [rows.refusal_record(row) for row in found]
 
     # -- evidence ------------------------------------------------------------------------------
 
@@ -277,9 +243,9 @@ class SqlRegistry:
             "run_id": run_id,
             "collected_at": values.aware(collected_at, "collected_at"),
         }
-        with self._connect(f"adding {row['kind']} evidence for {message_type}", write=True) as conn:
-            key = conn.execute(insert(evidence).values(**row)).inserted_primary_key
-        return rows.evidence_record({**row, "id": key[0] if key else 0})
+        with self._connect(f"adding {row['kind']} evidence for {message_type}", write=True) as tx:
+            key = tx.insert("cp_evidence", row, returning_id=True)
+        return rows.evidence_record({**row, "id": key})
 
     def latest_evidence(
         self, message_type: str, kind: EvidenceKind | str, *, contract_version: str | None = None
@@ -298,30 +264,33 @@ class SqlRegistry:
         contract_version: str | None = None,
     ) -> list[EvidenceRecord]:
         """Evidence of ``message_type``, newest first, collected at or after ``since``."""
-        query = select(evidence).where(evidence.c.message_type == message_type)
+        where, params = ["message_type = ?"], list[Any]([message_type])
         if kind is not None:
-            query = query.where(evidence.c.kind == values.member(EvidenceKind, kind, "evidence kind").value)
+            where.append("kind = ?")
+            params.append(values.member(EvidenceKind, kind, "evidence kind").value)
         if since is not None:
-            query = query.where(evidence.c.collected_at >= values.aware(since, "since"))
+            where.append("collected_at >= ?")
+            params.append(values.aware(since, "since"))
         if contract_version is not None:
-            query = query.where(evidence.c.contract_version == contract_version)
-        query = query.order_by(evidence.c.collected_at.desc(), evidence.c.id.desc()).limit(limit)
-        with self._connect(f"reading evidence of {message_type}") as conn:
-            return [rows.evidence_record(row._mapping) for row in conn.execute(query)]
+            where.append("contract_version = ?")
+            params.append(contract_version)
+        query = f"SELECT * FROM cp_evidence WHERE {' AND '.join(where)} ORDER BY collected_at DESC, id DESC LIMIT ?"
+        with self._connect(f"reading evidence of {message_type}") as tx:
+            return [rows.evidence_record(row) for row in tx.rows(query, [*params, limit])]
 
     # -- batched reads for pages that show many versions at once (the Contracts page) --------------
 
     def latest_transitions(self) -> dict[str, TransitionRecord]:
         """The latest transition of every message type, in one query."""
-        latest = _latest_per(transitions, (transitions.c.message_type,), (transitions.c.revision, transitions.c.id))
-        with self._connect("reading the latest transitions") as conn:
-            return {row.message_type: rows.transition_record(row._mapping) for row in conn.execute(latest)}
+        latest = _latest_per("cp_transitions", ("message_type",), ("revision", "id"))
+        with self._connect("reading the latest transitions") as tx:
+            return {row["message_type"]: rows.transition_record(row) for row in tx.rows(latest)}
 
     def latest_refusals(self) -> dict[str, RefusalRecord]:
         """The latest refusal of every message type that has one, in one query."""
-        latest = _latest_per(refusals, (refusals.c.message_type,), (refusals.c.at, refusals.c.id))
-        with self._connect("reading the latest refusals") as conn:
-            return {row.message_type: rows.refusal_record(row._mapping) for row in conn.execute(latest)}
+        latest = _latest_per("cp_refusals", ("message_type",), ("at", "id"))
+        with self._connect("reading the latest refusals") as tx:
+            return {row["message_type"]: rows.refusal_record(row) for row in tx.rows(latest)}
 
     def latest_evidence_of(
         self, kinds: Iterable[EvidenceKind | str], message_types: Iterable[str] | None = None
@@ -334,37 +303,29 @@ class SqlRegistry:
         chosen = None if message_types is None else sorted(set(message_types))
         found: dict[tuple[str, EvidenceKind], EvidenceRecord] = {}
         chunks = [None] if chosen is None else [chosen[i : i + 500] for i in range(0, len(chosen), 500)]
-        with self._connect("reading the latest evidence of many message types") as conn:
+        with self._connect("reading the latest evidence of many message types") as tx:
             for chunk in chunks:
-                where = [evidence.c.kind.in_(wanted)]
+                where, params = f"kind IN ({marks(len(wanted))})", list(wanted)
                 if chunk is not None:
-                    where.append(evidence.c.message_type.in_(chunk))
-                latest = _latest_per(
-                    evidence,
-                    (evidence.c.message_type, evidence.c.kind),
-                    (evidence.c.collected_at, evidence.c.id),
-                    where,
-                )
-                for row in conn.execute(latest):
-                    record = rows.evidence_record(row._mapping)
+                    where += f" AND message_type IN ({marks(len(chunk))})"
+                    params += chunk
+                latest = _latest_per("cp_evidence", ("message_type", "kind"), ("collected_at", "id"), where)
+                for row in tx.rows(latest, params):
+                    record = rows.evidence_record(row)
                     found[(record.message_type, record.kind)] = record
         return found
 
     def transitions_by(self, actor: str, run_ids: Iterable[str] | None = None) -> list[TransitionRecord]:
         """Every transition ``actor`` applied in a run (in ``run_ids`` only, if given), of every type."""
-        query = select(transitions).where(transitions.c.actor == actor, transitions.c.run_id.is_not(None))
-        if run_ids is not None:
-            query = query.where(transitions.c.run_id.in_(sorted(set(run_ids))))
-        with self._connect(f"reading the transitions of {actor}") as conn:
-            return [rows.transition_record(row._mapping) for row in conn.execute(query.order_by(transitions.c.id))]
+        query, params = _of_runs("SELECT * FROM cp_transitions WHERE actor = ?", [actor], run_ids)
+        with self._connect(f"reading the transitions of {actor}") as tx:
+            return [rows.transition_record(row) for row in tx.rows(f"{query} ORDER BY id", params)]
 
     def refusals_by(self, actor: str, run_ids: Iterable[str] | None = None) -> list[RefusalRecord]:
         """Every refusal recorded by ``actor`` in a run (in ``run_ids`` only, if given), of every type."""
-        query = select(refusals).where(refusals.c.actor == actor, refusals.c.run_id.is_not(None))
-        if run_ids is not None:
-            query = query.where(refusals.c.run_id.in_(sorted(set(run_ids))))
-        with self._connect(f"reading the refusals of {actor}") as conn:
-            return [rows.refusal_record(row._mapping) for row in conn.execute(query.order_by(refusals.c.id))]
+        query, params = _of_runs("SELECT * FROM cp_refusals WHERE actor = ?", [actor], run_ids)
+        with self._connect(f"reading the refusals of {actor}") as tx:
+            return [rows.refusal_record(row) for row in tx.rows(f"{query} ORDER BY id", params)]
 
     def evidence_of_runs(
         self, kinds: Iterable[EvidenceKind | str], run_ids: Iterable[str] | None = None
@@ -375,14 +336,21 @@ class SqlRegistry:
         wanted = sorted({values.member(EvidenceKind, kind, "evidence kind").value for kind in kinds})
         if not wanted:
             return []
-        columns = (evidence.c.message_type, evidence.c.kind, evidence.c.verdict, evidence.c.collected_at)
-        query = select(*columns, evidence.c.run_id).where(evidence.c.kind.in_(wanted), evidence.c.run_id.is_not(None))
-        if run_ids is not None:
-            query = query.where(evidence.c.run_id.in_(sorted(set(run_ids))))
-        with self._connect("reading the evidence of runs") as conn:
+        query, params = _of_runs(
+            f"SELECT message_type, kind, verdict, collected_at, run_id FROM cp_evidence WHERE kind IN ({marks(len(wanted))})",
+            wanted,
+            run_ids,
+        )
+        with self._connect("reading the evidence of runs") as tx:
             return [
-                EvidenceMark(message_type, EvidenceKind(kind), Verdict(verdict), collected_at, run_id)
-                for message_type, kind, verdict, collected_at, run_id in conn.execute(query.order_by(evidence.c.id))
+                EvidenceMark(
+                    row["message_type"],
+                    EvidenceKind(row["kind"]),
+                    Verdict(row["verdict"]),
+                    row["collected_at"],
+                    row["run_id"],
+                )
+                for row in tx.rows(f"{query} ORDER BY id", params)
             ]
 
     def run_times(self, actor: str, kinds: Iterable[EvidenceKind | str]) -> dict[str, datetime]:
@@ -390,21 +358,25 @@ class SqlRegistry:
         time of the latest thing it did: in three grouped queries, no row's content read."""
         wanted = sorted({values.member(EvidenceKind, kind, "evidence kind").value for kind in kinds})
         found: dict[str, datetime] = {}
-        queries = [
-            select(table.c.run_id, func.max(table.c.at))
-            .where(table.c.actor == actor, table.c.run_id.is_not(None))
-            .group_by(table.c.run_id)
-            for table in (transitions, refusals)
+        queries: list[tuple[str, list[Any]]] = [
+            (
+                f"SELECT run_id, MAX(at) AS at FROM {table} WHERE actor = ? AND run_id IS NOT NULL GROUP BY run_id",
+                [actor],
+            )
+            for table in ("cp_transitions", "cp_refusals")
         ]
         if wanted:
             queries.append(
-                select(evidence.c.run_id, func.max(evidence.c.collected_at))
-                .where(evidence.c.kind.in_(wanted), evidence.c.run_id.is_not(None))
-                .group_by(evidence.c.run_id)
+                (
+                    "SELECT run_id, MAX(collected_at) AS at FROM cp_evidence "
+                    f"WHERE kind IN ({marks(len(wanted))}) AND run_id IS NOT NULL GROUP BY run_id",
+                    list(wanted),
+                )
             )
-        with self._connect(f"reading the runs of {actor}") as conn:
-            for query in queries:
-                for run_id, at in conn.execute(query):  # max() keeps the column's type: aware UTC
+        with self._connect(f"reading the runs of {actor}") as tx:
+            for query, params in queries:
+                for row in tx.rows(query, params):  # named "at": read back as an aware UTC moment
+                    run_id, at = row["run_id"], row["at"]
                     found[run_id] = max(found.get(run_id, at), at)
         return found
 
@@ -418,25 +390,24 @@ class SqlRegistry:
         document = values.json_object(schema, "schema")
         fingerprint = values.schema_fingerprint(document)
 
-        def snapshot_once(conn: Connection) -> bool:
-            recorded = conn.execute(
-                select(schema_snapshots.c.fingerprint).where(
-                    schema_snapshots.c.message_type == message_type,
-                    schema_snapshots.c.contract_version == contract_version,
-                )
-            ).scalar()
+        def snapshot_once(tx: Transaction) -> bool:
+            recorded = tx.scalar(
+                "SELECT fingerprint FROM cp_schema_snapshots WHERE message_type = ? AND contract_version = ?",
+                [message_type, contract_version],
+            )
             if recorded is not None:
                 if recorded != fingerprint:
                     raise SnapshotConflict(message_type, contract_version, recorded, fingerprint)
                 return False
-            conn.execute(
-                insert(schema_snapshots).values(
-                    message_type=message_type,
-                    contract_version=contract_version,
-                    schema=document,
-                    fingerprint=fingerprint,
-                    recorded_at=values.now(),
-                )
+            tx.insert(
+                "cp_schema_snapshots",
+                {
+                    "message_type": message_type,
+                    "contract_version": contract_version,
+                    "schema": document,
+                    "fingerprint": fingerprint,
+                    "recorded_at": values.now(),
+                },
             )
             return True
 
@@ -444,13 +415,11 @@ class SqlRegistry:
 
     def schema_history(self, message_type: str) -> list[tuple[str, dict[str, Any]]]:
         """Every recorded (contract_version, schema) of ``message_type``, oldest to newest by semver."""
-        with self._connect(f"reading the schema history of {message_type}") as conn:
+        with self._connect(f"reading the schema history of {message_type}") as tx:
             snapshots = [
-                (str(row.contract_version), dict(row.schema))
-                for row in conn.execute(
-                    select(schema_snapshots.c.contract_version, schema_snapshots.c.schema).where(
-                        schema_snapshots.c.message_type == message_type
-                    )
+                (str(row["contract_version"]), dict(row["schema"]))
+                for row in tx.rows(
+                    'SELECT contract_version, "schema" FROM cp_schema_snapshots WHERE message_type = ?', [message_type]
                 )
             ]
         return sorted(snapshots, key=lambda item: values.semver_key(item[0]))
@@ -479,18 +448,18 @@ class SqlRegistry:
             "source": values.member(ObservationSource, source, "observation source").value,
             "run_id": run_id,
         }
-        with self._connect(f"recording an observation of {queue}", write=True) as conn:
-            key = conn.execute(insert(observations).values(**row)).inserted_primary_key
-        return rows.observation({**row, "id": key[0] if key else 0})
+        with self._connect(f"recording an observation of {queue}", write=True) as tx:
+            key = tx.insert("cp_observations", row, returning_id=True)
+        return rows.observation({**row, "id": key})
 
     def observations(self, message_type: str, since: datetime | None = None) -> list[Observation]:
         """Observations of every queue of ``message_type``, oldest first."""
-        query = select(observations).where(observations.c.message_type == message_type)
+        query, params = "SELECT * FROM cp_observations WHERE message_type = ?", list[Any]([message_type])
         if since is not None:
-            query = query.where(observations.c.observed_at >= values.aware(since, "since"))
-        query = query.order_by(observations.c.observed_at, observations.c.id)
-        with self._connect(f"reading observations of {message_type}") as conn:
-            return [rows.observation(row._mapping) for row in conn.execute(query)]
+            query += " AND observed_at >= ?"
+            params.append(values.aware(since, "since"))
+        with self._connect(f"reading observations of {message_type}") as tx:
+            return [rows.observation(row) for row in tx.rows(f"{query} ORDER BY observed_at, id", params)]
 
     # -- broker activity (the recorder writes, the retirement audit reads) --------------------------
 
@@ -499,7 +468,7 @@ class SqlRegistry:
         if not events:
             return 0
         return self._write_retrying(
-            f"storing {len(events)} broker events", lambda conn: activity.apply_events(conn, events)
+            f"storing {len(events)} broker events", lambda tx: activity.apply_events(tx, events)
         )
 
     def open_coverage_segment(
@@ -520,32 +489,30 @@ class SqlRegistry:
         started_at = values.aware(started_at, "started_at")
         row = {"id": segment_id, "started_at": started_at, "host": host}
 
-        def open_segment(conn: Connection) -> CoverageGap | None:
-            others = conn.execute(select(coverage_segments).where(coverage_segments.c.ended_at.is_(None))).mappings()
-            for other in list(others):
-                conn.execute(
-                    update(coverage_segments)
-                    .where(coverage_segments.c.id == other["id"])
-                    .values(ended_at=other["covered_until"] or other["started_at"], end_reason=_UNCLOSED)
+        def open_segment(tx: Transaction) -> CoverageGap | None:
+            for other in tx.rows("SELECT * FROM cp_coverage_segments WHERE ended_at IS NULL"):
+                tx.execute(
+                    "UPDATE cp_coverage_segments SET ended_at = ?, end_reason = ? WHERE id = ?",
+                    [other["covered_until"] or other["started_at"], _UNCLOSED, other["id"]],
                 )
             if covered_from is None:
-                conn.execute(insert(coverage_segments).values(**row))
+                tx.insert("cp_coverage_segments", row)
                 return None
             start = values.aware(covered_from, "covered_from")
             gap = None
             if gap_reason is not None:
-                last = _last_confirmation(conn)
+                last = _last_confirmation(tx)
                 if last is not None and last.covered_until is not None and last.covered_until < start:
-                    gap = _record_gap(conn, last.covered_until, start, gap_reason, close_sessions=True)
-            conn.execute(insert(coverage_segments).values(**row, covered_from=start))
+                    gap = _record_gap(tx, last.covered_until, start, gap_reason, close_sessions=True)
+            tx.insert("cp_coverage_segments", {**row, "covered_from": start})
             return gap
 
         return self._write_retrying("opening a recorder coverage segment", open_segment)
 
     def last_confirmation(self) -> CoverageSegment | None:
         """The segment that confirmed the latest moment (its ``covered_until``); None before any confirmation."""
-        with self._connect("reading the recorder's last confirmation") as conn:
-            return _last_confirmation(conn)
+        with self._connect("reading the recorder's last confirmation") as tx:
+            return _last_confirmation(tx)
 
     def extend_coverage(self, segment_id: str, *, covered_from: datetime, until: datetime) -> CoverageGap | None:
         """Everything from ``covered_from`` (kept from the first call) until ``until`` is stored.
@@ -555,31 +522,24 @@ class SqlRegistry:
         """
         covered_from, until = values.aware(covered_from, "covered_from"), values.aware(until, "until")
 
-        def extend(conn: Connection) -> CoverageGap | None:
-            this = conn.execute(select(coverage_segments).where(coverage_segments.c.id == segment_id)).first()
+        def extend(tx: Transaction) -> CoverageGap | None:
+            this = tx.first("SELECT covered_from FROM cp_coverage_segments WHERE id = ?", [segment_id])
             if this is None:
                 raise ValueError(f"no coverage segment {segment_id!r}: open it first")
             gap = None
-            if this.covered_from is None:
-                gap = _gap_before(conn, segment_id, covered_from)
-                conn.execute(
-                    update(coverage_segments)
-                    .where(coverage_segments.c.id == segment_id)
-                    .values(covered_from=covered_from)
-                )
-            conn.execute(
-                update(coverage_segments).where(coverage_segments.c.id == segment_id).values(covered_until=until)
-            )
+            if this["covered_from"] is None:
+                gap = _gap_before(tx, segment_id, covered_from)
+                tx.execute("UPDATE cp_coverage_segments SET covered_from = ? WHERE id = ?", [covered_from, segment_id])
+            tx.execute("UPDATE cp_coverage_segments SET covered_until = ? WHERE id = ?", [until, segment_id])
             return gap
 
         return self._write_retrying("extending the recorder's coverage", extend)
 
     def end_coverage_segment(self, segment_id: str, *, at: datetime, reason: str) -> None:
-        with self._connect("closing a recorder coverage segment", write=True) as conn:
-            conn.execute(
-                update(coverage_segments)
-                .where(coverage_segments.c.id == segment_id)
-                .values(ended_at=values.aware(at, "at"), end_reason=reason)
+        with self._connect("closing a recorder coverage segment", write=True) as tx:
+            tx.execute(
+                "UPDATE cp_coverage_segments SET ended_at = ?, end_reason = ? WHERE id = ?",
+                [values.aware(at, "at"), reason, segment_id],
             )
 
     def record_gap(self, start: datetime, end: datetime, reason: str, *, close_sessions: bool = False) -> None:
@@ -589,91 +549,86 @@ class SqlRegistry:
         start, end = values.aware(start, "start"), values.aware(end, "end")
         self._write_retrying(
             "recording a gap in the broker activity",
-            lambda conn: _record_gap(conn, start, end, reason, close_sessions=close_sessions),
+            lambda tx: _record_gap(tx, start, end, reason, close_sessions=close_sessions),
         )
 
     def broker_events_since(self, since: datetime) -> tuple[int, datetime | None]:
         """How many broker events were stored with a moment after ``since``, and the newest moment stored."""
         since = values.aware(since, "since")
-        with self._connect("counting stored broker events") as conn:
-            return activity.events_since(conn, since)
+        with self._connect("counting stored broker events") as tx:
+            return activity.events_since(tx, since)
 
     def coverage(self, since: datetime) -> tuple[list[CoverageSegment], list[CoverageGap]]:
         """The recorder's segments and the gaps between them that reach past ``since``, oldest first."""
         since = values.aware(since, "since")
-        with self._connect("reading the recorder's coverage") as conn:
-            return activity.segments_between(conn, since), activity.gaps_between(conn, since)
+        with self._connect("reading the recorder's coverage") as tx:
+            return activity.segments_between(tx, since), activity.gaps_between(tx, since)
 
     def reader_sessions(
         self, queues: Iterable[tuple[str, str]], *, since: datetime, until: datetime
     ) -> list[ReaderSession]:
         """Reader sessions on any of ``queues`` ((vhost, name) pairs) that overlap ``since``..``until``."""
-        with self._connect("reading reader sessions") as conn:
-            return activity.sessions_of(conn, queues, values.aware(since, "since"), values.aware(until, "until"))
+        with self._connect("reading reader sessions") as tx:
+            return activity.sessions_of(tx, queues, values.aware(since, "since"), values.aware(until, "until"))
 
     def broker_changes(self, queues: Iterable[tuple[str, str]], *, since: datetime) -> list[BrokerChange]:
         """Queue and binding creations and deletions of ``queues`` since ``since``, oldest first."""
-        with self._connect("reading broker changes") as conn:
-            return activity.changes_of(conn, queues, values.aware(since, "since"))
+        with self._connect("reading broker changes") as tx:
+            return activity.changes_of(tx, queues, values.aware(since, "since"))
 
     def record_queue_counters(self, counters: Sequence[QueueCounters]) -> None:
-        with self._connect(f"recording the counters of {len(counters)} queues", write=True) as conn:
-            activity.insert_counters(conn, counters)
+        with self._connect(f"recording the counters of {len(counters)} queues", write=True) as tx:
+            activity.insert_counters(tx, counters)
 
     def queue_counters(self, message_type: str, *, since: datetime) -> list[QueueCounters]:
         """Every queue-counter snapshot of ``message_type``'s audits since ``since``, oldest first."""
-        with self._connect(f"reading the queue counters of {message_type}") as conn:
-            return activity.counters_of(conn, message_type, values.aware(since, "since"))
+        with self._connect(f"reading the queue counters of {message_type}") as tx:
+            return activity.counters_of(tx, message_type, values.aware(since, "since"))
 
     def prune_broker_activity(self, before: datetime) -> int:
         """Forget broker activity that ended before ``before`` (the recorder's retention)."""
-        with self._connect("pruning broker activity", write=True) as conn:
-            return activity.prune(conn, values.aware(before, "before"))
+        with self._connect("pruning broker activity", write=True) as tx:
+            return activity.prune(tx, values.aware(before, "before"))
 
     # -- catalogue fingerprints ----------------------------------------------------------------
 
     def fingerprint(self, message_type: str) -> str | None:
-        with self._connect(f"reading the fingerprint of {message_type}") as conn:
-            value = conn.execute(
-                select(fingerprints.c.fingerprint).where(fingerprints.c.message_type == message_type)
-            ).scalar()
+        with self._connect(f"reading the fingerprint of {message_type}") as tx:
+            value = tx.scalar("SELECT fingerprint FROM cp_fingerprints WHERE message_type = ?", [message_type])
             return str(value) if value is not None else None
 
     def set_fingerprint(self, message_type: str, fingerprint: str) -> None:
-        def upsert(conn: Connection) -> None:
-            row = {"fingerprint": fingerprint, "updated_at": values.now()}
-            where = fingerprints.c.message_type == message_type
-            if conn.execute(update(fingerprints).where(where).values(**row)).rowcount == 0:
-                conn.execute(insert(fingerprints).values(message_type=message_type, **row))
+        def upsert(tx: Transaction) -> None:
+            now = values.now()
+            changed = tx.execute(
+                "UPDATE cp_fingerprints SET fingerprint = ?, updated_at = ? WHERE message_type = ?",
+                [fingerprint, now, message_type],
+            )
+            if changed == 0:
+                tx.insert(
+                    "cp_fingerprints", {"message_type": message_type, "fingerprint": fingerprint, "updated_at": now}
+                )
 
         self._write_retrying(f"recording the fingerprint of {message_type}", upsert)
 
     # -- the edge: connections, transactions, error mapping -------------------------------------
 
     @contextmanager
-    def _connect(self, action: str, *, write: bool = False) -> Iterator[Connection]:
-        """One transaction; SQLAlchemy errors leave as ``StoreError`` (the one place they are mapped)."""
-        if self._engine is None:
-            raise StoreError(f"registry store {self.url}: {action} failed: the registry is closed")
-        try:
-            with self._engine.connect() as conn:
-                if write:
-                    conn.execution_options(**{WRITE_OPTION: True})
-                with conn.begin():
-                    yield conn
-        except SQLAlchemyError as exc:
-            raise store_error(self._url, action, exc) from exc
+    def _connect(self, action: str, *, write: bool = False) -> Iterator[Transaction]:
+        """One transaction; driver errors leave as ``StoreError`` (``sql.Database.transaction`` maps them)."""
+        with self._database.transaction(action, write=write) as tx:
+            yield tx
 
-    def _write_retrying(self, action: str, body: Callable[[Connection], T]) -> T:
+    def _write_retrying(self, action: str, body: Callable[[Transaction], T]) -> T:
         """Run ``body`` in a write transaction; once more if a concurrent insert won a unique key."""
         try:
-            with self._connect(action, write=True) as conn:
-                return body(conn)
+            with self._connect(action, write=True) as tx:
+                return body(tx)
         except StoreError as exc:
-            if not isinstance(exc.__cause__, IntegrityError):
+            if not is_integrity_error(exc):
                 raise
-        with self._connect(action, write=True) as conn:
-            return body(conn)
+        with self._connect(action, write=True) as tx:
+            return body(tx)
 
 
 # -- SQL helpers -----------------------------------------------------------------------------------
@@ -682,72 +637,72 @@ class SqlRegistry:
 _UNCLOSED = "the recorder stopped without closing its segment (killed, or its machine went down)"
 
 
-def _last_confirmation(conn: Connection) -> CoverageSegment | None:
-    row = conn.execute(
-        select(coverage_segments)
-        .where(coverage_segments.c.covered_until.is_not(None))
-        .order_by(coverage_segments.c.covered_until.desc())
-        .limit(1)
-    ).first()
-    return activity.segment(row._mapping) if row is not None else None
+def _last_confirmation(tx: Transaction) -> CoverageSegment | None:
+    row = tx.first(
+        "SELECT * FROM cp_coverage_segments WHERE covered_until IS NOT NULL ORDER BY covered_until DESC LIMIT 1"
+    )
+    return activity.segment(row) if row is not None else None
 
 
-def _record_gap(conn: Connection, start: datetime, end: datetime, reason: str, *, close_sessions: bool) -> CoverageGap:
+def _record_gap(tx: Transaction, start: datetime, end: datetime, reason: str, *, close_sessions: bool) -> CoverageGap:
     """The gap ``start``..``end``, stored once (a second recording of the same interval changes nothing)."""
-    exists = conn.execute(
-        select(coverage_gaps.c.id).where(coverage_gaps.c.start == start, coverage_gaps.c.end == end)
-    ).first()
+    exists = tx.first('SELECT id FROM cp_coverage_gaps WHERE "start" = ? AND "end" = ?', [start, end])
     if exists is None:
-        conn.execute(insert(coverage_gaps).values(start=start, end=end, reason=reason))
+        tx.insert("cp_coverage_gaps", {"start": start, "end": end, "reason": reason})
         if close_sessions:
-            activity.close_open_sessions(conn, start, end)
+            activity.close_open_sessions(tx, start, end)
     return CoverageGap(start, end, reason)
 
 
-def _gap_before(conn: Connection, segment_id: str, covered_from: datetime) -> CoverageGap | None:
+def _gap_before(tx: Transaction, segment_id: str, covered_from: datetime) -> CoverageGap | None:
     """The gap between the latest earlier segment's coverage and ``covered_from``, stored once."""
-    previous = conn.execute(
-        select(coverage_segments)
-        .where(
-            coverage_segments.c.id != segment_id,
-            coverage_segments.c.covered_until.is_not(None),
-            coverage_segments.c.covered_until <= covered_from,
-        )
-        .order_by(coverage_segments.c.covered_until.desc())
-        .limit(1)
-    ).first()
+    previous = tx.first(
+        "SELECT covered_until, end_reason FROM cp_coverage_segments "
+        "WHERE id != ? AND covered_until IS NOT NULL AND covered_until <= ? ORDER BY covered_until DESC LIMIT 1",
+        [segment_id, covered_from],
+    )
     if previous is None:
         return None
-    start = previous.covered_until
-    activity.close_open_sessions(conn, start, covered_from)  # what they did in the gap is unknown, recorded or not
-    return _record_gap(conn, start, covered_from, previous.end_reason or _UNCLOSED, close_sessions=False)
+    start = previous["covered_until"]
+    activity.close_open_sessions(tx, start, covered_from)  # what they did in the gap is unknown, recorded or not
+    return _record_gap(tx, start, covered_from, previous["end_reason"] or _UNCLOSED, close_sessions=False)
 
 
-def _latest_per(table: Any, group: Sequence[Any], newest: Sequence[Any], where: Sequence[Any] = ()) -> Select[Any]:
-    """The newest row (by ``newest``, descending) of each ``group`` of ``table``, in one query.
+def _latest_per(table: str, group: Sequence[str], newest: Sequence[str], where: str = "") -> str:
+    """The newest row (by ``newest``, descending) of each ``group`` of ``table``, in one query (``where``, with
+    its parameters, chooses the groups).
 
     Each group's newest id is looked up through the group's index (a correlated ``LIMIT 1``), so the
     rows read are one per group, never the whole history (a window function over the table reads all).
     """
-    pairs = select(*group).where(*where).distinct().subquery("latest_groups")
-    other = table.alias("newer")
-    newest_id = (
-        select(other.c.id)
-        .where(*(other.c[column.name] == pairs.c[column.name] for column in group))
-        .order_by(*(other.c[column.name].desc() for column in newest))
-        .limit(1)
-        .scalar_subquery()
+    columns = ", ".join(group)
+    same_group = " AND ".join(f"newer.{column} = latest_groups.{column}" for column in group)
+    order = ", ".join(f"newer.{column} DESC" for column in newest)
+    return (
+        f"SELECT {table}.* FROM (SELECT DISTINCT {columns} FROM {table}{f' WHERE {where}' if where else ''}) "
+        f"AS latest_groups JOIN {table} ON {table}.id = "
+        f"(SELECT newer.id FROM {table} AS newer WHERE {same_group} ORDER BY {order} LIMIT 1)"
     )
-    return select(table).select_from(pairs).join(table, table.c.id == newest_id)
 
 
-def _read_state(conn: Connection, message_type: str) -> VersionState | None:
-    row = conn.execute(select(contract_versions).where(contract_versions.c.message_type == message_type)).first()
-    return rows.version_state(row._mapping) if row else None
+def _of_runs(query: str, params: list[Any], run_ids: Iterable[str] | None) -> tuple[str, list[Any]]:
+    """``query`` (its WHERE begun) for rows that name a run: any, or one of ``run_ids`` when given."""
+    query += " AND run_id IS NOT NULL"
+    if run_ids is None:
+        return query, params
+    chosen = sorted(set(run_ids))
+    if not chosen:
+        return query + " AND 1 = 0", params
+    return f"{query} AND run_id IN ({marks(len(chosen))})", [*params, *chosen]
+
+
+def _read_state(tx: Transaction, message_type: str) -> VersionState | None:
+    row = tx.first("SELECT * FROM cp_contract_versions WHERE message_type = ?", [message_type])
+    return rows.version_state(row) if row else None
 
 
 def _insert_transition(
-    conn: Connection,
+    tx: Transaction,
     message_type: str,
     revision: int,
     from_status: Status | None,
@@ -758,34 +713,32 @@ def _insert_transition(
     reason: str,
     evidence_id: int | None,
 ) -> None:
-    conn.execute(
-        insert(transitions).values(
-            message_type=message_type,
-            revision=revision,
-            from_status=from_status.value if from_status else None,
-            to_status=to_status.value,
-            at=at,
-            actor=actor,
-            run_id=run_id,
-            reason=reason,
-            evidence_id=evidence_id,
-        )
+    tx.insert(
+        "cp_transitions",
+        {
+            "message_type": message_type,
+            "revision": revision,
+            "from_status": from_status.value if from_status else None,
+            "to_status": to_status.value,
+            "at": at,
+            "actor": actor,
+            "run_id": run_id,
+            "reason": reason,
+            "evidence_id": evidence_id,
+        },
     )
 
 
-def _lost_race(conn: Connection, expected: VersionState, to: Status) -> ConcurrentTransition:
+def _lost_race(tx: Transaction, expected: VersionState, to: Status) -> ConcurrentTransition:
     """Name who got there first: the state now and the latest transition."""
     step = f"{expected.message_type}: {expected.status} -> {to} was not applied"
-    current = _read_state(conn, expected.message_type)
+    current = _read_state(tx, expected.message_type)
     if current is None:
         return ConcurrentTransition(f"{step}: the registry holds no state for it; register it first")
-    row = conn.execute(
-        select(transitions)
-        .where(transitions.c.message_type == expected.message_type)
-        .order_by(transitions.c.revision.desc())
-        .limit(1)
-    ).first()
-    last = rows.transition_record(row._mapping) if row else None
+    row: Row | None = tx.first(
+        "SELECT * FROM cp_transitions WHERE message_type = ? ORDER BY revision DESC LIMIT 1", [expected.message_type]
+    )
+    last = rows.transition_record(row) if row else None
     winner = (
         f"; last transition {last.from_status or 'none'} -> {last.to_status} by {last.actor}"
         f"{f' (run {last.run_id})' if last.run_id else ''} at {last.at.isoformat()}"

@@ -1,5 +1,8 @@
 """The registry's tables as they are now (SQLAlchemy Core). ``migrations`` gets an old database here.
 
+Only creating and upgrading the schema imports this; the queries (``registry``, ``activity``) name the same
+tables and columns in SQL and run on the driver (``sql``), whose column kinds a test checks against these.
+
 Every name starts with ``cp_`` so the registry can share a database with Airflow or anything else.
 Change a table here only together with a new step in ``migrations.MIGRATIONS``.
 """
@@ -26,6 +29,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 
+from contract_platform.store.migrations import SCHEMA_VERSION_TABLE
+
 __all__ = [
     "SCHEMA_VERSION_TABLE",
     "UtcDateTime",
@@ -50,7 +55,6 @@ __all__ = [
 
 NAME = String(255)
 STATUS = String(32)
-SCHEMA_VERSION_TABLE = "cp_schema_version"
 
 
 class UtcDateTime(TypeDecorator[datetime]):

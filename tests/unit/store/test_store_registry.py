@@ -13,7 +13,7 @@ import pytest
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
 from contract_platform.store import EvidenceKind, ObservationSource, SqlRegistry, Verdict, schema_fingerprint
-from contract_platform.store.engine import open_engine
+from contract_platform.store.sql import Database
 
 MT = "billing.invoice-issued.v1"
 T0 = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -357,7 +357,7 @@ def test_every_call_maps_database_errors_to_store_error(tmp_path: Path, name: st
     database = tmp_path / "registry.db"
     database.write_bytes(b"this is not an SQLite database, it only has its name" * 100)
     url = f"sqlite:///{database}"
-    broken = SqlRegistry(open_engine(url), url)  # skip open(): it would refuse the file already
+    broken = SqlRegistry(Database(url))  # skip open(): it would refuse the file already
     with pytest.raises(StoreError) as caught:
         CALLS[name](broken)
     assert str(database) in str(caught.value) and "not a database" in str(caught.value)
@@ -367,5 +367,5 @@ def test_every_call_maps_database_errors_to_store_error(tmp_path: Path, name: st
 def test_open_maps_a_corrupt_file_to_a_store_error(tmp_path: Path) -> None:
     database = tmp_path / "registry.db"
     database.write_bytes(b"garbage" * 1000)
-    with pytest.raises(StoreError, match="upgrading the schema failed: file is not a database"):
+    with pytest.raises(StoreError, match="checking the schema failed: file is not a database"):
         SqlRegistry.open(f"sqlite:///{database}")
