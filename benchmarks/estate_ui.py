@@ -67,14 +67,22 @@ def _client(catalog_dir: Path, url: str) -> tuple[Any, Any]:
 
 
 def _count_statements(registry: Any) -> list[int]:
-    from sqlalchemy import event
+    """Count every statement the store runs from now on (``registry`` is the one being measured)."""
+    from contract_platform.store import sql
 
     counter = [0]
+    run, run_many = sql.Transaction._run, sql.Transaction.execute_many
 
-    def count(*_: Any) -> None:
+    def counted(self: Any, *args: Any) -> Any:
         counter[0] += 1
+        return run(self, *args)
 
-    event.listen(registry._engine, "before_cursor_execute", count)
+    def counted_many(self: Any, *args: Any) -> Any:
+        counter[0] += 1
+        return run_many(self, *args)
+
+    sql.Transaction._run = counted  # type: ignore[method-assign]
+    sql.Transaction.execute_many = counted_many  # type: ignore[method-assign]
     return counter
 
 

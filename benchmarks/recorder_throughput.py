@@ -47,7 +47,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pika
-from sqlalchemy import func, select
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runs as a script: tests.support makes and drops the scratch database
@@ -60,7 +59,6 @@ from contract_platform.amqp.connection import close_quietly  # noqa: E402
 from contract_platform.retirement.readers import confirmed_until  # noqa: E402
 from contract_platform.settings import rabbitmq_url  # noqa: E402
 from contract_platform.store import SqlRegistry  # noqa: E402
-from contract_platform.store.tables import reader_sessions  # noqa: E402
 
 TARGET = 2000.0
 
@@ -76,18 +74,15 @@ def produce(url: str, queue: str, pairs: int) -> None:
 
 def stored(registry: SqlRegistry, queue: str) -> tuple[int, datetime | None]:
     """Sessions of ``queue`` stored with their detachment, and the latest detachment."""
-    engine = registry._engine  # a benchmark may read the table directly
-    assert engine is not None
-    with engine.connect() as conn:
-        row = conn.execute(
-            select(func.count(), func.max(reader_sessions.c.detached_at)).where(
-                reader_sessions.c.queue == queue, reader_sessions.c.detached_at.is_not(None)
-            )
-        ).one()
-    latest = row[1]
-    if isinstance(latest, datetime) and latest.tzinfo is None:
-        latest = latest.replace(tzinfo=UTC)
-    return int(row[0]), latest
+    with registry._database.transaction("counting sessions") as tx:  # a benchmark may read the table directly
+        row = tx.first(
+            "SELECT COUNT(*) AS count, MAX(detached_at) AS detached_at FROM cp_reader_sessions "
+            "WHERE queue = ? AND detached_at IS NOT NULL",
+            [queue],
+        )
+    assert row is not None
+    latest = row["detached_at"]
+    return int(row["count"]), latest
 
 
 def generate(url: str, queue: str, pairs: int, producers: int) -> None:
