@@ -29,14 +29,12 @@ if TYPE_CHECKING:
 __all__ = [
     "LATEST_VERSION",
     "MIGRATIONS",
-    "SCHEMA_VERSION_TABLE",
     "Migration",
     "current_version",
     "ensure_current",
     "upgrade",
 ]
 
-SCHEMA_VERSION_TABLE = "cp_schema_version"
 _ADVISORY_LOCK_KEY = 0x63705F7265  # "cp_re": any constant shared by every platform process
 
 
@@ -188,9 +186,9 @@ def current_version(tx: Transaction) -> int:
         exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
     else:
         exists = "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
-    if tx.first(exists, [SCHEMA_VERSION_TABLE]) is None:
+    if tx.first(exists, ["cp_schema_version"]) is None:
         return 0
-    return int(tx.scalar(f"SELECT MAX(version) AS version FROM {SCHEMA_VERSION_TABLE}") or 0)
+    return int(tx.scalar("SELECT MAX(version) AS version FROM cp_schema_version") or 0)
 
 
 def ensure_current(database: Database) -> None:

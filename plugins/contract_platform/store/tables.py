@@ -29,10 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 
-from contract_platform.store.migrations import SCHEMA_VERSION_TABLE
-
 __all__ = [
-    "SCHEMA_VERSION_TABLE",
     "UtcDateTime",
     "broker_changes",
     "broker_channels",
@@ -81,7 +78,7 @@ class UtcDateTime(TypeDecorator[datetime]):
 metadata = MetaData()
 
 schema_version = Table(
-    SCHEMA_VERSION_TABLE,
+    "cp_schema_version",  # read without SQLAlchemy by migrations.current_version
     metadata,
     Column("version", Integer, primary_key=True, autoincrement=False),
     Column("description", Text, nullable=False),
