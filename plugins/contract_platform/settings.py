@@ -56,12 +56,13 @@ def registry_file(data: Path | None = None) -> Path:
 
 
 def default_registry_url(data: Path | None = None) -> str:
-    """The SQLite store of the data folder ``data`` (default: this process's), as a SQLAlchemy URL."""
+    """The SQLite store of the data folder ``data`` (default: this process's), as a ``sqlite:///`` URL."""
     return f"sqlite:///{registry_file(data)}"
 
 
 def registry_url() -> str:
-    """``$CONTRACT_REGISTRY_URL`` (any SQLAlchemy URL) or the data folder's SQLite store (``default_registry_url``)."""
+    """``$CONTRACT_REGISTRY_URL`` (a ``sqlite:`` or ``postgresql:`` URL) or the data folder's SQLite store
+    (``default_registry_url``)."""
     return os.environ.get("CONTRACT_REGISTRY_URL") or default_registry_url()
 
 

@@ -199,7 +199,7 @@ def rabbitmq_connection(url: str) -> str:
 
 
 def registry_connection(url: str) -> str:
-    """``contract_registry_default`` holding any SQLAlchemy URL (the hook reads ``extra.url`` first)."""
+    """``contract_registry_default`` holding a registry URL (the hook reads ``extra.url`` first)."""
     return json.dumps({"conn_type": "generic", "extra": {"url": url}})
 
 

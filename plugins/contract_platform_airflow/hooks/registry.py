@@ -1,6 +1,6 @@
 """The registry store as an Airflow connection (``contract_registry_default``).
 
-The connection's URI is any SQLAlchemy URL (``postgresql+psycopg2://user:pw@host/db``), or its extra
+The connection's URI is a ``sqlite:`` or ``postgresql:`` URL (``postgresql+psycopg2://user:pw@host/db``), or its extra
 ``{"url": ...}`` holds one. Without a connection the platform's own settings apply when they are set
 ($CONTRACT_REGISTRY_URL, else SQLite under $CONTRACT_PLATFORM_HOME); with neither, the task fails at
 once, without retry, naming the connection and how to set it (an Airflow worker must not create an
@@ -46,7 +46,7 @@ class RegistryHook(BaseHook):
                     f"registry connection {self.registry_conn_id!r} is not defined, nor CONTRACT_REGISTRY_URL or "
                     f"CONTRACT_PLATFORM_HOME: set AIRFLOW_CONN_{self.registry_conn_id.upper()}="
                     """'{"conn_type": "generic", "extra": {"url": "postgresql+psycopg2://USER:PASSWORD@HOST/DB"}}' """
-                    "(any SQLAlchemy URL) for every Airflow component (bash scripts/airflow-local does), "
+                    "(or a sqlite:/// URL) for every Airflow component (bash scripts/airflow-local does), "
                     "or add it under Admin > Connections"
                 ) from None
             url = settings.registry_url()
