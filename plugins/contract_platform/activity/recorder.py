@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import hashlib
 import logging
 import math
 import os
@@ -37,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pika
 import pika.exceptions as px
@@ -56,10 +55,11 @@ from contract_platform.activity.continuity import (
     moment,
 )
 from contract_platform.activity.events import ROUTING_KEYS, parse_event
+from contract_platform.activity.queues import DEFAULT_QUEUE, management_for, queue_for, queue_state, recorder_queues
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.http import ManagementClient
 from contract_platform.amqp.inspection import exchange_exists, passive_queue
-from contract_platform.amqp.management import EVENT_EXCHANGE, event_exchange_problem, management_client_for_url
+from contract_platform.amqp.management import EVENT_EXCHANGE, event_exchange_problem
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import (
     BrokerError,
@@ -89,7 +89,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DEFAULT_QUEUE = "contract-platform.broker-activity"
 QUEUE_EXPIRES_MS = 7 * 24 * 3600 * 1000  # a queue no recorder has used for a week is deleted by the broker
 _MARKER_HEADER = MARKER_HEADER
 _BACKOFF = (0.5, 15.0)
@@ -153,18 +152,6 @@ class RecorderReport:
         }
 
 
-def queue_for(registry_url: str) -> str:
-    """The recorder queue of one registry: each registry on a broker gets every event, through its own queue."""
-    digest = hashlib.sha256(registry_url.encode("utf-8")).hexdigest()[:10]
-    return f"{DEFAULT_QUEUE}.{digest}"
-
-
-def recorder_queues(queue: str) -> tuple[str, str, str]:
-    """The recorder's queue and its two companions: ``<queue>.dropped`` keeps the latest message the broker
-    dropped at the queue's limit, ``<queue>.alive`` the active recorder's sentinel. Delete all three together."""
-    return queue, f"{queue}.dropped", f"{queue}.alive"
-
-
 def queue_arguments(config: RecorderConfig, incarnation: str) -> dict[str, Any]:
     """The recorder queue's arguments: bounded, dropping its oldest into ``<queue>.dropped``, one active consumer."""
     return {
@@ -180,40 +167,6 @@ def queue_arguments(config: RecorderConfig, incarnation: str) -> dict[str, Any]:
 
 
 _COMPANION_ARGUMENTS: dict[str, Any] = {"x-max-length": 1, "x-overflow": "drop-head", "x-expires": QUEUE_EXPIRES_MS}
-
-
-def queue_state(client: ManagementClient, queue: str) -> dict[str, Any] | None:
-    """The recorder's queue as the management API reports it (None: not there, or the API did not answer):
-    messages waiting, its limits, its consumers (the active recorder and those waiting) and the messages in
-    ``<queue>.dropped`` that no recorder has accounted for yet."""
-    found = client.queue(queue)
-    if found is None:
-        return None
-    given = found.get("arguments")
-    arguments: dict[str, Any] = given if isinstance(given, dict) else {}
-    consumers = []
-    for item in found.get("consumer_details") or []:
-        if not isinstance(item, dict):
-            continue
-        details = item.get("channel_details")
-        channel: dict[str, Any] = details if isinstance(details, dict) else {}
-        consumers.append(
-            {
-                "tag": str(item.get("consumer_tag"))[:255],
-                "active": item.get("active") is not False and item.get("activity_status") != "waiting",
-                "connection": channel.get("connection_name"),
-                "peerHost": channel.get("peer_host"),
-            }
-        )
-    dropped = client.queue(recorder_queues(queue)[1])
-    return {
-        "ready": found.get("messages_ready"),
-        "unacknowledged": found.get("messages_unacknowledged"),
-        "limits": {"messages": arguments.get("x-max-length"), "bytes": arguments.get("x-max-length-bytes")},
-        "singleActiveConsumer": arguments.get("x-single-active-consumer") is True,
-        "consumers": consumers,
-        "droppedWaiting": dropped.get("messages") if isinstance(dropped, dict) else None,
-    }
 
 
 def _event_url(url: str, vhost: str) -> str:
@@ -276,15 +229,7 @@ class ActivityRecorder:
 
     def management(self) -> ManagementClient:
         """A fresh client of the management API (a client that failed once stops asking)."""
-        if self.config.management_url is None:
-            return management_client_for_url(self._url)
-        parts = urlsplit(self._url)
-        return ManagementClient(
-            self.config.management_url,
-            unquote(parts.username or "guest"),
-            unquote(parts.password or "guest"),
-            vhost=self.config.event_vhost,
-        )
+        return management_for(self._url, self.config.management_url, self.config.event_vhost)
 
     def _segment(self, until: Callable[[], bool] | None) -> None:
         # the broker notices a recorder whose machine vanished after two missed AMQP heartbeats; a standby then

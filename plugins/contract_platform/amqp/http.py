@@ -3,21 +3,35 @@
 ``ManagementClient`` answers ``None`` rather than failing when the API cannot tell (plugin disabled, stats
 disabled, other credentials): every field it returns is optional to its callers. ``amqp.management`` reads
 the whole topology through it; ``amqp.inspection`` adds it to what passive declares see; ``amqp.connection``
-asks it why a broker refused a connection. ``httpx`` is imported on the first request.
+asks it why a broker refused a connection. It asks with the standard library's HTTP client (``_get``): httpx,
+which the topology listings of ``amqp.management`` use, costs a verb that asks once 0.3 s to import and start.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import ssl
+from http.client import HTTPException
 from typing import Any
+from urllib.error import HTTPError
 from urllib.parse import quote, unquote, urlsplit
+from urllib.request import HTTPRedirectHandler, HTTPSHandler, Request, build_opener
 
+from contract_platform import settings
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.amqp.urls import vhost_of
 from contract_platform.settings import redact_url
 
-__all__ = ["DEFAULT_MANAGEMENT_PORT", "NOT_FOUND", "ManagementClient", "describe_owner"]
+__all__ = [
+    "DEFAULT_MANAGEMENT_PORT",
+    "NOT_FOUND",
+    "ManagementClient",
+    "describe_owner",
+    "management_client_for_url",
+    "moved_by_settings",
+]
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +40,36 @@ _TLS: list[ssl.SSLContext] = []
 
 
 def _tls_context() -> ssl.SSLContext:
-    """One verifying TLS context per process: httpx builds a new one per call otherwise (~40 ms of loading
-    CA certificates each, which made provisioning an estate spend half its time here)."""
+    """One verifying TLS context per process: a new one per call costs ~40 ms of loading CA certificates each,
+    which made provisioning an estate spend half its time here."""
     if not _TLS:
         _TLS.append(ssl.create_default_context())
     return _TLS[0]
 
 
-NOT_FOUND = 404
+OK, UNAUTHORIZED, FORBIDDEN, NOT_FOUND = 200, 401, 403, 404
+
+
+class _NoRedirects(HTTPRedirectHandler):
+    """An answer that redirects is an answer (its status), as it was under httpx: not followed."""
+
+    def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
+        return None
+
+
+def _get(url: str, auth: tuple[str, str], timeout: float) -> tuple[int, bytes]:
+    """(status, body) of one GET with HTTP basic auth, on the standard library's client: a verb that asks the
+    API once (``record-activity --status``) would spend 0.3 s of CPU importing and starting httpx for it."""
+    token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
+    request = Request(url, headers={"Authorization": f"Basic {token}", "Accept": "application/json"})
+    secure = [HTTPSHandler(context=_tls_context())] if url.startswith("https:") else []
+    opener = build_opener(_NoRedirects(), *secure)
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            return int(response.status), response.read()
+    except HTTPError as answer:  # any status but 2xx: an answer all the same
+        with answer:
+            return int(answer.code), b""
 
 
 class ManagementClient:
@@ -102,24 +138,22 @@ class ManagementClient:
         """GET ``/api/<path>`` as JSON, or ``None`` (not found, API absent, refused, not JSON)."""
         if self._unavailable:
             return None
-        import httpx  # here, not at the top: the verbs that never ask the management API start without it
-
         url = f"{self.base_url}/api/{path}"
         try:
-            response = httpx.get(url, auth=(self.user, self._password), timeout=self.timeout, verify=_tls_context())
-        except httpx.HTTPError as exc:
+            status, body = _get(url, self.auth, self.timeout)
+        except (OSError, HTTPException) as exc:
             self._give_up(f"management API at {self.base_url} not reachable ({type(exc).__name__})")
             return None
-        if response.status_code == NOT_FOUND:
+        if status == NOT_FOUND:
             return None
-        if response.status_code in (httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN):
-            self._give_up(f"management API at {self.base_url} answered {response.status_code} for user {self.user!r}")
+        if status in (UNAUTHORIZED, FORBIDDEN):
+            self._give_up(f"management API at {self.base_url} answered {status} for user {self.user!r}")
             return None
-        if response.status_code != httpx.codes.OK:
-            log.warning("management API at %s answered %s for %s", self.base_url, response.status_code, path)
+        if status != OK:
+            log.warning("management API at %s answered %s for %s", self.base_url, status, path)
             return None
         try:
-            return response.json()
+            return json.loads(body)
         except ValueError:
             return None
 
@@ -168,6 +202,27 @@ class ManagementClient:
         """Stop asking (a firewalled port would cost a timeout per call) and say so once."""
         self._unavailable = True
         log.warning("%s; using AMQP only from now on", redact_url(message))
+
+
+def management_client_for_url(amqp_url: str) -> ManagementClient:
+    """A client for the broker, credentials and vhost of an AMQP URL (``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves it)."""
+    return moved_by_settings(ManagementClient.from_amqp_url(amqp_url))
+
+
+def moved_by_settings(client: ManagementClient) -> ManagementClient:
+    """``client`` where ``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves the API (its credentials, if it names any)."""
+    override = settings.rabbitmq_management_url()
+    if not override:
+        return client
+    parts = urlsplit(override)
+    port = parts.port or DEFAULT_MANAGEMENT_PORT
+    return ManagementClient(
+        f"{parts.scheme or 'http'}://{parts.hostname or '127.0.0.1'}:{port}",
+        unquote(parts.username) if parts.username else client.user,
+        unquote(parts.password) if parts.password else client.auth[1],
+        vhost=client.vhost,
+        timeout=client.timeout,
+    )
 
 
 def describe_owner(details: Any, connection: Any = None) -> str:

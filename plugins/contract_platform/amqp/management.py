@@ -25,12 +25,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import httpx
 
 from contract_platform import settings
-from contract_platform.amqp.http import DEFAULT_MANAGEMENT_PORT, NOT_FOUND, ManagementClient, describe_owner
+from contract_platform.amqp.http import (
+    NOT_FOUND,
+    ManagementClient,
+    describe_owner,
+    management_client_for_url,
+    moved_by_settings,
+)
 from contract_platform.amqp.routing import BindingInfo, ExchangeInfo
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import EventExchangeUnavailable, ManagementUnavailable
@@ -162,27 +168,7 @@ class BrokerTopology:
 def management_client(connection: BrokerConnection) -> ManagementClient | None:
     """A client for the broker and credentials of ``connection``; ``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves it."""
     client = ManagementClient.for_connection(connection)
-    return None if client is None else _moved(client)
-
-
-def management_client_for_url(amqp_url: str) -> ManagementClient:
-    """A client for the broker, credentials and vhost of an AMQP URL (``CONTRACT_RABBITMQ_MANAGEMENT_URL`` moves it)."""
-    return _moved(ManagementClient.from_amqp_url(amqp_url))
-
-
-def _moved(client: ManagementClient) -> ManagementClient:
-    override = settings.rabbitmq_management_url()
-    if not override:
-        return client
-    parts = urlsplit(override)
-    port = parts.port or DEFAULT_MANAGEMENT_PORT
-    return ManagementClient(
-        f"{parts.scheme or 'http'}://{parts.hostname or '127.0.0.1'}:{port}",
-        unquote(parts.username) if parts.username else client.user,
-        unquote(parts.password) if parts.password else client.auth[1],
-        vhost=client.vhost,
-        timeout=client.timeout,
-    )
+    return None if client is None else moved_by_settings(client)
 
 
 def probe_management(client: ManagementClient, *, event_exchange: bool = False) -> str | None:

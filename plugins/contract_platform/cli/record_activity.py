@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig, queue_for
+    from contract_platform.activity.queues import queue_for
     from contract_platform.durations import parse_duration
     from contract_platform.store import SqlRegistry
 
@@ -72,10 +72,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("contractctl record-activity: --heartbeat must be at least 1s")
     if args.max_seconds is not None and args.max_seconds <= 0:
         raise UsageError("contractctl record-activity: --max-seconds must be positive")
-    logging.getLogger("contract_platform.activity").setLevel(logging.INFO)
     registry_url = args.registry or settings.registry_url()
+    queue = args.queue or queue_for(registry_url)
+    if args.status:  # the store and the management API only: not the recorder, its broker client or its events
+        registry = SqlRegistry.open(registry_url)
+        try:
+            return _status(registry, queue, heartbeat, args.format)
+        finally:
+            registry.close()
+    from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig
+
+    logging.getLogger("contract_platform.activity").setLevel(logging.INFO)
     config = RecorderConfig(
-        queue=args.queue or queue_for(registry_url),
+        queue=queue,
         heartbeat=heartbeat.total_seconds(),
         event_vhost=settings.event_vhost(),
         retention=retention,
@@ -83,13 +92,6 @@ def run(args: argparse.Namespace) -> int:
         max_bytes=max_bytes,
     )
     registry = SqlRegistry.open(registry_url)
-    if args.status:
-        try:
-            return _status(
-                registry, ActivityRecorder(settings.rabbitmq_url(), registry, config), heartbeat, args.format
-            )
-        finally:
-            registry.close()
     try:
         recorder = ActivityRecorder(settings.rabbitmq_url(), registry, config)
         deadline = time.monotonic() + args.max_seconds if args.max_seconds is not None else None
@@ -109,16 +111,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(registry: Any, recorder: Any, heartbeat: timedelta, form: str) -> int:
+def _status(registry: Any, queue: str, heartbeat: timedelta, form: str) -> int:
     """Which recorder is active and since when, until when coverage is confirmed (fresh within three heartbeats),
     what the store holds and what waits in the queue, and the gaps of the last day."""
-    from contract_platform.activity.recorder import queue_state
+    from contract_platform.activity.queues import management_for, queue_state
     from contract_platform.retirement.readers import recorder_health
 
     health = recorder_health(registry, heartbeat=heartbeat, now=datetime.now(UTC))
     covered, fresh, gaps, events = health.covered_until, health.fresh, health.gaps, health.events_last_day
-    queue = recorder.config.queue
-    state = queue_state(recorder.management(), queue)
+    state = queue_state(management_for(settings.rabbitmq_url(), None, settings.event_vhost()), queue)
     document = {
         "queue": queue,
         "coveredUntil": covered.isoformat() if covered else None,
