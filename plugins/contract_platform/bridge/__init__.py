@@ -41,7 +41,7 @@ import pika.exceptions as px
 from contract_platform import settings
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.inspection import exchange_exists
-from contract_platform.amqp.topology import parking_lot_name, tap_queue_name
+from contract_platform.amqp.plan import parking_lot_name, tap_queue_name
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.bridge.relay import Relay, RelaySettings, RelayStats, StopReason
 from contract_platform.bridge.translation import PUBLISHED, MigrationRoute, Translator, target_validator

@@ -10,39 +10,83 @@
 ``check_migration(catalog, contract)`` does all three for a contract and returns the evidence.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from contract_platform.errors import MessageNotMigratable, MigrationSpecError
-from contract_platform.migration.checking import MigrationCheck, check_migration, check_spec
-from contract_platform.migration.engine import (
-    CompiledMigration,
-    compile_spec,
-    decimal_to_minor_units,
-    migrate_envelope,
-    migrate_payload,
-    minor_units_to_decimal,
-    number_to_text,
-)
-from contract_platform.migration.parity import (
-    ParityMode,
-    ParityReport,
-    TwinComparison,
-    TwinStatus,
-    compare_twins,
-    parity_route,
-    record_parity,
-)
-from contract_platform.migration.spec import (
-    OPS,
-    Constant,
-    Copy,
-    DecimalToMinorUnits,
-    Default,
-    Drop,
-    MapEnum,
-    MigrationSpec,
-    Op,
-    ToString,
-    parse_spec,
-)
+from contract_platform.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from contract_platform.migration.checking import MigrationCheck, check_migration, check_spec
+    from contract_platform.migration.engine import (
+        CompiledMigration,
+        compile_spec,
+        decimal_to_minor_units,
+        migrate_envelope,
+        migrate_payload,
+        minor_units_to_decimal,
+        number_to_text,
+    )
+    from contract_platform.migration.parity import (
+        ParityMode,
+        ParityReport,
+        TwinComparison,
+        TwinStatus,
+        compare_twins,
+        parity_route,
+        record_parity,
+    )
+    from contract_platform.migration.spec import (
+        OPS,
+        Constant,
+        Copy,
+        DecimalToMinorUnits,
+        Default,
+        Drop,
+        MapEnum,
+        MigrationSpec,
+        Op,
+        ToString,
+        parse_spec,
+    )
+
+# Loaded on first use (PEP 562, contract_platform.lazy): ``migration status`` needs the parity series, the
+# bridge the spec, its check and its engine; neither needs all of them.
+_MODULES = {
+    "checking": ("MigrationCheck", "check_migration", "check_spec"),
+    "engine": (
+        "CompiledMigration",
+        "compile_spec",
+        "decimal_to_minor_units",
+        "migrate_envelope",
+        "migrate_payload",
+        "minor_units_to_decimal",
+        "number_to_text",
+    ),
+    "parity": (
+        "ParityMode",
+        "ParityReport",
+        "TwinComparison",
+        "TwinStatus",
+        "compare_twins",
+        "parity_route",
+        "record_parity",
+    ),
+    "spec": (
+        "OPS",
+        "Constant",
+        "Copy",
+        "DecimalToMinorUnits",
+        "Default",
+        "Drop",
+        "MapEnum",
+        "MigrationSpec",
+        "Op",
+        "ToString",
+        "parse_spec",
+    ),
+}
 
 __all__ = [
     "OPS",
@@ -76,3 +120,5 @@ __all__ = [
     "parse_spec",
     "record_parity",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULES)
