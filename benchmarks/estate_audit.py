@@ -189,15 +189,29 @@ def load_definitions(management_url: str, definitions: dict[str, Any], *, chunk:
 
 
 class _Counted:
-    """Counts the management API's HTTP calls (every module calls ``httpx.get``)."""
+    """Counts the management API's HTTP calls: ``httpx.get`` (the topology listings of ``amqp.management``) and
+    ``amqp.http._get`` (every ``ManagementClient.get``)."""
 
     def __init__(self) -> None:
-        self.calls = 0
-        self._get = httpx.get
+        from contract_platform.amqp import http
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        return self._get(*args, **kwargs)
+        self.calls = 0
+        self._http = http
+        self._originals = (httpx.get, http._get)
+
+    def _counting(self, original: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return original(*args, **kwargs)
+
+        return counted
+
+    def install(self) -> None:
+        httpx.get = self._counting(self._originals[0])
+        self._http._get = self._counting(self._originals[1])
+
+    def remove(self) -> None:
+        httpx.get, self._http._get = self._originals
 
 
 def fill(url: str, queues: list[str], contracts: list[Contract]) -> int:
@@ -244,7 +258,7 @@ def run_audits(
     client = ManagementClient(management_url, "guest", "guest", vhost="/")
     registry = SqlRegistry.open(f"sqlite:///{workdir / 'registry.db'}")
     counter = _Counted()
-    httpx.get = counter  # type: ignore[assignment]
+    counter.install()
     connection = open_connection(url)
     figures: dict[str, Any] = {}
     try:
@@ -286,7 +300,7 @@ def run_audits(
                 "httpCallsPerVersion": round(counter.calls / per_version, 1),
             }
     finally:
-        httpx.get = counter._get  # type: ignore[assignment]
+        counter.remove()
         close_quietly(connection)
         registry.close()
     return figures
