@@ -40,6 +40,11 @@ os.environ.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", _AIRFLOW_ENV.pop("AIRFLOW_CO
 os.environ.update(_AIRFLOW_ENV)
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+# One class-data archive for every quick-start JVM the tests launch (spark_jobs/session.py), shared by the parallel
+# workers (a JVM writes its own temporary file and renames it into place) and kept between runs like the rest of
+# pytest's cache: a folder per test made each test's first JVM write one, about 20 s of CPU each time.
+# tests/spark/test_small_runs.py, which tests the writing, gives its JVMs a folder of their own.
+os.environ.setdefault("CONTRACT_JVM_CLASS_CACHE", str(REPO_ROOT / ".pytest_cache" / "jvm-class-archive"))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -108,7 +108,7 @@ def quality_run(
     home = tmp_path / "data"
     env |= {
         "CONTRACT_PLATFORM_HOME": str(home),
-        "CONTRACT_JVM_CLASS_CACHE": str(home / "class-cache"),
+        "CONTRACT_JVM_CLASS_CACHE": os.environ["CONTRACT_JVM_CLASS_CACHE"],  # the session's (tests/conftest.py)
         "PYTHONPATH": str(guard),
         "NETWORK_GUARD_RECORD": str(record),
         **environment,

@@ -25,7 +25,7 @@ SESSION_PREFIXES = ("AIRFLOW", "CONTRACT_", "PYSPARK_")  # the test session's se
 
 def contractctl(*argv: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(SESSION_PREFIXES)}
-    env |= {"CONTRACT_PLATFORM_HOME": str(home), "CONTRACT_JVM_CLASS_CACHE": str(home / "class-cache")}
+    env |= {"CONTRACT_PLATFORM_HOME": str(home), "CONTRACT_JVM_CLASS_CACHE": os.environ["CONTRACT_JVM_CLASS_CACHE"]}
     return subprocess.run(
         [str(Path(sys.executable).with_name("contractctl")), *argv],
         cwd=ROOT,
