@@ -9,15 +9,10 @@ which the topology listings of ``amqp.management`` use, costs a verb that asks o
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import ssl
-from http.client import HTTPException
 from typing import Any
-from urllib.error import HTTPError
 from urllib.parse import quote, unquote, urlsplit
-from urllib.request import HTTPRedirectHandler, HTTPSHandler, Request, build_opener
 
 from contract_platform import settings
 from contract_platform.amqp.types import BrokerConnection
@@ -50,20 +45,22 @@ def _tls_context() -> ssl.SSLContext:
 OK, UNAUTHORIZED, FORBIDDEN, NOT_FOUND = 200, 401, 403, 404
 
 
-class _NoRedirects(HTTPRedirectHandler):
-    """An answer that redirects is an answer (its status), as it was under httpx: not followed."""
-
-    def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
-        return None
-
-
 def _get(url: str, auth: tuple[str, str], timeout: float) -> tuple[int, bytes]:
-    """(status, body) of one GET with HTTP basic auth, on the standard library's client: a verb that asks the
-    API once (``record-activity --status``) would spend 0.3 s of CPU importing and starting httpx for it."""
+    """(status, body) of one GET with HTTP basic auth, on the standard library's client, imported here (the verbs
+    that never ask the API start without it): a verb that asks once (``record-activity --status``) would spend
+    0.3 s of CPU importing and starting httpx for it. A redirect is an answer (its status), not followed."""
+    import base64
+    from urllib.error import HTTPError
+    from urllib.request import HTTPRedirectHandler, HTTPSHandler, Request, build_opener
+
+    class NoRedirects(HTTPRedirectHandler):
+        def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
+            return None
+
     token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
     request = Request(url, headers={"Authorization": f"Basic {token}", "Accept": "application/json"})
     secure = [HTTPSHandler(context=_tls_context())] if url.startswith("https:") else []
-    opener = build_opener(_NoRedirects(), *secure)
+    opener = build_opener(NoRedirects(), *secure)
     try:
         with opener.open(request, timeout=timeout) as response:
             return int(response.status), response.read()
@@ -138,10 +135,12 @@ class ManagementClient:
         """GET ``/api/<path>`` as JSON, or ``None`` (not found, API absent, refused, not JSON)."""
         if self._unavailable:
             return None
+        from http.client import HTTPException  # as _get's client: on the first request, not at import
+
         url = f"{self.base_url}/api/{path}"
         try:
             status, body = _get(url, self.auth, self.timeout)
-        except (OSError, HTTPException) as exc:
+        except (OSError, HTTPException) as exc:  # unreachable, refused, timed out; an answer that is not HTTP
             self._give_up(f"management API at {self.base_url} not reachable ({type(exc).__name__})")
             return None
         if status == NOT_FOUND:
@@ -152,6 +151,8 @@ class ManagementClient:
         if status != OK:
             log.warning("management API at %s answered %s for %s", self.base_url, status, path)
             return None
+        import json
+
         try:
             return json.loads(body)
         except ValueError:
