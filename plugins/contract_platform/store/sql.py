@@ -26,6 +26,7 @@ import json
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -294,7 +295,7 @@ class Database:
             )
             try:
                 connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
-                connection.execute("PRAGMA journal_mode = WAL")
+                _wal(connection)
                 connection.execute("PRAGMA synchronous = NORMAL")
                 connection.execute("PRAGMA foreign_keys = ON")
             except BaseException:
@@ -365,6 +366,22 @@ class Database:
                 self._idle.append(connection)
                 return
         _close_quietly(connection)
+
+
+def _wal(connection: sqlite3.Connection) -> None:
+    """Switch the file to WAL (kept in the file: a no-op once done). The switch wants the file to itself, and
+    SQLite answers "database is locked" at once, without waiting the busy timeout, when another connection
+    is reading the file while a third holds its write lock (processes opening a fresh file at once): try
+    again for as long as the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _sqlite_target(url: str) -> tuple[str, bool]:
