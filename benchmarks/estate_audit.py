@@ -189,29 +189,27 @@ def load_definitions(management_url: str, definitions: dict[str, Any], *, chunk:
 
 
 class _Counted:
-    """Counts the management API's HTTP calls: ``httpx.get`` (the topology listings of ``amqp.management``) and
-    ``amqp.http._get`` (every ``ManagementClient.get``)."""
+    """Counts the management API's HTTP calls: every request goes through ``amqp.http._get``
+    (``ManagementClient.request``)."""
 
     def __init__(self) -> None:
         from contract_platform.amqp import http
 
         self.calls = 0
         self._http = http
-        self._originals = (httpx.get, http._get)
+        self._original = http._get
 
-    def _counting(self, original: Any) -> Any:
+    def install(self) -> None:
+        original = self._original
+
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             return original(*args, **kwargs)
 
-        return counted
-
-    def install(self) -> None:
-        httpx.get = self._counting(self._originals[0])
-        self._http._get = self._counting(self._originals[1])
+        self._http._get = counted
 
     def remove(self) -> None:
-        httpx.get, self._http._get = self._originals
+        self._http._get = self._original
 
 
 def fill(url: str, queues: list[str], contracts: list[Contract]) -> int:

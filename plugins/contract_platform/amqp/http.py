@@ -3,8 +3,9 @@
 ``ManagementClient`` answers ``None`` rather than failing when the API cannot tell (plugin disabled, stats
 disabled, other credentials): every field it returns is optional to its callers. ``amqp.management`` reads
 the whole topology through it; ``amqp.inspection`` adds it to what passive declares see; ``amqp.connection``
-asks it why a broker refused a connection. It asks with the standard library's HTTP client (``_get``): httpx,
-which the topology listings of ``amqp.management`` use, costs a verb that asks once 0.3 s to import and start.
+asks it why a broker refused a connection. Every request to the API goes through ``ManagementClient.request``,
+on the standard library's HTTP client (``_get``), imported on the first request: httpx cost a verb that asks
+once 0.3 s of CPU to import and start.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from contract_platform.settings import redact_url
 
 __all__ = [
     "DEFAULT_MANAGEMENT_PORT",
+    "FORBIDDEN",
     "NOT_FOUND",
+    "OK",
+    "UNAUTHORIZED",
+    "ApiUnreachable",
     "ManagementClient",
     "describe_owner",
     "management_client_for_url",
@@ -43,6 +48,15 @@ def _tls_context() -> ssl.SSLContext:
 
 
 OK, UNAUTHORIZED, FORBIDDEN, NOT_FOUND = 200, 401, 403, 404
+
+
+class ApiUnreachable(Exception):
+    """No HTTP answer at all: refused, unreachable, timed out, or an answer that is not HTTP. ``kind`` names the
+    transport's own error (``ConnectionRefusedError``, ``TimeoutError``...) for messages."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.kind = type(cause).__name__
 
 
 def _get(url: str, auth: tuple[str, str], timeout: float) -> tuple[int, bytes]:
@@ -131,17 +145,24 @@ class ManagementClient:
             vhost=params.virtual_host,
         )
 
+    def request(self, path: str, *, timeout: float | None = None) -> tuple[int, bytes]:
+        """(status, body) of ``GET /api/<path>``, whatever the status; ``ApiUnreachable`` when nothing answered.
+        The one way the platform asks the API: ``get`` and ``amqp.management``'s checks and listings use it."""
+        from http.client import HTTPException  # as _get's client: on the first request, not at import
+
+        try:
+            return _get(f"{self.base_url}/api/{path}", self.auth, timeout or self.timeout)
+        except (OSError, HTTPException) as exc:  # unreachable, refused, timed out; an answer that is not HTTP
+            raise ApiUnreachable(exc) from exc
+
     def get(self, path: str) -> Any | None:
         """GET ``/api/<path>`` as JSON, or ``None`` (not found, API absent, refused, not JSON)."""
         if self._unavailable:
             return None
-        from http.client import HTTPException  # as _get's client: on the first request, not at import
-
-        url = f"{self.base_url}/api/{path}"
         try:
-            status, body = _get(url, self.auth, self.timeout)
-        except (OSError, HTTPException) as exc:  # unreachable, refused, timed out; an answer that is not HTTP
-            self._give_up(f"management API at {self.base_url} not reachable ({type(exc).__name__})")
+            status, body = self.request(path)
+        except ApiUnreachable as exc:
+            self._give_up(f"management API at {self.base_url} not reachable ({exc.kind})")
             return None
         if status == NOT_FOUND:
             return None

@@ -21,17 +21,20 @@ says so, with the command that enables the plugin; the CLI, the DAG and the main
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
-import httpx
-
 from contract_platform import settings
 from contract_platform.amqp.http import (
+    FORBIDDEN,
     NOT_FOUND,
+    OK,
+    UNAUTHORIZED,
+    ApiUnreachable,
     ManagementClient,
     describe_owner,
     management_client_for_url,
@@ -177,25 +180,24 @@ def probe_management(client: ManagementClient, *, event_exchange: bool = False) 
     ``event_exchange``: also require RabbitMQ's event exchange (plugin ``rabbitmq_event_exchange``), which the
     retirement audit's continuous reader evidence is recorded from.
     """
-    url = f"{client.base_url}/api/overview"
     try:
-        response = httpx.get(url, auth=client.auth, timeout=client.timeout)
-    except httpx.HTTPError as exc:
+        status, _body = client.request("overview")
+    except ApiUnreachable as exc:
         return (
-            f"the RabbitMQ management API at {client.base_url} does not answer ({type(exc).__name__}); the retirement "
+            f"the RabbitMQ management API at {client.base_url} does not answer ({exc.kind}); the retirement "
             f"audit needs it to see every queue, binding, policy and consumer on the broker. Enable it with: "
             f"{ENABLE_COMMAND} (on the broker host; the rabbitmq:*-management images have it), or point "
             "CONTRACT_RABBITMQ_MANAGEMENT_URL at it"
         )
-    if response.status_code in (httpx.codes.UNAUTHORIZED, httpx.codes.FORBIDDEN):
+    if status in (UNAUTHORIZED, FORBIDDEN):
         return (
-            f"the RabbitMQ management API at {client.base_url} refused user {client.user!r} ({response.status_code}); "
+            f"the RabbitMQ management API at {client.base_url} refused user {client.user!r} ({status}); "
             f"the retirement audit needs to read the whole topology: give the user the monitoring tag "
             f"(rabbitmqctl set_user_tags {client.user} monitoring) and read permission on the watched virtual hosts"
         )
-    if response.status_code != httpx.codes.OK:
+    if status != OK:
         return (
-            f"the RabbitMQ management API at {client.base_url} answered {response.status_code} on /api/overview "
+            f"the RabbitMQ management API at {client.base_url} answered {status} on /api/overview "
             f"(is something else listening on that port?); enable the plugin with: {ENABLE_COMMAND}"
         )
     return probe_event_exchange(client) if event_exchange else None
@@ -217,12 +219,11 @@ def event_exchange_problem(vhost: str = "/") -> str:
 def probe_event_exchange(client: ManagementClient) -> str | None:
     """None when ``amq.rabbitmq.event`` exists (``$CONTRACT_RABBITMQ_EVENT_VHOST``, default ``/``); else the fix."""
     vhost = settings.event_vhost()
-    url = f"{client.base_url}/api/exchanges/{quote(vhost, safe='')}/{EVENT_EXCHANGE}"
     try:
-        response = httpx.get(url, auth=client.auth, timeout=client.timeout)
-    except httpx.HTTPError as exc:
-        return f"the RabbitMQ management API at {client.base_url} stopped answering ({type(exc).__name__})"
-    if response.status_code == httpx.codes.OK:
+        status, _body = client.request(f"exchanges/{quote(vhost, safe='')}/{EVENT_EXCHANGE}")
+    except ApiUnreachable as exc:
+        return f"the RabbitMQ management API at {client.base_url} stopped answering ({exc.kind})"
+    if status == OK:
         return None
     return event_exchange_problem(vhost)
 
@@ -283,29 +284,28 @@ def _get(client: ManagementClient, path: str, listing: _Listing | None = None) -
 
 
 def _get_one(client: ManagementClient, path: str, listing: _Listing | None = None, *, paged: bool = False) -> Any:
-    url = f"{client.base_url}/api/{path}"
     timeout = listing.timeout if listing is not None and listing.timeout else client.timeout
     try:
-        response = httpx.get(url, auth=client.auth, timeout=timeout)
-    except httpx.HTTPError as exc:
+        status, body = client.request(path, timeout=timeout)
+    except ApiUnreachable as exc:
         problem = resource_problem(client)
         raise ManagementUnavailable(
-            f"the RabbitMQ management API at {client.base_url} stopped answering ({type(exc).__name__}) while the "
+            f"the RabbitMQ management API at {client.base_url} stopped answering ({exc.kind}) while the "
             "audit read the topology"
             + (f": {problem}" if problem else f" (waited {timeout:.0f} s): run it again, or page the listings")
         ) from exc
-    if response.status_code == NOT_FOUND:
+    if status == NOT_FOUND:
         vhost = unquote(path.split("/")[1]) if "/" in path else "?"
         raise ManagementUnavailable(
             f"virtual host {vhost!r} is not on the broker at {client.base_url}: correct CONTRACT_RABBITMQ_VHOSTS"
         )
-    if response.status_code != httpx.codes.OK:
+    if status != OK:
         raise ManagementUnavailable(
-            f"the RabbitMQ management API at {client.base_url} answered {response.status_code} for /api/{path}: "
+            f"the RabbitMQ management API at {client.base_url} answered {status} for /api/{path}: "
             f"user {client.user!r} needs the monitoring tag and read permission there"
         )
     try:
-        answer = response.json()
+        answer = json.loads(body)
     except ValueError as exc:
         raise ManagementUnavailable(f"the management API at {client.base_url} did not answer JSON") from exc
     if paged and isinstance(answer, dict):
@@ -328,9 +328,9 @@ def resource_problem(client: ManagementClient) -> str | None:
     and each connection holds one, so a broker of thousands of queues meets a default 1,024 limit."""
     columns = "name,fd_used,fd_total,sockets_used,sockets_total,proc_used,proc_total,mem_alarm,disk_free_alarm"
     try:
-        response = httpx.get(f"{client.base_url}/api/nodes?columns={columns}", auth=client.auth, timeout=client.timeout)
-        nodes = response.json() if response.status_code == httpx.codes.OK else None
-    except (httpx.HTTPError, ValueError):
+        status, body = client.request(f"nodes?columns={columns}")
+        nodes = json.loads(body) if status == OK else None
+    except (ApiUnreachable, ValueError):
         return None
     return describe_resources(nodes) if isinstance(nodes, list) else None
 

@@ -1,12 +1,18 @@
 """A broker out of file handles says so: what ran out, on which node, and how to raise the limit.
 
-The management API's ``/api/nodes`` is answered by a fake transport (no broker needed)."""
+The management API's ``/api/nodes`` is answered by a real local HTTP server (no broker needed), which
+``CONTRACT_RABBITMQ_MANAGEMENT_URL`` points the platform at."""
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
 import pika.exceptions as px
 import pytest
 from pika.adapters.utils.connection_workflow import AMQPConnectorStackTimeout
@@ -27,26 +33,59 @@ NODE = {
     "mem_alarm": False,
     "disk_free_alarm": False,
 }
+SLOW = 0.3  # the clients' timeout here: a listing that takes longer has timed out
 
 
-def answering(nodes: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, *, listing_fails: bool = False) -> None:
-    """``httpx.get`` as a broker whose /api/nodes answers ``nodes``; every other call times out, when asked."""
+def answering(
+    nodes: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, *, listing_fails: bool = False
+) -> Iterator[str]:
+    """A management API whose /api/nodes answers ``nodes`` and whose other listings answer ``[]``, or, with
+    ``listing_fails``, too late; the platform's settings point at it. Yields its base URL."""
 
-    def get(url: str, **_kwargs: Any) -> httpx.Response:
-        request = httpx.Request("GET", url)
-        if "/api/nodes" in url:
-            return httpx.Response(200, json=nodes, request=request)
-        if listing_fails:
-            raise httpx.ReadTimeout("timed out", request=request)
-        return httpx.Response(200, json=[], request=request)
+    class Api(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith("/api/nodes"):
+                body = json.dumps(nodes).encode()
+            elif listing_fails:
+                time.sleep(SLOW * 4)
+                body = b"[]"
+            else:
+                body = b"[]"
+            try:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:  # the client gave up waiting
+                pass
 
-    monkeypatch.setattr(httpx, "get", get)
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", url)
+    try:
+        yield url
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
-def test_a_node_near_its_file_handle_limit_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    answering([NODE], monkeypatch)
+@pytest.fixture()
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    yield from answering([NODE], monkeypatch)
 
-    problem = resource_problem(ManagementClient("http://broker:15672"))
+
+@pytest.fixture()
+def slow_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    yield from answering([NODE], monkeypatch, listing_fails=True)
+
+
+def test_a_node_near_its_file_handle_limit_is_named_with_the_fix(api: str) -> None:
+    problem = resource_problem(ManagementClient(api))
 
     assert problem is not None
     assert "rabbit@broker-1" in problem and "1,010 of its 1,024 file handles" in problem
@@ -60,22 +99,16 @@ def test_a_healthy_node_or_an_alarm_free_answer_is_no_problem() -> None:
     assert "sockets" in (describe_resources([healthy | {"sockets_used": 820}]) or "")
 
 
-def test_a_topology_read_that_times_out_says_the_broker_is_out_of_file_handles(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    answering([NODE], monkeypatch, listing_fails=True)
-
+def test_a_topology_read_that_times_out_says_the_broker_is_out_of_file_handles(slow_api: str) -> None:
     with pytest.raises(ManagementUnavailable) as raised:
-        read_topology(ManagementClient("http://broker:15672"), ["/"])
+        read_topology(ManagementClient(slow_api, timeout=SLOW), ["/"])
 
     assert "file handles" in str(raised.value) and "ulimit -n" in str(raised.value)
 
 
 def test_an_amqp_handshake_that_times_out_on_an_exhausted_broker_is_out_of_resources(
-    monkeypatch: pytest.MonkeyPatch,
+    api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    answering([NODE], monkeypatch)
-
     def handshake(_params: Any) -> Any:
         raise px.AMQPConnectionError(AMQPConnectorStackTimeout("Timeout during AMQP handshake"))
 
@@ -89,10 +122,10 @@ def test_an_amqp_handshake_that_times_out_on_an_exhausted_broker_is_out_of_resou
 
 
 def test_a_broker_that_is_simply_down_stays_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refused(url: str, **_kwargs: Any) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=httpx.Request("GET", url))
-
-    monkeypatch.setattr(httpx, "get", refused)
+    with socket.socket() as closed:  # a port nobody listens on: the management API refuses, as the broker does
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{port}")
 
     def handshake(_params: Any) -> Any:
         raise px.AMQPConnectionError(ConnectionRefusedError(111, "refused"))
