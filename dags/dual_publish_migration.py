@@ -189,7 +189,7 @@ def dual_publish_migration() -> None:
 
         from contract_platform.amqp.http import ManagementClient
         from contract_platform.amqp.inspection import inspect_queue
-        from contract_platform.migration.parity import consumer_queues
+        from contract_platform.migration.cutover import consumer_queues
 
         catalog, route = _route(plan["target"])
         queues: dict[str, dict[str, Any]] = {}
@@ -246,7 +246,7 @@ def dual_publish_migration() -> None:
     def track_cutover(planned: dict[str, Any]) -> dict[str, Any]:
         from datetime import UTC, datetime
 
-        from contract_platform.migration.parity import observe_cutover
+        from contract_platform.migration.cutover import observe_cutover
         from contract_platform.migration.plan import MigrationPlan
 
         _, route = _route(MigrationPlan.from_dict(planned).target)

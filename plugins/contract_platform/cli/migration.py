@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract]:
     """(older, newer) for either side of a migration."""
-    from contract_platform.migration import parity_route, parse_spec
+    from contract_platform.migration.route import parity_route
+    from contract_platform.migration.spec import parse_spec
 
     contract = catalog.require(message_type)
     if contract.migration is not None:
@@ -59,7 +60,7 @@ def _pair(catalog: Catalog, message_type: str) -> tuple[Contract, Contract]:
 
 def _status(args: argparse.Namespace) -> int:
     from contract_platform.amqp.plan import tap_queue_name
-    from contract_platform.migration.parity import cutover_series
+    from contract_platform.migration.cutover import cutover_series
     from contract_platform.retirement.readers_seen import observed_moves
     from contract_platform.store import SqlRegistry
 

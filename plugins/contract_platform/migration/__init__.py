@@ -34,9 +34,9 @@ if TYPE_CHECKING:
         TwinComparison,
         TwinStatus,
         compare_twins,
-        parity_route,
         record_parity,
     )
+    from contract_platform.migration.route import parity_route
     from contract_platform.migration.spec import (
         OPS,
         Constant,
@@ -70,9 +70,9 @@ _MODULES = {
         "TwinComparison",
         "TwinStatus",
         "compare_twins",
-        "parity_route",
         "record_parity",
     ),
+    "route": ("parity_route",),
     "spec": (
         "OPS",
         "Constant",

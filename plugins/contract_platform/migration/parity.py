@@ -33,21 +33,21 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 import orjson
 
 from contract_platform import evidence
-from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.documents import pointer_from_path
-from contract_platform.catalog.model import Catalog, Contract
-from contract_platform.errors import MessageNotMigratable, UsageError
+from contract_platform.catalog.model import Contract
+from contract_platform.errors import MessageNotMigratable
 from contract_platform.evidence import EvidenceRecord, Registry, Verdict
 from contract_platform.evidence.figures import MigrationParityFigures
+from contract_platform.migration.cutover import consumer_queues, cutover_series, observe_cutover
 from contract_platform.migration.engine import migrate_envelope
-from contract_platform.migration.spec import MigrationSpec, parse_spec
+from contract_platform.migration.route import parity_route
+from contract_platform.migration.spec import MigrationSpec
 
 __all__ = [
     "COMPARED_COLUMNS",
@@ -119,24 +119,6 @@ class TwinComparison:
 
 
 # -- one pair ---------------------------------------------------------------------------------------
-
-
-def parity_route(catalog: Catalog, source_type: str) -> tuple[Contract, Contract, MigrationSpec]:
-    """(v1 contract, its successor, the successor's migration spec); ``UsageError`` when there is none."""
-    source = catalog.require(source_type)
-    target = catalog.successor(source)
-    if target is None:
-        raise UsageError(f"{source_type} has no successor in {catalog.root}: there is no migration to check")
-    if target.migration is None:
-        raise UsageError(
-            f"{target.message_type} has no migration.yaml: parity of {source_type} cannot be checked without one"
-        )
-    spec = parse_spec(target.migration, str(target.migration_file))
-    if spec.source != source_type:
-        raise UsageError(
-            f"{target.migration_file} migrates {spec.source}, not {source_type}: check supersededBy in contract.yaml"
-        )
-    return source, target, spec
 
 
 def compare_twins(
@@ -405,78 +387,3 @@ def record_parity(
         reference=reference,
         run_id=run_id,
     )
-
-
-# -- cutover: consumers per version over time -----------------------------------------------------------
-
-
-def consumer_queues(contract: Contract) -> list[str]:
-    return list(dict.fromkeys(consumer.queue for consumer in contract.consumers))
-
-
-def observe_cutover(
-    connection: BrokerConnection,
-    registry: Registry,
-    contracts: Sequence[Contract],
-    *,
-    run_id: str | None,
-    now: datetime,
-) -> dict[str, dict[str, dict[str, int | None]]]:
-    """Record one observation per consumer queue of each version, all at ``now`` (one point of the series).
-
-    A queue that does not exist has no consumer and holds nothing. Broker errors propagate.
-    """
-    from contract_platform.amqp.inspection import inspect_queue  # pika: only where the broker is asked
-    from contract_platform.evidence.records import ObservationSource
-
-    seen: dict[str, dict[str, dict[str, int | None]]] = {}
-    for contract in contracts:
-        for queue in consumer_queues(contract):
-            state = inspect_queue(connection, queue)
-            unacked = state.unacked if state.exists else 0
-            registry.record_observation(
-                contract.message_type,
-                queue,
-                consumers=state.consumers,
-                ready=state.ready,
-                unacked=unacked,
-                source=ObservationSource.MANAGEMENT if state.unacked is not None else ObservationSource.AMQP,
-                run_id=run_id,
-                observed_at=now,
-            )
-            seen.setdefault(contract.message_type, {})[queue] = {
-                "consumers": state.consumers,
-                "ready": state.ready,
-                "unacked": unacked,
-            }
-    return seen
-
-
-def cutover_series(registry: Registry, contracts: Sequence[Contract], *, limit: int = 20) -> list[dict[str, Any]]:
-    """The last ``limit`` observation moments, oldest first: consumers and ready messages per version.
-
-    Only each version's consumer queues count; a version not observed at a moment shows None.
-    """
-    points: dict[datetime, dict[str, Any]] = {}
-    for contract in contracts:
-        queues = set(consumer_queues(contract))
-        for seen in registry.observations(contract.message_type):
-            if seen.queue not in queues:
-                continue
-            point = points.setdefault(seen.observed_at, {"runId": seen.run_id, "consumers": {}, "ready": {}})
-            for name, value in (("consumers", seen.consumers), ("ready", seen.ready)):
-                totals = point[name]
-                known = totals.get(contract.message_type, 0)
-                totals[contract.message_type] = None if value is None or known is None else known + value
-    series = []
-    for moment in sorted(points)[-limit:] if limit > 0 else []:
-        point = points[moment]
-        series.append(
-            {
-                "at": moment.isoformat().replace("+00:00", "Z"),
-                "runId": point["runId"],
-                "consumers": {c.message_type: point["consumers"].get(c.message_type) for c in contracts},
-                "ready": {c.message_type: point["ready"].get(c.message_type) for c in contracts},
-            }
-        )
-    return series
