@@ -7,6 +7,7 @@ never touch a developer's real ones.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -49,6 +50,10 @@ os.environ.setdefault("CONTRACT_JVM_CLASS_CACHE", str(REPO_ROOT / ".pytest_cache
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(SESSION_DIR, ignore_errors=True)
+    # py4j closes the session's gateway connections when the interpreter exits, and logs that it does: by then the
+    # stream the logging handlers were given (pytest's capture) is closed, and each worker's exit printed three
+    # "--- Logging error ---" tracebacks after the summary. Nothing py4j says at exit is for anyone.
+    logging.getLogger("py4j").disabled = True
 
 
 def port_open(host: str, port: int) -> bool:

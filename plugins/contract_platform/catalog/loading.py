@@ -162,7 +162,7 @@ def load_catalog(
     envelope = _load_envelope(root, problems, dialect)
     contracts: dict[str, Contract] = {}
     first_seen: dict[str, Path] = {}
-    for contract_file in sorted(root.glob("*/*/v*/contract.yaml")):
+    for contract_file in _listed(root, "*/*/v*/contract.yaml"):
         folder = contract_file.parent
         checked = verify is None or verify(".".join(folder.relative_to(root).parts))
         declared, contract = _load_contract(root, folder, problems, dialect, verify_schema=checked)
@@ -186,6 +186,28 @@ def load_catalog(
     return Catalog(root=root, envelope_schema=envelope, contracts=contracts, default_dialect=dialect)
 
 
+LISTING_ATTEMPTS = 3
+
+
+def _listed(root: Path, pattern: str) -> list[Path]:
+    """``root.glob(pattern)``, sorted. A folder that vanishes while it is listed (``--catalog /`` meets processes
+    leaving ``/proc``) makes the listing start again; a catalogue that keeps changing under it is bad input."""
+    for _ in range(LISTING_ATTEMPTS):
+        try:
+            return sorted(root.glob(pattern))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    raise CatalogError(
+        [
+            Problem(
+                str(root),
+                "",
+                f"its folders changed {LISTING_ATTEMPTS} times while they were listed: pass a catalogue folder",
+            )
+        ]
+    )
+
+
 def _load_envelope(root: Path, problems: list[Problem], dialect: str) -> dict[str, Any]:
     path = root / ENVELOPE_SCHEMA_PATH
     try:
@@ -200,7 +222,7 @@ def _load_envelope(root: Path, problems: list[Problem], dialect: str) -> dict[st
 
 def _find_strays(root: Path, problems: list[Problem]) -> None:
     """Version folders without a contract.yaml would otherwise be ignored in silence."""
-    for folder in sorted(root.glob("*/*/v*")):
+    for folder in _listed(root, "*/*/v*"):
         if folder.is_dir() and not (folder / "contract.yaml").exists():
             problems.append(
                 Problem(str(folder / "contract.yaml"), "", "file is missing: every version folder needs one")

@@ -143,3 +143,32 @@ def test_a_contract_declares_its_dedup_window_up_to_30_days(catalog, catalog_cop
     edit(contract, "dedupWindow: 31d", "dedupWindow: two days")
     [problem] = problems_of(catalog_copy)
     assert "#/validation/dedupWindow" in problem and "not a duration" in problem
+
+
+def test_a_catalogue_folder_whose_entries_vanish_while_listed_is_bad_input_not_a_crash() -> None:
+    """``--catalog /`` or ``/proc``: process folders come and go while the loader lists them. The loader lists
+    again, and says the folder is no catalogue (a CatalogError, exit 2), never a FileNotFoundError."""
+    import subprocess
+    import sys
+    import threading
+
+    from contract_platform.catalog import load_catalog
+    from contract_platform.errors import CatalogError
+
+    stop = threading.Event()
+
+    def churn() -> None:  # short-lived processes: their /proc folders vanish during the listing
+        while not stop.is_set():
+            subprocess.run([sys.executable, "-c", "pass"], check=False)
+
+    workers = [threading.Thread(target=churn, daemon=True) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        for _ in range(5):
+            with pytest.raises(CatalogError):
+                load_catalog(Path("/proc"))
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
