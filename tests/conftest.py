@@ -53,7 +53,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # py4j closes the session's gateway connections when the interpreter exits, and logs that it does: by then the
     # stream the logging handlers were given (pytest's capture) is closed, and each worker's exit printed three
     # "--- Logging error ---" tracebacks after the summary. Nothing py4j says at exit is for anyone.
-    logging.getLogger("py4j").disabled = True
+    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):  # a child logger has its own switch
+        logging.getLogger(name).disabled = True
 
 
 def port_open(host: str, port: int) -> bool:
