@@ -41,9 +41,9 @@ def is_slow(item: Any, tests_root: Path) -> bool:
 # them on the workers in this order, and never queues one long test behind another.
 START_ORDER = {"e2e": 0, "integration": 1, "airflow": 1, "spark": 1, "fuzz": 2}
 # Within tests/e2e, longest first (minutes on 2 cores, --durations): the main job runs the whole lifecycle
-# twice and bounds the suite's wall time, so it starts at once on a worker of its own.
+# (about 10 minutes beside the other tests), so it starts at once on a worker of its own.
 E2E_ORDER = (
-    "tests/e2e/test_main_job.py",  # 20+
+    "tests/e2e/test_main_job.py",  # 10+
     "tests/e2e/test_celery_workers.py",
     "tests/e2e/test_airflow_scheduler.py::test_the_platform_runs_under_a_real_scheduler",
     "tests/e2e/test_airflow_scheduler.py::test_a_first_import_of_an_estate_is_batched_and_settles",
