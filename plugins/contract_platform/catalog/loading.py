@@ -191,18 +191,20 @@ LISTING_ATTEMPTS = 3
 
 def _listed(root: Path, pattern: str) -> list[Path]:
     """``root.glob(pattern)``, sorted. A folder that vanishes while it is listed (``--catalog /`` meets processes
-    leaving ``/proc``) makes the listing start again; a catalogue that keeps changing under it is bad input."""
+    leaving ``/proc``: gone, or ``EINVAL`` from a dying process's folders) makes the listing start again; a folder
+    that keeps failing or changing under it is bad input, named with what the system said."""
+    reason = ""
     for _ in range(LISTING_ATTEMPTS):
         try:
             return sorted(root.glob(pattern))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
     raise CatalogError(
         [
             Problem(
                 str(root),
                 "",
-                f"its folders changed {LISTING_ATTEMPTS} times while they were listed: pass a catalogue folder",
+                f"could not be listed ({reason}, {LISTING_ATTEMPTS} times): pass a catalogue folder",
             )
         ]
     )
