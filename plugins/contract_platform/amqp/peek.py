@@ -31,6 +31,7 @@ visitor must not raise for a message's content (the peek still gives every messa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk", "requeues_count"]
 Visit = Callable[[Any, Any, bytes], None]
 _DEFAULT_DELIVERY_LIMIT_FROM = (4,)
 _NACK_NOT_COUNTED_FROM = (4, 3)  # a nack-requeue no longer counts towards the delivery limit
+_RETURN_WAIT_SECONDS = 5.0
 
 
 def requeues_count(version: tuple[int, ...] | None) -> bool:
@@ -158,7 +160,28 @@ def peek(
         return outcome
     _read_and_requeue(connection, outcome, min(outcome.depth, limit), visit)
     outcome.delivery_count_raised = outcome.inspected > 0 and queue_type == "quorum"
+    if outcome.inspected and queue_type == "quorum" and not outcome.vanished:
+        _await_return(connection, queue, outcome.depth)
     return outcome
+
+
+def _await_return(connection: BrokerConnection, queue: str, depth: int) -> None:
+    """Wait (a few seconds at most) until a quorum queue shows the returned messages as ready again.
+
+    A quorum queue applies the nack through its Raft log after the channel has closed, so a look right
+    after the peek may still find them checked out (each ``basic.get`` counts as a consumer until then).
+    The broker returns them whatever happens; waiting only keeps "depth unchanged" true for whoever looks
+    next. Someone else consuming meanwhile lowers the depth for good: the wait then ends at its bound.
+    """
+    deadline = time.monotonic() + _RETURN_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            counts = passive_queue(connection, queue)
+        except QueueLocked:
+            return  # redeclared exclusive by another connection: no longer ours to look at
+        if counts is None or counts[0] >= depth:
+            return
+        time.sleep(0.05)
 
 
 def _exclusive(queue: str, info: Mapping[str, Any]) -> PeekOutcome:
