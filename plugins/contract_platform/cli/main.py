@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from contract_platform.errors import CatalogError, ContractPlatformError
+from contract_platform.lazy import defer_imports
 
 __all__ = ["READER_GONE", "main"]
 
@@ -64,6 +65,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    defer_imports()
     try:
         try:
             return _run(argv)

@@ -1,7 +1,8 @@
 """Each verb that needs no Spark imports what it uses and nothing else: no other verb's module, no Spark or
 Airflow, pika and httpx only where the verb talks AMQP or lists the broker's topology, and never SQLAlchemy:
 the registry store queries through its driver and imports SQLAlchemy only to create or upgrade its schema,
-and each case's registry has the current schema already (as a user's has, but on the first run).
+and each case's registry has the current schema already (as a user's has, but on the first run). What a
+library imports but the verb never calls (``contract_platform.lazy.DEFERRABLE``) is never loaded.
 
 Each case runs one whole ``contractctl`` process, as a user starts it, and lists the modules it ended with.
 A heavy import found here is a start-up cost every run of the verb pays (benchmarks/cli_startup.py times it).
@@ -71,8 +72,10 @@ PROBE = (
     "import json, sys\n"
     "from contract_platform.cli.main import main\n"
     "code = main(sys.argv[2:])\n"
+    "from contract_platform.lazy import DEFERRABLE, is_deferred\n"
+    "loaded = [n for n in DEFERRABLE if n in sys.modules and not is_deferred(n)]\n"
     "with open(sys.argv[1], 'w') as out:\n"
-    "    json.dump({'code': code, 'modules': sorted(sys.modules)}, out)\n"
+    "    json.dump({'code': code, 'modules': sorted(sys.modules), 'deferred_loaded': loaded}, out)\n"
 )
 
 
@@ -106,6 +109,8 @@ def test_a_verb_imports_only_what_it_uses(case: str, tmp_path: Path, catalog_dir
     modules = set(found["modules"])
     heavy = sorted({name.split(".")[0] for name in modules} & set(NEVER + forbidden))
     assert not heavy, f"contractctl {case} imports {heavy}"
+    # pika's asyncio adapter and the duration format's date library: imported, but loaded only when used
+    assert found["deferred_loaded"] == [], f"contractctl {case} loads {found['deferred_loaded']}"
     own = f"contract_platform.cli.{VERBS[argv[0]]}"
     other_verbs = sorted(modules & (VERB_MODULES - {own}))
     assert not other_verbs, f"contractctl {case} imports the modules of other verbs: {other_verbs}"
