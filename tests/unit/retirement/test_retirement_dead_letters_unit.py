@@ -140,7 +140,8 @@ def test_the_scan_reads_up_to_the_depth_and_requeues_everything_with_one_nack() 
     depth = FakeChannel(messages)  # the passive declare sees 5: the 6th arrived after we looked
     plan = plan_topology(contract)
     dlq = plan.queues[0].name
-    connection = FakeConnection([depth, reader])
+    returned = FakeChannel(messages)  # a quorum queue: the peek looks once more, until the five are ready again
+    connection = FakeConnection([depth, reader, returned])
 
     scan = scan_dead_letters(connection, contract, plan, snapshot=None, scope=dlq)
 
@@ -151,6 +152,7 @@ def test_the_scan_reads_up_to_the_depth_and_requeues_everything_with_one_nack() 
     assert ("get", True) not in reader.calls  # never auto-ack
     assert reader.calls[5] == ("nack", (5, True, True))  # one nack: multiple, requeue, of the last tag
     assert queue.delivery_count_raised  # the plan's DLQs are quorum queues
+    assert connection.channels == [] and returned.calls == [("close", None)]
 
 
 def test_verdicts_fail_on_a_message_of_the_type_and_are_unknown_when_not_everything_was_read() -> None:
