@@ -17,12 +17,10 @@ JVM work slower, and maps Spark's classes from a class-data archive that the fir
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +32,8 @@ from pyspark.sql import SparkSession
 from contract_platform.jvm import (
     QUICK_START_BYTES,
     QUICK_START_JAVA_OPTIONS,
+    ClassArchive,
+    class_archive,
     driver_java_options,
     local_driver_environment,
     local_size_at_most,
@@ -76,49 +76,20 @@ SESSION_DEFAULTS: Mapping[str, str] = {
 # its JVM as a "pyspark-shell", and spark-submit turns the console progress bar on for a shell unless
 # the command line says otherwise; the same key in SESSION_DEFAULTS covers spark-submit's own launches.
 LAUNCH_DEFAULTS: Mapping[str, str] = {"spark.ui.showConsoleProgress": "false"}
-# A quick start also maps Spark's classes from a class-data archive (AppCDS) instead of loading and
-# verifying each of them: the first such JVM writes the archive when it exits, the next ones read it.
-# The folder: $CONTRACT_JVM_CLASS_CACHE (``off``: no archive), else ~/.cache/contract-platform.
-CLASS_CACHE_ENV = "CONTRACT_JVM_CLASS_CACHE"
-# The JVM's own warnings to stderr, never into a job's stdout (its JSON report); writing an archive
-# warns of every class it leaves out, which nobody acts on.
-_QUIET_CDS = ("-Xlog:disable", "-Xlog:all=warning,cds*=off:stderr")
-_class_archive_pending: tuple[Path, Path] | None = None  # (being written, final name) by the JVM launched here
+# A quick start also maps Spark's classes from a class-data archive (``contract_platform.jvm.class_archive``):
+# the one this process's JVM writes at its exit, if any, is put in place when the session stops.
+_class_archive_pending: ClassArchive | None = None
 
 
 def class_archive_options() -> list[str]:
     """The driver's Java options for the class-data archive of this Spark and Java: read it, or write it at exit."""
     global _class_archive_pending
-    folder = os.environ.get(CLASS_CACHE_ENV) or str(Path.home() / ".cache" / "contract-platform")
-    if folder == "off":
+    archive = class_archive()
+    if archive is None:
         return []
-    import pyspark
-
-    jars = sorted(path.name for path in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    java = os.environ.get("JAVA_HOME") or os.path.realpath(_which("java") or "java")
-    digest = hashlib.sha256("\n".join([java, pyspark.__version__, *jars]).encode("utf-8")).hexdigest()[:16]
-    archive = Path(folder) / f"spark-classes-{digest}.jsa"
-    if archive.is_file() and archive.stat().st_size > 0:
-        return [*_QUIET_CDS, f"-XX:SharedArchiveFile={archive}"]
-    try:
-        archive.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:  # no writable cache: start without one
-        return []
-    for stale in archive.parent.glob("spark-classes-*.tmp"):  # left by a JVM nobody waited for
-        try:
-            if stale.stat().st_mtime < time.time() - 3600:
-                stale.unlink()
-        except OSError:
-            continue
-    writing = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
-    _class_archive_pending = (writing, archive)
-    return [*_QUIET_CDS, f"-XX:ArchiveClassesAtExit={writing}"]
-
-
-def _which(name: str) -> str | None:
-    import shutil
-
-    return shutil.which(name)
+    if archive.writing is not None:
+        _class_archive_pending = archive
+    return archive.options
 
 
 def _finish_class_archive() -> None:
@@ -126,25 +97,21 @@ def _finish_class_archive() -> None:
     global _class_archive_pending
     if _class_archive_pending is None:
         return
-    writing, archive = _class_archive_pending
-    _class_archive_pending = None
+    archive, _class_archive_pending = _class_archive_pending, None
     gateway: Any = SparkContext._gateway
     process = getattr(gateway, "proc", None)
-    if process is None:
-        return
     try:
+        if process is None:
+            return
         if process.stdin is not None:
             process.stdin.close()  # the JVM exits when its stdin closes
         process.wait(timeout=300)
     except (OSError, subprocess.TimeoutExpired):
-        return
+        process = None
     finally:
         SparkContext._gateway = None
         SparkContext._jvm = None
-    if process.returncode == 0 and writing.is_file() and writing.stat().st_size > 0:
-        os.replace(writing, archive)  # atomic: a JVM never reads a half-written archive
-    else:
-        writing.unlink(missing_ok=True)
+        archive.finish(exited=process is not None and process.returncode == 0)
 
 
 def session_conf(spark_conf: SparkConf, conf: Mapping[str, str] | None = None) -> SparkConf:

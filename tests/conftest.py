@@ -92,8 +92,16 @@ def catalog_copy(tmp_path: Path, catalog_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """One local SparkSession for the whole test session (starting one costs seconds)."""
+    """One local SparkSession for the whole test session (starting one costs seconds).
+
+    The tests' inputs are small, so its JVM starts as a small job's does (``contract_platform.jvm.quick_start``):
+    the client compiler only, Spark's classes mapped from the shared class-data archive. The C2 compiler's
+    threads were most of this JVM's CPU time, on work that runs for milliseconds.
+    """
     from pyspark.sql import SparkSession
+
+    from contract_platform.jvm import QUICK_START_JAVA_OPTIONS
+    from spark_jobs.session import class_archive_options, stop_session
 
     session = (
         SparkSession.builder.master("local[2]")
@@ -102,10 +110,11 @@ def spark() -> Iterator[object]:
         .config("spark.ui.enabled", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", " ".join([QUICK_START_JAVA_OPTIONS, *class_archive_options()]))
         .getOrCreate()
     )
     yield session
-    session.stop()
+    stop_session(session)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,9 @@
 - Driver and executors run the platform's own Python (PYSPARK_PYTHON), which has the domain
   library installed; on a cluster the workers need the platform installed the same way.
 - A job names the input it reads (``reads``, templated): a small local input on a local master starts its
-  driver quickly (``contract_platform.jvm.quick_start``, the rule ``contractctl`` follows too).
+  driver quickly (``contract_platform.jvm.quick_start``, the rule ``contractctl`` follows too): the client
+  compiler only, and Spark's classes mapped from the machine's class-data archive (``jvm.class_archive``),
+  which the first such driver writes when it exits.
 """
 
 from __future__ import annotations
@@ -33,7 +35,13 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 import spark_jobs
 from contract_platform.errors import ContractPlatformError
-from contract_platform.jvm import QUICK_START_JAVA_OPTIONS, driver_java_options, local_driver_environment, quick_start
+from contract_platform.jvm import (
+    QUICK_START_JAVA_OPTIONS,
+    class_archive,
+    driver_java_options,
+    local_driver_environment,
+    quick_start,
+)
 from contract_platform_airflow.settings import SPARK_POOL, spark_queue
 
 __all__ = [
@@ -141,9 +149,17 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
         # Where the platform is installed on this worker, not on the machine that parsed the DAG: prepended to a
         # user's own extraJavaOptions.
         options = driver_java_options()
+        archive = None
         if quick_start(master, self.reads):
-            self.log.info("quick start: %s holds at most a few MiB, so the driver compiles with C1 only", self.reads)
-            options = f"{options} {QUICK_START_JAVA_OPTIONS}"
+            archive = class_archive({**os.environ, **(self.env_vars or {})})
+            self.log.info(
+                "quick start: %s holds at most a few MiB, so the driver compiles with C1 only%s",
+                self.reads,
+                ""
+                if archive is None
+                else f" and {'writes' if archive.writing else 'maps'} Spark's classes at {archive.path}",
+            )
+            options = " ".join([options, QUICK_START_JAVA_OPTIONS, *(archive.options if archive else ())])
         self.conf = {"spark.driver.defaultJavaOptions": options, **(self.conf or {})}
         local = local_driver_environment(master)  # a local driver binds to loopback instead of guessing a host
         self.env_vars = {
@@ -166,6 +182,10 @@ class PlatformSparkSubmitOperator(SparkSubmitOperator):
                     f"{self.name} rejected its input (exit {BAD_INPUT}); its 'error:' lines above say what to fix"
                 ) from exc
             raise
+        finally:
+            if archive is not None:  # the driver has exited: the archive it wrote, if any, goes in place
+                code = self._exit_code()
+                archive.finish(exited=code is not None and code >= 0)
 
     def _exit_code(self) -> int | None:
         process = getattr(self._hook, "_submit_sp", None)

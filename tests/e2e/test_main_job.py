@@ -55,6 +55,8 @@ def assert_one_line_per_step(stdout: str) -> None:
     assert validation and all("SparkSubmitHook" in text for text in validation)
     # The demo's archive is small: its Spark drivers start with the client compiler only (contract_platform.jvm).
     assert all("quick start: " in text and "-XX:TieredStopAtLevel=1" in text for text in validation)
+    # ... and map Spark's classes from the machine's class-data archive, which the first quick-start driver wrote
+    assert any("maps Spark's classes at " in path.read_text() for path in logs.glob("*.log"))
     warned = [line for line in lines if "warning" in line.lower()]
     assert len(warned) == len(set(warned)), "a warning printed twice"
     # On a clean broker a first run has nothing to warn about: every warning in the summary is one to act on.

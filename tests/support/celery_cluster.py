@@ -121,7 +121,8 @@ class CeleryCluster(Served):
             Machine("worker-a", DEFAULT_QUEUE, work / "worker-a", free_port()),
             Machine("worker-b", SPARK_QUEUE, work / "worker-b", free_port()),
         ]
-        base = user_environment(vhost)
+        # each machine keeps Spark's class-data archive in its own HOME's cache, as separate machines do
+        base = {k: v for k, v in user_environment(vhost).items() if k != "CONTRACT_JVM_CLASS_CACHE"}
         platform = airflow_environment(
             REPO,
             data=self.shared["home"],

@@ -21,4 +21,8 @@ def user_environment(vhost: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(SESSION_PREFIXES)}
     env["CONTRACT_RABBITMQ_URL"] = url_of(vhost)
     env["PATH"] = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    # The machine's class-data archive (contract_platform.jvm.class_archive) is the one the tests share, not the
+    # user's ~/.cache: machine state, like a user's cache, kept with pytest's.
+    if os.environ.get("CONTRACT_JVM_CLASS_CACHE"):
+        env["CONTRACT_JVM_CLASS_CACHE"] = os.environ["CONTRACT_JVM_CLASS_CACHE"]
     return env | extra

@@ -35,3 +35,57 @@ def test_a_quick_start_needs_a_local_master_and_a_small_local_input(tmp_path) ->
     assert not quick_start("spark://spark-master:7077", str(small))
     for elsewhere in ("hdfs://namenode/archive", "s3a://bucket/archive", str(tmp_path / "missing"), "", None):
         assert not quick_start("local[*]", elsewhere), elsewhere
+
+
+def test_the_first_driver_writes_the_class_archive_and_the_next_ones_map_it(tmp_path) -> None:
+    import os
+
+    from contract_platform.jvm import class_archive
+
+    env = {**os.environ, "CONTRACT_JVM_CLASS_CACHE": str(tmp_path)}
+    writer = class_archive(env)
+    assert writer is not None and writer.writing is not None
+    assert writer.options[-1] == f"-XX:ArchiveClassesAtExit={writer.writing}"
+    assert class_archive(env) is None  # a second driver while the first writes: it starts without one
+
+    writer.writing.write_bytes(b"classes")  # what the JVM writes at its exit
+    writer.finish(exited=True)
+
+    reader = class_archive(env)
+    assert reader is not None and reader.writing is None and reader.path == writer.path
+    assert reader.options[-1] == f"-XX:SharedArchiveFile={writer.path}"
+    assert [p.name for p in tmp_path.iterdir()] == [writer.path.name]  # nothing half-written is left
+
+
+def test_a_driver_killed_while_writing_leaves_no_archive_and_a_stale_claim_is_taken_over(tmp_path) -> None:
+    import os
+    import time
+
+    from contract_platform.jvm import class_archive
+
+    env = {**os.environ, "CONTRACT_JVM_CLASS_CACHE": str(tmp_path)}
+    killed = class_archive(env)
+    assert killed is not None and killed.writing is not None
+    killed.writing.write_bytes(b"half")
+    killed.finish(exited=False)  # killed by a signal: what it wrote is not trusted
+    assert list(tmp_path.iterdir()) == []
+
+    abandoned = class_archive(env)  # a driver that never came back: its claim stays
+    assert abandoned is not None and abandoned.writing is not None
+    assert class_archive(env) is None
+    an_hour_ago = time.time() - 3601
+    os.utime(abandoned.writing, (an_hour_ago, an_hour_ago))
+    taken_over = class_archive(env)
+    assert taken_over is not None and taken_over.writing == abandoned.writing
+
+
+def test_the_class_archive_can_be_switched_off_and_needs_a_folder_a_java_option_can_name(tmp_path) -> None:
+    import os
+
+    from contract_platform.jvm import class_archive
+
+    assert class_archive({**os.environ, "CONTRACT_JVM_CLASS_CACHE": "off"}) is None
+    assert class_archive({**os.environ, "CONTRACT_JVM_CLASS_CACHE": str(tmp_path / "with space")}) is None
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    assert class_archive({**os.environ, "CONTRACT_JVM_CLASS_CACHE": str(blocked / "cache")}) is None
