@@ -24,12 +24,21 @@ import pytest
 from tests.spark.test_dual_publish_parity import V1, defective_archive
 from tests.support.waiting import wait_until
 
+from contract_platform.jvm import QUICK_START_JAVA_OPTIONS
 from spark_jobs import archive_last_seen, dual_publish_parity, validate_archive
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 VOLATILE = {"elapsed_seconds", "throughput", "started_at", "archive", "catalog"}  # differ run to run, not result
+# A user's own settings for this small, short-lived cluster: the platform keeps C2 for drivers on a cluster
+# (contract_platform.jvm.quick_start), a user may choose otherwise, as here, where each JVM works for seconds.
+CLUSTER_CONF = {
+    "spark.executor.memory": "512m",
+    "spark.cores.max": "1",
+    "spark.driver.extraJavaOptions": QUICK_START_JAVA_OPTIONS,
+    "spark.executor.extraJavaOptions": QUICK_START_JAVA_OPTIONS,
+}
 
 
 def free_port() -> int:
@@ -64,6 +73,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_WORKER_DIR": str(logs / "work"),
         "SPARK_DAEMON_MEMORY": "256m",
+        # This master and worker live for one test: like the drivers and executors below (CLUSTER_JAVA_OPTIONS),
+        # they compile with C1 only. The cluster's answers are what is tested, not its JIT.
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_START_JAVA_OPTIONS,
     }
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     port, ui_port = free_port(), free_port()
@@ -104,9 +116,7 @@ def submit(job: str, args: list[str], master_url: str, monkeypatch: pytest.Monke
     host, port = master_url.rsplit(":", 1)
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": host, "port": port}))
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")  # the driver (client mode) listens on loopback too
-    task = spark_submit(
-        task_id=job, job=job, application_args=args, conf={"spark.executor.memory": "512m", "spark.cores.max": "1"}
-    )
+    task = spark_submit(task_id=job, job=job, application_args=args, conf=CLUSTER_CONF)
     task.execute({})
 
 
