@@ -348,10 +348,10 @@ def run_parity(
             StorageLevel.MEMORY_AND_DISK
         )
         found = summarize(compared, v1_all, v2_window, v1_window, ordered=ordered)
-    finally:
+    finally:  # blocking: a removal still queued when the session stops is a JVM warning nobody can act on
         if compared is not None:
-            compared.unpersist()
-        firsts.unpersist()
+            compared.unpersist(blocking=True)
+        firsts.unpersist(blocking=True)
     report = ParityReport(
         source=source.message_type,
         source_version=source.version,

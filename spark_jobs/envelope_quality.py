@@ -196,7 +196,7 @@ def run_quality(
         redeliveries = delivered.where(F.col("redelivered")).count()
         report = run_suite(frame, catalog, context_root=gx_root, data_docs=data_docs)
     finally:
-        frame.unpersist()
+        frame.unpersist(blocking=True)
     report = replace(
         report,
         archive=archive,

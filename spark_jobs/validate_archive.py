@@ -497,7 +497,7 @@ def _run_validation(spark: SparkSession, request: ValidationRequest, catalog: Ca
     finally:
         for cached in (checked, flags, duplicates, *rebuilt):
             if cached is not None:
-                cached.unpersist()
+                cached.unpersist(blocking=True)
     if request.report is not None:
         Path(request.report).parent.mkdir(parents=True, exist_ok=True)
         Path(request.report).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -214,7 +214,7 @@ def _validate(
         rejected = [spec for spec in judged if spec.id in evaluated and _unexpected_count(evaluated[spec.id])]
         samples = sample_message_ids(frame, rejected)
     finally:
-        frame.unpersist()
+        frame.unpersist(blocking=True)
     return TypeQuality(
         message_type=contract.message_type,
         contract_version=contract.version,
