@@ -95,13 +95,15 @@ def spark() -> Iterator[object]:
     """One local SparkSession for the whole test session (starting one costs seconds).
 
     The tests' inputs are small, so its JVM starts as a small job's does (``contract_platform.jvm.quick_start``):
-    the client compiler only, Spark's classes mapped from the shared class-data archive. The C2 compiler's
-    threads were most of this JVM's CPU time, on work that runs for milliseconds.
+    the client compiler only, Spark's classes mapped from the shared class-data archive when one is there. The
+    C2 compiler's threads were most of this JVM's CPU time, on work that runs for milliseconds. It never writes
+    the archive: living for the whole run, its writer's claim would keep every other JVM from writing it.
     """
     from pyspark.sql import SparkSession
 
-    from contract_platform.jvm import QUICK_START_JAVA_OPTIONS
-    from spark_jobs.session import class_archive_options, stop_session
+    from contract_platform.jvm import QUICK_START_JAVA_OPTIONS, class_archive
+
+    archive = class_archive(write=False)
 
     session = (
         SparkSession.builder.master("local[2]")
@@ -110,11 +112,13 @@ def spark() -> Iterator[object]:
         .config("spark.ui.enabled", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", " ".join([QUICK_START_JAVA_OPTIONS, *class_archive_options()]))
+        .config(
+            "spark.driver.extraJavaOptions", " ".join([QUICK_START_JAVA_OPTIONS, *(archive.options if archive else ())])
+        )
         .getOrCreate()
     )
     yield session
-    stop_session(session)
+    session.stop()
 
 
 @pytest.fixture(scope="session")

@@ -139,9 +139,10 @@ class ClassArchive:
             return
 
 
-def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | None:
+def class_archive(environ: Mapping[str, str] | None = None, *, write: bool = True) -> ClassArchive | None:
     """The class-data archive of this machine's Java and Spark for a driver about to be launched, or None (switched
-    off, no writable cache, or another JVM is writing it right now)."""
+    off, no writable cache, or another JVM is writing it right now). ``write=False``: an existing archive only,
+    for a JVM that lives long: the writer's claim would keep every other driver from writing it meanwhile."""
     environ = os.environ if environ is None else environ
     folder = environ.get(CLASS_CACHE_ENV) or str(Path.home() / ".cache" / "contract-platform")
     if folder == "off" or any(c.isspace() for c in folder):  # a Java option is one word on the driver's command line
@@ -155,13 +156,12 @@ def class_archive(environ: Mapping[str, str] | None = None) -> ClassArchive | No
     archive = Path(folder) / f"spark-classes-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}.jsa"
     if archive.is_file() and archive.stat().st_size > 0:
         return ClassArchive(archive)
-    writing = archive.with_name(f"{archive.name}.writing")
+    if not write:
+        return None
     try:
         archive.parent.mkdir(parents=True, exist_ok=True)
-        return ClassArchive(archive, _claim(writing))
-    except FileExistsError:
-        return None  # another JVM writes it: this one starts without, the next ones read it
-    except OSError:
+        return ClassArchive(archive, _claim(archive.with_name(f"{archive.name}.writing")))
+    except OSError:  # another JVM writes it (FileExistsError), or no writable cache: this one starts without
         return None
 
 
@@ -169,10 +169,14 @@ def _claim(writing: Path) -> Path:
     """Make ``writing`` exclusively (FileExistsError when another writer holds it); a claim left for an hour is
     taken over."""
     try:
-        os.close(os.open(writing, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        _create_exclusively(writing)
     except FileExistsError:
         if writing.stat().st_mtime > time.time() - _STALE_WRITER_SECONDS:
             raise
         writing.unlink(missing_ok=True)
-        os.close(os.open(writing, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        _create_exclusively(writing)
     return writing
+
+
+def _create_exclusively(path: Path) -> None:
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))

@@ -12,6 +12,8 @@ one: start-up stays short (benchmarks/README.md, ``contractctl`` start-up).
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 import types
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
@@ -55,10 +57,6 @@ def defer_imports(names: tuple[str, ...] = DEFERRABLE) -> None:
     first use instead. ``importlib.util.LazyLoader`` does not do: on Python 3.11 the import system's look at
     ``__spec__`` when a module is imported a second time already loads it.
     """
-    import importlib.util
-    import sys
-    import types
-
     for name in names:
         if name in sys.modules:
             continue
@@ -73,8 +71,6 @@ def defer_imports(names: tuple[str, ...] = DEFERRABLE) -> None:
 
 def _loader_of(name: str, placeholder: types.ModuleType) -> Callable[[str], Any]:
     def __getattr__(attribute: str) -> Any:
-        import sys
-
         if sys.modules.get(name) is placeholder:
             del sys.modules[name]
         return getattr(importlib.import_module(name), attribute)
@@ -84,7 +80,5 @@ def _loader_of(name: str, placeholder: types.ModuleType) -> Callable[[str], Any]
 
 def is_deferred(name: str) -> bool:
     """Whether ``name`` is still a placeholder of ``defer_imports``: imported, never used."""
-    import sys
-
     module = sys.modules.get(name)
     return module is not None and "__getattr__" in vars(module) and "__file__" not in vars(module)

@@ -73,7 +73,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_WORKER_DIR": str(logs / "work"),
         "SPARK_DAEMON_MEMORY": "256m",
-        # This master and worker live for one test: like the drivers and executors below (CLUSTER_JAVA_OPTIONS),
+        # This master and worker live for one test: like the drivers and executors below (CLUSTER_CONF),
         # they compile with C1 only. The cluster's answers are what is tested, not its JIT.
         "SPARK_DAEMON_JAVA_OPTS": QUICK_START_JAVA_OPTIONS,
     }

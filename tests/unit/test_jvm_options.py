@@ -47,12 +47,14 @@ def test_the_first_driver_writes_the_class_archive_and_the_next_ones_map_it(tmp_
     assert writer is not None and writer.writing is not None
     assert writer.options[-1] == f"-XX:ArchiveClassesAtExit={writer.writing}"
     assert class_archive(env) is None  # a second driver while the first writes: it starts without one
+    assert class_archive(env, write=False) is None  # a long-lived JVM only maps an archive that is there
 
     writer.writing.write_bytes(b"classes")  # what the JVM writes at its exit
     writer.finish(exited=True)
 
     reader = class_archive(env)
     assert reader is not None and reader.writing is None and reader.path == writer.path
+    assert class_archive(env, write=False) == reader
     assert reader.options[-1] == f"-XX:SharedArchiveFile={writer.path}"
     assert [p.name for p in tmp_path.iterdir()] == [writer.path.name]  # nothing half-written is left
 
