@@ -31,9 +31,14 @@ def recorder_queues(queue: str) -> tuple[str, str, str]:
 
 def management_for(amqp_url: str, management_url: str | None, event_vhost: str) -> ManagementClient:
     """A fresh client of the management API of the recorder's broker (a client that failed once stops asking):
-    the AMQP URL's host, or ``management_url`` with the AMQP URL's credentials, for the event vhost."""
+    the AMQP URL's host, or ``management_url`` with the AMQP URL's credentials, for the event vhost.
+
+    Always the event vhost, whatever vhost ``amqp_url`` names: the recorder declares its queues where the event
+    exchange is, not on the platform's vhost, so a caller passing the platform's broker URL asks the right one."""
     if management_url is None:
-        return management_client_for_url(amqp_url)
+        client = management_client_for_url(amqp_url)
+        client.vhost = event_vhost
+        return client
     parts = urlsplit(amqp_url)
     return ManagementClient(
         management_url,

@@ -144,6 +144,28 @@ def test_the_standby_takes_over_when_the_active_recorder_is_killed_and_the_check
     assert datetime.fromisoformat(status["active"]["since"]) - killed < timedelta(seconds=10)  # within a heartbeat
 
 
+def test_status_lists_the_recorders_queue_when_the_broker_url_names_a_vhost_of_its_own(
+    store: SqlRegistry, recorders: Recorders
+) -> None:
+    """The platform on a vhost of its own: the recorder declares its queue where the event exchange is (``/``),
+    and ``--status`` asks there, not on the vhost the broker URL names."""
+    with broker.private_vhost() as vhost:
+        recorders.environment["CONTRACT_RABBITMQ_URL"] = url_of(vhost)
+        running = recorders.start()
+        recorders.wait_for_coverage(store, "the recorder's coverage")
+
+        def listed() -> dict[str, Any] | None:
+            status = recorders.status()
+            return status if (status["broker"] or {}).get("consumers") else None
+
+        status = wait_until(listed, 30, 0.5, what="the recorder's queue listed by --status", diagnose=recorders.log)
+        assert broker.queue_listed("/", recorders.queue) and not broker.queue_listed(vhost, recorders.queue)
+        assert [c["active"] for c in status["broker"]["consumers"]] == [True]
+        assert status["broker"]["singleActiveConsumer"] is True
+        assert status["active"]["recorder"].endswith(f":{running.pid}") and status["fresh"] is True
+        recorders.stop(running)
+
+
 def test_events_dropped_at_the_limit_while_no_recorder_ran_are_a_gap_naming_the_interval(
     connection: Any, contracts: Catalog, store: SqlRegistry, prefix: str, version: Contract, recorders: Recorders
 ) -> None:
