@@ -81,8 +81,8 @@ CONNECTION_IDS = (SPARK_DEFAULT, RABBITMQ_DEFAULT, REGISTRY_DEFAULT)
 # takes whole cores, so the pool, not Airflow's parallelism, decides how many run at once.
 SPARK_POOL = "contract_platform_spark"
 # Under CeleryExecutor the Spark tasks go to this Celery queue when it is set (read where the DAGs are
-# parsed): workers started with ``airflow celery worker --queues <it>`` serve them. Unset, they go to
-# Airflow's default queue like every other task. Other executors ignore queues.
+# parsed): workers started with ``airflow celery worker --queues <it>`` serve them alone, ``--queues default,<it>``
+# every task. Unset, they go to Airflow's default queue like every other task. Other executors ignore queues.
 SPARK_QUEUE_VARIABLE = "CONTRACT_SPARK_QUEUE"
 
 FIXED: dict[str, str] = {

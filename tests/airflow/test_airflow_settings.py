@@ -182,3 +182,42 @@ def test_compose_creates_the_spark_pool_before_anything_is_scheduled():
     assert match, f"airflow-init does not create the {SPARK_POOL} pool"
     assert int(match.group(1)) == sizing(cores).spark_slots
     assert init.index("airflow db migrate") < match.start()
+    for name, service in services.items():
+        if name.startswith("airflow-") and name != "airflow-init":  # the components and the celery profile's workers
+            assert service["depends_on"]["airflow-init"] == {"condition": "service_completed_successfully"}, name
+
+
+# --- docs/deploy.md's commands for several machines, held to Airflow's defaults -----------------
+
+
+def deploy_commands() -> tuple[str, int]:
+    """The command block of docs/deploy.md's CeleryExecutor section, and the Spark cores it is written for."""
+    text = (REPO / "docs" / "deploy.md").read_text("utf-8")
+    found = re.search(r"a Spark cluster of (\d+) cores\):\n\n```bash\n(.*?)```", text, re.S)
+    assert found, "docs/deploy.md has no command block for several machines"
+    return found.group(2), int(found.group(1))
+
+
+def test_the_deployment_doc_s_workers_serve_every_queue_on_log_ports_of_their_own():
+    from airflow.configuration import conf
+
+    commands, _ = deploy_commands()
+    workers = [line for line in commands.splitlines() if "airflow celery worker" in line]
+    default_port = int(conf.get_default_value("logging", "worker_log_server_port"))
+    taken = {int(conf.get_default_value("logging", "trigger_log_server_port"))}  # a triggerer on the same host
+    for worker in workers:
+        chosen = re.search(r"AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=(\d+)", worker)
+        port = int(chosen.group(1)) if chosen else default_port
+        assert port not in taken, worker
+        taken.add(port)
+    served = [set(re.search(r"--queues (\S+)", worker).group(1).split(",")) for worker in workers]
+    assert {conf.get_default_value("operators", "default_queue"), "spark"} in served, served
+
+
+def test_the_deployment_doc_creates_the_spark_pool_after_the_migration():
+    commands, cores = deploy_commands()
+
+    match = re.search(rf"airflow pools set {SPARK_POOL} (\d+) ", commands)
+    assert match, f"docs/deploy.md does not create the {SPARK_POOL} pool"
+    assert int(match.group(1)) == sizing(cores).spark_slots
+    assert commands.index("airflow db migrate") < match.start() < commands.index("airflow scheduler")

@@ -1,8 +1,9 @@
 """Two data folders served side by side keep their Airflow metadata apart (README, "Watching it in Airflow").
 
 Each ``scripts/airflow-local`` picks the PostgreSQL database of its own data folder
-(``settings.default_metadata_url``), says which in its banner, and creates it. A run triggered in one
-is not seen by the other. Both databases are dropped afterwards.
+(``settings.default_metadata_url``), says which in its banner, and creates it, with the Spark tasks' pool
+(docs/deploy.md, "The Spark pool"). A run triggered in one is not seen by the other. Both databases are
+dropped afterwards.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from tests.support.databases import drop_database
 from tests.support.served_airflow import PLATFORM_DAGS, REPO, Served, wait_for
 
-from contract_platform_airflow.settings import default_metadata_url
+from contract_platform_airflow.settings import SPARK_POOL, default_metadata_url, sizing
 
 pytestmark = [pytest.mark.integration, pytest.mark.airflow, pytest.mark.timeout(600)]
 
@@ -44,6 +45,8 @@ def test_two_data_folders_served_side_by_side_see_only_their_own_runs(tmp_path: 
             wait_for("the platform's DAGs", lambda a=airflow: a.dag_ids() >= PLATFORM_DAGS, 300, airflow.output)
         first, second = served
         assert [banner_database(airflow) for airflow in served] == urls  # no password in these URLs
+        for airflow in served:  # the serve command made the Spark tasks' pool, sized for this machine
+            assert airflow.request("GET", f"/api/v2/pools/{SPARK_POOL}")["slots"] == sizing().spark_slots
 
         run_id = first.trigger("contract_catalog_watch")
         assert [r["dag_run_id"] for r in first.runs("contract_catalog_watch")] == [run_id]
