@@ -220,16 +220,24 @@ class MigrationSpecError(ContractPlatformError):
 class MessageNotMigratable(ContractPlatformError):
     """One message cannot be migrated by a spec that is itself fine (e.g. an amount with too many decimals).
 
-    ``pointer`` locates the value in the source envelope (``/payload/amount``); ``reason`` says what is
-    wrong without quoting free-text values, so both can go into the headers of a parked message.
+    ``pointer`` locates the value in the source envelope (``/payload/amount``); ``reason`` says which rule the
+    message breaks and never quotes a value of the message, and neither does ``str()``: both go into the headers
+    of a parked or dead-lettered message and into evidence. ``value`` is a short rendering of the value at fault
+    (or None), for a person checking a file of their own: ``described`` adds it to the reason.
     """
 
     exit_code = 1
 
-    def __init__(self, reason: str, pointer: str) -> None:
+    def __init__(self, reason: str, pointer: str, *, value: str | None = None) -> None:
         self.reason = reason
         self.pointer = pointer
+        self.value = value
         super().__init__(f"{pointer}: {reason}" if pointer else reason)
+
+    @property
+    def described(self) -> str:
+        """The reason with the value at fault: for a local file's author, never for a header or evidence."""
+        return self.reason if self.value is None else f"{self.reason} (the value: {self.value})"
 
 
 class LifecycleError(ContractPlatformError):

@@ -12,7 +12,8 @@ A message that cannot be migrated (``MessageNotMigratable``, not JSON, nested de
 the original for the parking lot, with every original property and the ``x-park-*`` headers. So does a
 message whose translation raised anything at all (``failed``: the exception's type is the reason, never
 its text), so one message never stops the bridge. No payload value ever goes into a header (the reason of
-a ``MessageNotMigratable`` about a PII field is withheld; a schema issue is named by its keyword only).
+a ``MessageNotMigratable`` names the rule and the pointer, never the value; a schema issue is named by its
+keyword only).
 """
 
 from __future__ import annotations
@@ -135,7 +136,6 @@ class Translator:
         self.route = route
         self.validator = validator
         self.parking_lot = parking_lot
-        self._pii = tuple(route.source.pii.fields) + tuple(route.target.pii.fields)
         self._migrate = compile_spec(route.spec).for_target(route.target)  # = migrate_envelope(spec, ., target)
         self.depth_limit = depth_limit()  # read once: the environment is slow to ask per message
 
@@ -161,7 +161,7 @@ class Translator:
         try:
             migrated = self._migrate(envelope)
         except MessageNotMigratable as exc:
-            return Unmigratable(ParkReason.NOT_MIGRATABLE, exc.pointer, self._safe(exc.pointer, exc.reason))
+            return Unmigratable(ParkReason.NOT_MIGRATABLE, exc.pointer, exc.reason)
         issues = self.validator.envelope_issues(migrated) or self.validator.payload_issues(target, migrated["payload"])
         if issues:
             return self._invalid(issues)
@@ -211,12 +211,6 @@ class Translator:
         more = f" (and {len(issues) - 1} more)" if len(issues) > 1 else ""
         detail = f"the migrated message is not a valid {self.route.target.message_type}: {keyword} failed{more}"
         return Unmigratable(ParkReason.INVALID_TARGET, first.pointer, detail)
-
-    def _safe(self, pointer: str, reason: str) -> str:
-        """``reason``, unless it is about a PII field (a reason may quote a short value)."""
-        if any(pointer == field or pointer.startswith(field + "/") for field in self._pii):
-            return "the value is personal data and is not shown"
-        return reason
 
 
 def _parse(body: bytes) -> Any | None:

@@ -209,9 +209,10 @@ class Guard:
             return self._schema(RejectReason.ENVELOPE_INVALID, issues, "the envelope standard", message_type)
         mismatches = header_mismatches(properties, envelope["metadata"])
         if mismatches:
-            first = mismatches[0]
+            first = mismatches[0]  # its message quotes both values: the detail names the place only
             more = f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else ""
-            return self._reject(RejectReason.HEADER_MISMATCH, first.path, "", first.message + more, message_type)
+            detail = f"{first.path} disagrees with the envelope's metadata, which the standard mirrors there{more}"
+            return self._reject(RejectReason.HEADER_MISMATCH, first.path, "", detail, message_type)
         tolerated: tuple[Tolerance, ...] = ()
         if validator.payload_issues(source, envelope["payload"]):
             outcome = self._tolerated(source, envelope["payload"], message_type)
@@ -248,7 +249,7 @@ class Guard:
             try:
                 current = step.migrate(current)
             except MessageNotMigratable as exc:
-                detail = f"{step.source.message_type} -> {step.target.message_type}: {self._safe(step, exc)}"
+                detail = f"{step.source.message_type} -> {step.target.message_type}: {clipped(exc.reason, 200)}"
                 return self._reject(RejectReason.NOT_MIGRATABLE, exc.pointer, "", detail, received)
         target = plan.target
         issues = self.bundle.validator.envelope_issues(current) or self.bundle.validator.payload_issues(
@@ -260,14 +261,6 @@ class Guard:
             detail = f"migrated to {target.message_type}, the message is not valid there: {keyword} at {first.pointer}"
             return self._reject(RejectReason.NOT_MIGRATABLE, first.pointer, keyword, detail, received)
         return Inspected(current, target.message_type, received, True, tolerated)
-
-    @staticmethod
-    def _safe(step: MigrationStep, exc: MessageNotMigratable) -> str:
-        """The migration's reason, unless it is about personal data (a reason may quote a short value)."""
-        pii = step.source.pii.fields + step.target.pii.fields
-        if any(exc.pointer == f or exc.pointer.startswith(f + "/") for f in pii):
-            return "the value is personal data and is not shown"
-        return clipped(exc.reason, 200)
 
     def _schema(self, reason: RejectReason, issues: list[SchemaIssue], against: str, message_type: str) -> Rejection:
         first = issues[0]

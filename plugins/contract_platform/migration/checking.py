@@ -485,7 +485,7 @@ def _check_fixtures(ctx: _Context, counter: list[int]) -> Iterator[Problem]:
         try:
             migrated = migrate_envelope(ctx.spec, fixture.document, ctx.target)
         except MessageNotMigratable as exc:
-            yield Problem(str(fixture.path), exc.pointer, f"cannot be migrated: {exc.reason}")
+            yield Problem(str(fixture.path), exc.pointer, f"cannot be migrated: {exc.described}")
             continue
         _, issues = ctx.validator.issues(migrated)
         for issue in issues:

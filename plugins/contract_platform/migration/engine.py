@@ -94,9 +94,10 @@ class CompiledMigration:
             raise MessageNotMigratable("the message has no metadata object", "/metadata")
         message_type = metadata.get("messageType")
         if message_type != self.spec.source:
-            shown = describe_value(message_type)
             raise MessageNotMigratable(
-                f"messageType is {shown}; this migration reads {self.spec.source}", "/metadata/messageType"
+                f"messageType is not {self.spec.source}, the type this migration reads",
+                "/metadata/messageType",
+                value=describe_value(message_type),
             )
         new_metadata: dict[str, Any] = copied(metadata if type(metadata) is dict else dict(metadata), "/metadata")
         return new_metadata

@@ -183,8 +183,9 @@ def _exponent_lookup(op: DecimalToMinorUnits | MinorUnitsToDecimal) -> Callable[
         exponent = op.exponents.get(currency, op.default_exponent)
         if exponent is None:
             raise MessageNotMigratable(
-                f"currency {describe_value(currency)} has no exponent in the spec's exponents and no defaultExponent",
+                f"the currency at {where} has no exponent in the spec's exponents and no defaultExponent",
                 where,
+                value=describe_value(currency),
             )
         return exponent
 
@@ -200,8 +201,10 @@ def _exponent_field(pointer: str, amount: str) -> Callable[[Any], int]:
         if exponent is _ABSENT:
             raise MessageNotMigratable(f"no exponent at {where} to read the amount at {amount}", where)
         if type(exponent) is not int or not 0 <= exponent <= MAX_EXPONENT:
-            shown = describe_value(exponent) if not isinstance(exponent, dict | list) else "not an integer"
-            raise MessageNotMigratable(f"the exponent at {where} is {shown}, not an integer 0-{MAX_EXPONENT}", where)
+            shown = describe_value(exponent) if not isinstance(exponent, dict | list) else None
+            raise MessageNotMigratable(
+                f"the exponent at {where} is not an integer 0-{MAX_EXPONENT}", where, value=shown
+            )
         return exponent
 
     return exponent_of
@@ -219,8 +222,9 @@ def _decimal_to_minor_units(op: DecimalToMinorUnits) -> Step:
         try:
             minor_units = decimal_to_minor_units(text, exponent)
         except ValueError as exc:
-            shown = describe_value(text) if isinstance(text, str) and len(text) <= 40 else "the amount"
-            raise MessageNotMigratable(f"{shown} {exc}", "/payload" + op.source) from None
+            where = "/payload" + op.source
+            shown = describe_value(text) if isinstance(text, str) and len(text) <= 40 else None
+            raise MessageNotMigratable(f"the amount at {where} {exc}", where, value=shown) from None
         write(result, minor_units)
         if write_exponent is not None:
             write_exponent(result, exponent)
@@ -257,9 +261,12 @@ def _map_enum(op: MapEnum) -> Step:
         elif op.has_default:
             write(result, op.default)
         else:
-            shown = describe_value(value) if isinstance(value, str) and len(value) <= 40 else "the value"
+            where = "/payload" + op.source
+            shown = describe_value(value) if isinstance(value, str) and len(value) <= 40 else None
             raise MessageNotMigratable(
-                f"{shown} has no mapping to {op.target} and the mapEnum op gives no default", "/payload" + op.source
+                f"the value at {where} has no mapping to {op.target} and the mapEnum op gives no default",
+                where,
+                value=shown,
             )
 
     return step

@@ -93,6 +93,8 @@ def test_an_unmigratable_message_is_parked_with_its_reason_and_not_lost(lane: La
     assert properties.headers["x-park-source-type"] == "billing.invoice-issued.v1"
     assert properties.headers["x-park-target-type"] == TARGET
     assert "decimal places" in properties.headers["x-park-detail"]
+    parks = {name: value for name, value in properties.headers.items() if name.startswith("x-park-")}
+    assert [name for name, value in parks.items() if "129.955" in str(value)] == []  # never a payload value
     assert properties.headers["schema-version"] == 1  # original properties kept
     assert (properties.correlation_id, properties.type) == (
         bad["metadata"]["correlationId"],

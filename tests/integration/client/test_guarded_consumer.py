@@ -5,6 +5,7 @@ migration on read, and a major no migration reads is dead-lettered saying so."""
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import Any
 
 import pika
@@ -188,3 +189,42 @@ def test_without_a_dead_letter_route_the_broker_dead_letters_the_rejected_messag
     death = letters[0][0].headers["x-death"][0]
     assert (death["reason"], death["queue"]) == ("rejected", Q2)  # the queue's own x-dead-letter-* arguments
     assert "x-reject-reason" not in letters[0][0].headers
+
+
+def test_no_reject_header_ever_holds_a_value_of_the_message(vhost_url, accounting):
+    """Each refusal is about one value that carries a mark of its own: the dead letter's x-reject-* headers say
+    where (the pointer) and which rule, and the mark is in none of them (the original headers keep theirs)."""
+    mark = "90817263"
+    base = fixtures(accounting, INVOICE_V1)[0]
+
+    def variant(part: str, field: str, value: str) -> dict[str, Any]:
+        envelope = copy.deepcopy(base)
+        envelope["metadata"]["messageId"] = str(uuid.uuid4())
+        envelope[part][field] = value
+        return envelope
+
+    not_migratable = variant("payload", "amount", f"{mark}.12345")  # EUR has two decimals: never rounded
+    payload_invalid = variant("payload", "billingEmail", f"{mark} is no address")
+    envelope_invalid = variant("metadata", "traceId", f"{mark}-not-hex")
+    mismatched = variant("payload", "invoiceId", "inv-1")
+    properties, body = delivery_of(mismatched)
+    properties.headers["tenant-id"] = f"tnt-{mark}"  # metadata.tenantId is another
+    send(vhost_url, KEY1, [delivery_of(not_migratable), delivery_of(payload_invalid), delivery_of(envelope_invalid)])
+    send(vhost_url, KEY1, [(properties, body)])
+    service = consumer(accounting, vhost_url, Ledger(), [Q1])  # reads v2: v1 arrives through migration on read
+
+    service.run(idle_timeout=1.0)
+
+    letters = {properties.message_id: properties.headers for properties, _ in dead_letters(vhost_url, Q1)}
+    expected = {
+        not_migratable["metadata"]["messageId"]: ("NOT_MIGRATABLE", "/payload/amount"),
+        payload_invalid["metadata"]["messageId"]: ("PAYLOAD_INVALID", "/payload/billingEmail"),
+        envelope_invalid["metadata"]["messageId"]: ("ENVELOPE_INVALID", "/metadata/traceId"),
+        mismatched["metadata"]["messageId"]: ("HEADER_MISMATCH", "/properties/headers/tenant-id"),
+    }
+    assert {m: (h["x-reject-reason"], h["x-reject-pointer"]) for m, h in letters.items()} == expected
+    for headers in letters.values():
+        rejects = {name: value for name, value in headers.items() if name.startswith("x-reject-")}
+        assert rejects["x-reject-detail"]
+        assert [name for name, value in rejects.items() if mark in str(value)] == [], rejects
+    assert "decimal places" in letters[not_migratable["metadata"]["messageId"]]["x-reject-detail"]

@@ -67,6 +67,7 @@ def test_an_amount_with_too_many_decimals_is_parked_with_reason_and_pointer(tran
     assert headers["x-park-source-type"] == "billing.invoice-issued.v1"
     assert headers["x-park-target-type"] == "billing.invoice-issued.v2"
     assert "3 decimal places" in headers["x-park-detail"]
+    assert [name for name, value in headers.items() if name.startswith("x-park-") and "129.955" in value] == []
     assert headers["schema-version"] == 1  # the original headers stay
     assert (outgoing.properties.message_id, outgoing.properties.correlation_id) == (
         properties.message_id,

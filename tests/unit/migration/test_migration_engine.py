@@ -111,7 +111,7 @@ def test_map_enum_refuses_an_unmapped_value_without_default(spec_of):
     spec = spec_of("- {op: mapEnum, from: /state, to: /status, mapping: {OPEN: ISSUED}}")
     with pytest.raises(MessageNotMigratable) as caught:
         migrate_payload(spec, {"state": "CANCELLED"})
-    assert caught.value.pointer == "/payload/state" and "'CANCELLED'" in caught.value.reason
+    assert caught.value.pointer == "/payload/state" and "'CANCELLED'" in caught.value.described
 
 
 @pytest.mark.parametrize(
@@ -200,6 +200,31 @@ def test_migrating_into_another_contract_than_the_spec_names_is_a_spec_error(v1,
     with pytest.raises(MigrationSpecError) as caught:
         migrate_envelope(spec, next(f.document for f in v1.fixtures), v1)
     assert caught.value.problems[0].pointer == "/to"
+
+
+@pytest.mark.parametrize(
+    ("ops", "payload", "pointer"),
+    [
+        (AMOUNT, {"amount": "4242.98765", "currency": "EUR"}, "/payload/amount"),  # too many decimals
+        (AMOUNT, {"amount": "4242,98765", "currency": "EUR"}, "/payload/amount"),  # not a decimal string
+        (  # no exponent for the currency
+            "- {op: decimalToMinorUnits, from: /a, to: /m, currencyFrom: /c, exponents: {JPY: 0}}",
+            {"a": "7", "c": "ZZ4242"},
+            "/payload/c",
+        ),
+        ("- {op: minorUnitsToDecimal, from: /m, to: /a, exponentFrom: /e}", {"m": 7, "e": "4242"}, "/payload/e"),
+        ("- {op: mapEnum, from: /state, to: /status, mapping: {OPEN: ISSUED}}", {"state": "X4242X"}, "/payload/state"),
+    ],
+)
+def test_a_refusal_names_the_rule_and_the_pointer_and_never_the_value(spec_of, ops, payload, pointer):
+    """The reason and the message go into dead-letter and parking-lot headers and into evidence: no value of the
+    message in them. Only ``described``, for the author of a file checked locally, shows it."""
+    with pytest.raises(MessageNotMigratable) as caught:
+        migrate_payload(spec_of(ops), payload)
+    error = caught.value
+    assert error.pointer == pointer and pointer in error.reason
+    assert "4242" not in error.reason and "4242" not in str(error)
+    assert "4242" in error.described
 
 
 def test_a_message_error_is_not_a_spec_error():
