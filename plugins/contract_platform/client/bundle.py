@@ -20,9 +20,10 @@ once, never at the first message::
            "fixtures": {"valid": {"<name>.json": {...}}, "invalid": {...}}}}}}
 
 ``checksum`` is the sha256 of ``contents`` in canonical JSON (``canonical_json``: keys sorted, no spaces,
-UTF-8), so a file edited or cut short after export is refused. A bundle that is not JSON, names another
-format version, fails its checksum or misses a part raises ``BundleError`` at load, naming the JSON pointer
-in the file and how to export a good one. A version whose ``roles`` is ``migrated-on-read`` is one the
+UTF-8; the frame around it is not covered), so a file whose contents were edited after export is refused;
+a file cut short is no longer JSON and is refused before the checksum is read. A bundle that is not JSON,
+names another format version, fails its checksum or misses a part raises ``BundleError`` at load, naming the
+JSON pointer in the file and how to export a good one. A version whose ``roles`` is ``migrated-on-read`` is one the
 service does not read itself but may receive (an older or newer major of a type it consumes): the guard
 reads it through the catalogue's ``migration.yaml`` into the version the service asked for.
 """
@@ -163,7 +164,9 @@ def read_bundle_document(path: str | Path) -> tuple[str, Any]:
     try:
         return where, orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise BundleError(f"{printable(where)}: not a contract bundle: it is not JSON ({exc}); {_HOW}") from exc
+        raise BundleError(
+            f"{printable(where)}: not a contract bundle: it is not JSON ({exc}), as a file cut short is not; {_HOW}"
+        ) from exc
 
 
 def load_bundle(path: str | Path) -> Bundle:
@@ -239,8 +242,8 @@ def _checked_frame(document: Any, where: str) -> dict[str, Any]:
         raise _error(
             where,
             "/checksum",
-            f"does not match the contents ({checksum[:19]}... recorded, {actual[:19]}... computed): the file was "
-            f"changed or cut short after export; {_HOW}",
+            f"does not match the contents ({checksum[:19]}... recorded, {actual[:19]}... computed): the contents "
+            f"were changed after export; {_HOW}",
         )
     checked: dict[str, Any] = contents
     return checked

@@ -111,7 +111,20 @@ def test_a_bundle_changed_after_export_fails_its_checksum(tmp_path, catalog):
         load_bundle(write(tmp_path / "b.json", document))
 
     assert "#/checksum: does not match the contents" in str(caught.value)
-    assert "changed or cut short after export" in str(caught.value)
+    assert "changed after export" in str(caught.value)
+
+
+def test_a_bundle_cut_short_fails_as_not_json_before_its_checksum(tmp_path, catalog):
+    whole = json.dumps(export_bundle(catalog, message_types=[INVOICE_V2])).encode("utf-8")
+    path = tmp_path / "b.json"
+    path.write_bytes(whole[: len(whole) * 2 // 3])  # a copy or a download that stopped early
+
+    with pytest.raises(BundleError) as caught:
+        load_bundle(path)
+
+    message = str(caught.value)
+    assert "not JSON" in message and "cut short" in message and "contractctl export bundle" in message
+    assert "#/checksum" not in message
 
 
 @pytest.mark.parametrize(
