@@ -16,6 +16,16 @@ test checks them against ``tables``): datetimes go in aware and come back aware,
 UTC text as SQLAlchemy's ``DateTime`` writes it, so text order is time order; PostgreSQL a timestamptz,
 whatever the session's time zone), JSON as text (SQLite) or ``json``, booleans as 0/1 on SQLite.
 
+Any text crosses too, whatever a client of the broker chose to put in it (docs/retirement-audit.md). Neither
+database holds every Python ``str``: PostgreSQL refuses NUL, and neither driver can encode a lone surrogate
+(what ``surrogateescape`` makes of invalid UTF-8). ``hold_text`` gives such text one reversible form:
+``ESCAPED`` (U+FDD0, a Unicode noncharacter both databases keep) followed by the text with each backslash,
+NUL and surrogate written as ``\\\\``, ``\\u0000`` and ``\\udXXX``; a text that already starts with
+``ESCAPED`` is written the same way, so no text is taken for the form. Every ``str`` parameter is bound
+through it (an equality lookup finds what was stored) and every ``str`` read back goes through ``read_text``.
+Ordinary text is bound as it is: the test is ``isascii()`` and no NUL. JSON needs nothing: ``json.dumps``
+writes NUL and surrogates as ``\\u`` escapes, which PostgreSQL's ``json`` type keeps as text.
+
 ``store_error`` is the one error mapping: a driver (or file system) error becomes a ``StoreError`` that names
 the database by ``redact_url`` and never shows its password.
 """
@@ -23,6 +33,7 @@ the database by ``redact_url`` and never shows its password.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 import threading
@@ -41,12 +52,15 @@ __all__ = [
     "BOOLEAN_COLUMNS",
     "BUSY_TIMEOUT_SECONDS",
     "DATETIME_COLUMNS",
+    "ESCAPED",
     "JSON_COLUMNS",
     "Database",
     "Row",
     "Transaction",
+    "hold_text",
     "is_integrity_error",
     "marks",
+    "read_text",
     "store_error",
 ]
 
@@ -61,6 +75,7 @@ DATETIME_COLUMNS = frozenset(
         "attached_at",
         "closed_at",
         "collected_at",
+        "confirmed_until",
         "covered_from",
         "covered_until",
         "detached_at",
@@ -71,8 +86,10 @@ DATETIME_COLUMNS = frozenset(
         "opened_at",
         "own_until",
         "recorded_at",
+        "requested_at",
         "start",
         "started_at",
+        "traced_from",
         "updated_at",
     }
 )
@@ -80,6 +97,11 @@ JSON_COLUMNS = frozenset({"figures", "reasons", "schema"})
 BOOLEAN_COLUMNS = frozenset({"present"})
 
 Row = dict[str, Any]
+
+ESCAPED = "\ufdd0"  # starts the escaped form of a text the database cannot hold as it is (hold_text)
+_UNHOLDABLE = re.compile("[\\\\\x00\ud800-\udfff]")  # what the escaped form writes as an escape
+_MUST_ESCAPE = re.compile("[\x00\ud800-\udfff]")  # what the database cannot hold
+_ESCAPE = re.compile(r"\\(\\|u[0-9a-f]{4})")
 
 _SQLITE_TEXT = "{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}.{:06d}"  # SQLAlchemy's DateTime on SQLite
 _POSTGRESQL_SCHEMES = ("postgresql", "postgresql+psycopg2", "postgres")
@@ -208,6 +230,30 @@ class Transaction:
         return [_bind(value, self.dialect) for value in params]
 
 
+def hold_text(text: str) -> str:
+    """``text`` as the database can hold it: itself, or ``ESCAPED`` + its escaped form (see the module)."""
+    if "\x00" not in text and (text.isascii() or (not text.startswith(ESCAPED) and not _MUST_ESCAPE.search(text))):
+        return text
+    return ESCAPED + _UNHOLDABLE.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    char = found.group()
+    return "\\\\" if char == "\\" else f"\\u{ord(char):04x}"
+
+
+def read_text(stored: str) -> str:
+    """What ``hold_text`` was given, from what it returned."""
+    if not stored.startswith(ESCAPED):
+        return stored
+    return _ESCAPE.sub(_unescape, stored[len(ESCAPED) :])
+
+
+def _unescape(found: re.Match[str]) -> str:
+    escaped = found.group(1)
+    return "\\" if escaped == "\\" else chr(int(escaped[1:], 16))
+
+
 def _pyformat(sql: str) -> str:
     """``?`` placeholders -> psycopg2's ``%s`` (a literal ``%`` doubled). The registry's SQL has no ``?`` in text."""
     return sql.replace("%", "%%").replace("?", "%s")
@@ -223,6 +269,8 @@ def _bind(value: Any, dialect: str) -> Any:
         return _SQLITE_TEXT.format(
             value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond
         )
+    if isinstance(value, str):
+        return value if value.isascii() and "\x00" not in value else hold_text(value)
     if isinstance(value, dict | list):
         return json.dumps(value)
     return value
@@ -238,6 +286,8 @@ def _decode(names: Sequence[str], found: Sequence[Any], dialect: str) -> Row:
                 value = json.loads(value)
             elif name in BOOLEAN_COLUMNS:
                 value = bool(value)
+            elif isinstance(value, str) and value.startswith(ESCAPED):
+                value = read_text(value)
         row[name] = value
     return row
 
