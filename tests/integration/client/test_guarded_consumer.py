@@ -12,9 +12,9 @@ import pika
 import pytest
 from tests.fuzz.hostile import nested_value
 from tests.integration.client.sample_service import INVOICE_V2, Invoice, Ledger, consumer
-from tests.support.broker import drain, ready
+from tests.support.broker import drain, private_vhost, ready, url_of
 
-from contract_platform.amqp import open_connection
+from contract_platform.amqp import open_connection, plan_topology, provision
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.amqp.publisher import encode_body
 from contract_platform.client import GuardedConsumer, Message, StopReason
@@ -228,3 +228,24 @@ def test_no_reject_header_ever_holds_a_value_of_the_message(vhost_url, accountin
         assert rejects["x-reject-detail"]
         assert [name for name, value in rejects.items() if mark in str(value)] == [], rejects
     assert "decimal places" in letters[not_migratable["metadata"]["messageId"]]["x-reject-detail"]
+
+
+def test_a_service_provisions_its_dead_letter_queue_from_its_bundle_as_the_guide_shows(accounting):
+    """docs/service-client.md#where-the-dead-letter-queue-comes-from, on a broker nothing was declared on."""
+    with private_vhost() as vhost:
+        url = url_of(vhost)
+        connection = open_connection(url)
+        try:
+            for message_type in accounting.message_types:
+                provision(connection, plan_topology(accounting.contract(message_type)))
+        finally:
+            connection.close()
+        envelope = fixtures(accounting, INVOICE_V2)[0]
+        envelope["payload"]["status"] = "DISPUTED"  # the enum's policy is reject
+        send(url, KEY2, [delivery_of(envelope)])
+        service = consumer(accounting, url, Ledger(), [Q2])
+
+        service.run(idle_timeout=1.0)
+
+        letters = dead_letters(url, Q2)
+        assert reasons(letters) == ["PAYLOAD_INVALID"] and service.stats.dead_lettered == {"PAYLOAD_INVALID": 1}
