@@ -170,12 +170,41 @@ def _v3_broker_activity(conn: Connection) -> None:
     )
 
 
+# The broker activity columns version 3 made String(255) that hold names broker clients chose (frozen: the step's)
+_V4_BROKER_NAMES = {
+    "cp_reader_sessions": ("vhost", "queue", "consumer_tag", "channel", "peer_host", "user"),
+    "cp_broker_connections": ("pid", "peer_host", "user", "vhost"),
+    "cp_broker_channels": ("pid", "connection_pid"),
+    "cp_broker_changes": ("vhost", "name"),
+    "cp_queue_counters": ("vhost", "queue"),
+    "cp_coverage_segments": ("host",),
+}
+
+
+def _v4_broker_names(conn: Connection) -> None:
+    """Names broker clients chose become text of any length (``tables.BROKER_NAME``): an escaped name is longer
+    than 255. PostgreSQL: ``varchar(255)`` to ``text`` is binary-coercible, so neither the table nor its indexes
+    are rewritten. SQLite holds any length in either."""
+    if conn.dialect.name != "postgresql":
+        return
+    from sqlalchemy import String, inspect, text
+
+    inspector = inspect(conn)
+    for table, names in _V4_BROKER_NAMES.items():
+        kinds = {column["name"]: column["type"] for column in inspector.get_columns(table)}
+        for name in names:
+            kind = kinds[name]
+            if isinstance(kind, String) and kind.length is not None:
+                conn.execute(text(f'ALTER TABLE {table} ALTER COLUMN "{name}" TYPE TEXT'))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "lifecycle: effective status, transitions, refusals, evidence, schema snapshots", _v1_lifecycle),
     Migration(2, "evidence run ids and lookup index; queue observations; catalogue fingerprints", _v2_observations),
     Migration(
         3, "broker activity: reader sessions, broker changes, recorder coverage, queue counters", _v3_broker_activity
     ),
+    Migration(4, "broker activity: names broker clients chose held as text of any length", _v4_broker_names),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

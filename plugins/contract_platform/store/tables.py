@@ -52,6 +52,10 @@ __all__ = [
 
 NAME = String(255)
 STATUS = String(32)
+# A name a client of the broker chose, or the broker made (queue, consumer tag, user, host, pid): any text, held
+# escaped where the database cannot hold it as it is (store.sql.hold_text), so longer than the 255 bytes an AMQP
+# short string has. Since schema version 4; NAME before.
+BROKER_NAME = Text
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -186,12 +190,12 @@ broker_events_seen = Table(  # every broker event stored, by its digest: storing
 broker_connections = Table(
     "cp_broker_connections",
     metadata,
-    Column("pid", NAME, primary_key=True),
+    Column("pid", BROKER_NAME, primary_key=True),
     Column("name", Text, nullable=True),  # the broker's "peer -> broker" name
     Column("client_name", Text, nullable=True),  # the client-provided connection_name
-    Column("peer_host", NAME, nullable=True),
-    Column("user", NAME, nullable=True),
-    Column("vhost", NAME, nullable=True),
+    Column("peer_host", BROKER_NAME, nullable=True),
+    Column("user", BROKER_NAME, nullable=True),
+    Column("vhost", BROKER_NAME, nullable=True),
     Column("opened_at", UtcDateTime, nullable=True),
     Column("closed_at", UtcDateTime, nullable=True, index=True),
 )
@@ -199,8 +203,8 @@ broker_connections = Table(
 broker_channels = Table(
     "cp_broker_channels",
     metadata,
-    Column("pid", NAME, primary_key=True),
-    Column("connection_pid", NAME, nullable=True),
+    Column("pid", BROKER_NAME, primary_key=True),
+    Column("connection_pid", BROKER_NAME, nullable=True),
     Column("opened_at", UtcDateTime, nullable=True),
     Column("closed_at", UtcDateTime, nullable=True, index=True),
 )
@@ -209,15 +213,15 @@ reader_sessions = Table(
     "cp_reader_sessions",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("vhost", NAME, nullable=False),
-    Column("queue", NAME, nullable=False),
-    Column("consumer_tag", NAME, nullable=False),
-    Column("channel", NAME, nullable=False),
+    Column("vhost", BROKER_NAME, nullable=False),
+    Column("queue", BROKER_NAME, nullable=False),
+    Column("consumer_tag", BROKER_NAME, nullable=False),
+    Column("channel", BROKER_NAME, nullable=False),
     Column("attached_at", UtcDateTime, nullable=True),
     Column("detached_at", UtcDateTime, nullable=True),
     Column("connection_name", Text, nullable=True),
-    Column("peer_host", NAME, nullable=True),
-    Column("user", NAME, nullable=True),
+    Column("peer_host", BROKER_NAME, nullable=True),
+    Column("user", BROKER_NAME, nullable=True),
     Column("source", String(16), nullable=False),
     Index("ix_cp_reader_sessions_queue", "vhost", "queue", "detached_at"),
 )
@@ -227,8 +231,8 @@ broker_changes = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("kind", String(32), nullable=False),
-    Column("vhost", NAME, nullable=False),
-    Column("name", NAME, nullable=False),
+    Column("vhost", BROKER_NAME, nullable=False),
+    Column("name", BROKER_NAME, nullable=False),
     Column("detail", Text, nullable=False),
     Column("at", UtcDateTime, nullable=False),
     Index("ix_cp_broker_changes_queue", "vhost", "name", "at"),
@@ -243,7 +247,7 @@ coverage_segments = Table(
     Column("covered_until", UtcDateTime, nullable=True),
     Column("ended_at", UtcDateTime, nullable=True),
     Column("end_reason", Text, nullable=True),
-    Column("host", NAME, nullable=True),
+    Column("host", BROKER_NAME, nullable=True),
 )
 
 coverage_gaps = Table(
@@ -261,8 +265,8 @@ queue_counters = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("message_type", NAME, nullable=False),
-    Column("vhost", NAME, nullable=False),
-    Column("queue", NAME, nullable=False),
+    Column("vhost", BROKER_NAME, nullable=False),
+    Column("queue", BROKER_NAME, nullable=False),
     Column("observed_at", UtcDateTime, nullable=False),
     Column("present", Boolean, nullable=False),
     Column("deliver_get", Integer, nullable=True),
