@@ -5,6 +5,10 @@ migration on read, and a major no migration reads is dead-lettered saying so."""
 from __future__ import annotations
 
 import copy
+import os
+import signal
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -20,6 +24,7 @@ from contract_platform.amqp.publisher import encode_body
 from contract_platform.client import GuardedConsumer, Message, StopReason
 from contract_platform.client.testkit import delivery_of
 from contract_platform.migration import migrate_envelope, parse_spec
+from contract_platform.signals import stop_on_signals
 
 pytestmark = pytest.mark.integration
 
@@ -249,3 +254,38 @@ def test_a_service_provisions_its_dead_letter_queue_from_its_bundle_as_the_guide
 
         letters = dead_letters(url, Q2)
         assert reasons(letters) == ["PAYLOAD_INVALID"] and service.stats.dead_lettered == {"PAYLOAD_INVALID": 1}
+
+
+def test_max_messages_stops_after_that_many_and_what_came_ahead_goes_back_to_the_queue(vhost_url, accounting):
+    envelopes = fixtures(accounting, INVOICE_V2)
+    send(vhost_url, KEY2, [delivery_of(envelope) for envelope in envelopes])
+    seen: list[tuple[str, bool]] = []
+    service = GuardedConsumer(accounting, vhost_url, queues=[Q2]).on(
+        INVOICE_V2, lambda m: seen.append((m.message_id, m.redelivered))
+    )
+
+    first = service.run(max_messages=2)  # the broker sent all three ahead (prefetch 500)
+    left = ready(vhost_url, Q2)
+    second = service.run(idle_timeout=1.0)
+
+    assert (first, left, second) == (StopReason.MAX_MESSAGES, 1, StopReason.IDLE)
+    assert [redelivered for _, redelivered in seen] == [False, False, True]  # the third came back
+    assert sorted(message_id for message_id, _ in seen) == sorted(e["metadata"]["messageId"] for e in envelopes)
+
+
+def test_a_signal_handler_stops_the_consumer_with_wake_false(vhost_url, accounting):
+    """As docs/service-client.md#running-and-stopping shows: the handler only sets a flag the loop reads."""
+    send(vhost_url, KEY2, [delivery_of(fixtures(accounting, INVOICE_V2)[0])])
+    handled: list[str] = []
+    service = GuardedConsumer(accounting, vhost_url, queues=[Q2]).on(INVOICE_V2, lambda m: handled.append(m.message_id))
+    interrupt = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+
+    with stop_on_signals(lambda: service.request_stop(wake=False)):
+        interrupt.start()
+        try:
+            stopped = service.run(deadline=time.monotonic() + 30)
+        finally:
+            interrupt.cancel()
+
+    assert stopped is StopReason.REQUESTED and len(handled) == 1
+    assert ready(vhost_url, Q2) == 0
