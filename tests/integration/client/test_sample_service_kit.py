@@ -12,8 +12,10 @@ from tests.integration.client.sample_service import INVOICE_V2, Ledger, dispatch
 from contract_platform.catalog import load_catalog
 from contract_platform.client import Dispatcher, Message, run_consumer_kit
 from contract_platform.client.bundle import bundle_from_document
+from contract_platform.client.consumer import DeadLetter, Requeue
+from contract_platform.client.guard import RejectReason
 from contract_platform.client.pytest_plugin import consumer_kit  # noqa: F401  # the fixture, as a service enables it
-from contract_platform.client.testkit import UNKNOWN_VALUE
+from contract_platform.client.testkit import UNKNOWN_VALUE, delivery_of
 from contract_platform.export.bundle import export_bundle
 
 INVOICE_V1, ORDER_CREATED = "billing.invoice-issued.v1", "order.order-created.v1"
@@ -124,3 +126,32 @@ def test_a_version_the_service_cannot_read_is_reported_unreadable(catalog_copy):
     report.assert_ok()
     assert report.unreadable == [INVOICE_V2]
     assert {c.case for c in report.cases if c.message_type == INVOICE_V2} == {"unreadable"}
+
+
+class InvoiceStatus(Enum):
+    ISSUED = "ISSUED"
+    PAID = "PAID"  # VOID forgotten: the contract lists it, no valid fixture carries it
+
+
+def test_under_reject_the_kit_never_feeds_the_handler_a_value_outside_the_fixtures(accounting):
+    """docs/service-client.md#the-consumer-test-kit: every enum of billing.invoice-issued is ``reject``, so its
+    unknown-enum case is the guard's refusal, and the handler meets only the values the valid fixtures carry."""
+    met: list[str] = []
+
+    def book(message: Message[Any]) -> None:
+        met.append(message.envelope["payload"]["status"])
+        InvoiceStatus(message.envelope["payload"]["status"])  # raises on anything but ISSUED and PAID
+
+    brittle = Dispatcher(accounting).on(INVOICE_V2, book)
+
+    report = run_consumer_kit(accounting, brittle)
+
+    report.assert_ok()  # the kit passes this handler
+    unknown = [c for c in report.cases if c.case == "unknown-enum" and c.message_type == INVOICE_V2]
+    assert unknown and all("policy reject" in c.detail for c in unknown)
+    assert set(met) == {"ISSUED", "PAID"}
+    issued = next(f.document for f in accounting.fixtures(INVOICE_V2, valid=True))
+    void = {**issued, "payload": {**issued["payload"], "status": "VOID"}}  # valid: production meets it
+    assert isinstance(brittle.dispatch(*delivery_of(void)), Requeue)
+    failed = brittle.dispatch(*delivery_of(void), redelivered=True)
+    assert isinstance(failed, DeadLetter) and failed.rejection.reason is RejectReason.HANDLER_FAILED
