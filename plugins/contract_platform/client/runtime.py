@@ -185,12 +185,18 @@ class EvidenceReporter:
 
     def flush(self) -> int:
         """Take every counter's period now and try to send what is pending; returns how many periods were sent.
-        The reporter's thread does this every ``interval``; a caller may too (tests, a graceful shutdown)."""
+        The reporter's thread does this every ``interval``; a caller may too (tests, a graceful shutdown).
+
+        The periods already waiting go first: queued before them, a new period would push the oldest out of a
+        full queue even when the registry has just come back and would have taken it. When they cannot go (the
+        registry is still down), the new periods are queued, pushing out the oldest, and not tried again now."""
+        sent = self._send()
+        blocked = bool(self._pending)
         for counters in self.counters:
             report = counters.take()
             if report.tallies:
                 self._queue(report)
-        return self._send()
+        return sent if blocked else sent + self._send()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

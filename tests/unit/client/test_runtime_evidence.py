@@ -104,15 +104,15 @@ def test_a_registry_that_is_down_never_reaches_the_service_and_what_is_dropped_i
         sink(report)
 
     reporter = EvidenceReporter([counters], flaky, max_pending=3)
-    for period in range(3):  # three periods wait while the registry is down; a fourth pushes out the oldest
+    for period in range(4):  # three periods wait while the registry is down; a fourth pushes out the oldest
         consumed(counters, valid=10 * (period + 1), rejected=0)
         assert reporter.flush() == 0
     down = False
     consumed(counters, valid=1, rejected=0)
     sent = reporter.flush()
 
-    assert (sent, reporter.dropped_periods, reporter.dropped_messages) == (3, 1, 10)
-    assert [sum(t.checked for t in r.tallies.values()) for r in delivered] == [20, 30, 1]
+    assert (sent, reporter.dropped_periods, reporter.dropped_messages, reporter.failures) == (4, 1, 10, 4)
+    assert [sum(t.checked for t in r.tallies.values()) for r in delivered] == [20, 30, 40, 1]
     assert delivered[0].dropped == 10 and delivered[1].dropped == 0  # reported once, with the next that got through
     assert RuntimeValidationFigures.of(registry.evidence(INVOICE_V2, EvidenceKind.RUNTIME_VALIDATION)[-1]).dropped == 10
 
@@ -128,3 +128,28 @@ def test_the_reporter_thread_sends_the_last_period_when_it_stops(every_version, 
     figures = RuntimeValidationFigures.of(record)
     assert (record.verdict, figures.checked, figures.valid) == (Verdict.PASS, 5, 5)
     assert datetime.fromisoformat(figures.until.replace("Z", "+00:00")) <= datetime.now(UTC)
+
+
+def test_stopping_once_the_registry_is_back_sends_every_waiting_period_and_drops_none(every_version, registry):
+    counters = RuntimeCounters(every_version, service="accounting-service", side="consume")
+    down = True
+    delivered: list[RuntimeReport] = []
+
+    def flaky(report: RuntimeReport) -> None:
+        if down:
+            raise ConnectionError("registry unreachable")
+        delivered.append(report)
+
+    reporter = EvidenceReporter([counters], flaky, interval=3600, max_pending=3)
+    for period in range(3):  # the queue fills while the registry is down
+        consumed(counters, valid=10 * (period + 1), rejected=0)
+        reporter.flush()
+    reporter.start()
+    down = False  # the registry comes back
+    consumed(counters, valid=1, rejected=0)
+
+    reporter.stop()  # the last period, with the queue still full
+
+    assert [sum(t.checked for t in r.tallies.values()) for r in delivered] == [10, 20, 30, 1]
+    assert (reporter.dropped_periods, reporter.dropped_messages) == (0, 0)
+    assert [r.dropped for r in delivered] == [0, 0, 0, 0]
