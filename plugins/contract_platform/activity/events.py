@@ -2,10 +2,16 @@
 
 The ``rabbitmq_event_exchange`` plugin publishes every broker event to ``amq.rabbitmq.event`` (an internal
 topic exchange in the default virtual host, carrying every vhost's events): the routing key is the event
-(``consumer.created``), the headers are its fields and the body is empty. Any client chooses its
-connection name, consumer tags and queue names, so every value is bounded text here, and a header of an
-unexpected type is simply absent. Erlang terms come as text: a peer host ``{127,0,0,1}``, client
-properties as ``{<<"connection_name">>,longstr,<<"nightly-ledger-batch">>}``.
+(``consumer.created``), the headers are its fields and the body is empty. Erlang terms come as text: a peer
+host ``{127,0,0,1}``, client properties as ``{<<"connection_name">>,longstr,<<"nightly-ledger-batch">>}``.
+
+Any client chooses its connection name, consumer tags and queue names, and each is kept as the broker gives
+it, since the audit names a reader by them: NUL, control and bidirectional characters as they are, bytes
+that are not UTF-8 (invalid, overlong) through ``surrogateescape``, so the stored text encodes back to the
+very bytes (the store escapes what it cannot hold, ``store.sql.hold_text``; output shows them through
+``errors.printable``). Text is bounded all the same, and a cut says so: names and tags are AMQP short
+strings (255 bytes, never cut), a connection name is kept whole up to ``MAX_NAME`` characters. A header of
+an unexpected type is simply absent.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 from contract_platform.amqp.management import EVENT_EXCHANGE
 from contract_platform.evidence.records import BrokerEvent
 
-__all__ = ["EVENT_EXCHANGE", "ROUTING_KEYS", "parse_event"]
+__all__ = ["EVENT_EXCHANGE", "MAX_NAME", "ROUTING_KEYS", "parse_event"]
 
 # What the recorder binds: consumers (reader sessions), channels and connections (who a consumer is),
 # queues and bindings (a queue that appears and disappears inside a span is still known).
@@ -36,20 +42,22 @@ ROUTING_KEYS = (
     "binding.deleted",
 )
 _KNOWN = frozenset(ROUTING_KEYS)
-_MAX_TEXT = 255  # queue names and consumer tags are AMQP short strings: 255 bytes at most
-_MAX_NAME = 1024  # a client-provided connection name may be longer; it is only shown
-_CLIENT_NAME = re.compile(r'\{<<"connection_name">>,longstr,<<"(.{0,1024}?)">>\}', re.DOTALL)
+_MAX_TEXT = 4096  # queue names, consumer tags, vhosts are AMQP short strings (255 bytes): never cut
+MAX_NAME = 65_536  # a client-provided connection name: a 64 kB name whole
+_CLIENT_NAME = re.compile(r'\{<<"connection_name">>,longstr,<<"(.*?)">>\}', re.DOTALL)
 _IPV4 = re.compile(r"\{(\d{1,3}),(\d{1,3}),(\d{1,3}),(\d{1,3})\}")
 _IPV6 = re.compile(r"\{(\d{1,5}(?:,\d{1,5}){7})\}")
 
 
 def _text(value: Any, most: int = _MAX_TEXT) -> str | None:
     if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
+        value = value.decode("utf-8", "surrogateescape")  # not UTF-8: kept byte for byte
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
     text = str(value)
-    return text[:most]
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}... ({len(text) - most:,} more characters cut)"
 
 
 def _peer_host(value: Any) -> str | None:
@@ -64,16 +72,16 @@ def _peer_host(value: Any) -> str | None:
 
 
 def _client_name(headers: Mapping[str, Any]) -> str | None:
-    given = _text(headers.get("user_provided_name"), _MAX_NAME)
+    given = _text(headers.get("user_provided_name"), MAX_NAME)
     if given:
         return given
-    properties = headers.get("client_properties")
+    properties = headers.get("client_properties")  # a broker that sends no user_provided_name
     if not isinstance(properties, list):
         return None
     for item in properties[:64]:
-        text = _text(item, 4 * _MAX_NAME)
+        text = _text(item, 2 * MAX_NAME)
         if text and (match := _CLIENT_NAME.fullmatch(text)):
-            return match.group(1)
+            return _text(match.group(1), MAX_NAME)
     return None
 
 
@@ -117,7 +125,7 @@ def parse_event(routing_key: str, properties: Any, received_at: datetime) -> Bro
     elif family == "connection":
         fields |= {
             "pid": _text(headers.get("pid")),
-            "name": _text(headers.get("name"), _MAX_NAME),
+            "name": _text(headers.get("name"), MAX_NAME),
             "client_name": _client_name(headers),
             "peer_host": _peer_host(headers.get("peer_host")),
             "user": _text(headers.get("user")) or fields["user"],

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         f"in {report.segments} segment(s); covered until {covered}"
     )
     for gap in report.gaps:
-        out(f"gap: {gap}")
+        out(f"gap: {printable(gap)}")  # a reason may quote what a client chose
     return 0
 
 
@@ -157,5 +157,6 @@ def _status(registry: Any, queue: str, heartbeat: timedelta, form: str) -> int:
             f"{len(state['consumers']) - len(waiting)} active and {len(waiting)} waiting recorder(s)"
         )
     for gap in gaps:
-        out(f"gap: {gap.start.isoformat(timespec='seconds')} to {gap.end.isoformat(timespec='seconds')}: {gap.reason}")
+        start, end = gap.start.isoformat(timespec="seconds"), gap.end.isoformat(timespec="seconds")
+        out(f"gap: {start} to {end}: {printable(gap.reason)}")
     return 0 if fresh else 1

@@ -7,6 +7,7 @@ from typing import Any
 
 from contract_platform.cli.common import add_format_argument, load
 from contract_platform.cli.output import emit_json, out, table
+from contract_platform.errors import printable
 
 HELP = "declared vs effective status, transition history and latest evidence"
 
@@ -62,14 +63,14 @@ def _print_detail(detail: dict[str, Any]) -> None:
     out("")
     out("History:")
     for h in detail["history"] or [{"at": "", "from": "", "to": "(none yet)", "actor": "", "reason": ""}]:
-        out(f"  {h['at']}  {h['from'] or '∅'} -> {h['to']}  by {h['actor']}  {h['reason']}")
+        out(f"  {h['at']}  {h['from'] or '∅'} -> {h['to']}  by {printable(h['actor'])}  {printable(h['reason'])}")
     if detail["refusals"]:
         out("")
         out("Latest refusal:")
         latest = detail["refusals"][0]
         out(f"  {latest['at']}  {latest['from']} -> {latest['to']}")
-        for reason in latest["reasons"]:
-            out(f"    - {reason}")
+        for reason in latest["reasons"]:  # an audit's blockers name readers other clients named
+            out(f"    - {printable(reason)}")
     out("")
     out("Latest evidence:")
     if not detail["evidence"]:
@@ -105,7 +106,7 @@ def _print_replay(replay: dict[str, Any]) -> None:
             f"{_count(queue.get('rejected'))} rejected{skipped}"
         )
     for reason in replay["reasons"]:
-        out(f"    - {reason}")
+        out(f"    - {printable(reason)}")
 
 
 def _count(value: Any) -> str:

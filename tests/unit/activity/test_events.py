@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from contract_platform.activity.events import ROUTING_KEYS, parse_event
+from contract_platform.activity.events import MAX_NAME, ROUTING_KEYS, parse_event
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 MS = 1795608000123  # 2026-11-25T12:00:00.123Z
@@ -92,8 +92,35 @@ def test_redelivery_of_the_same_event_has_the_same_key_and_another_event_another
 def test_hostile_or_missing_headers_never_crash_and_stay_bounded(headers: dict[str, object]) -> None:
     event = parse_event("consumer.deleted", props(**headers), NOW)
     assert event is not None
-    assert all(value is None or len(value) <= 1024 for value in event.fields.values())
+    assert all(value is None or len(value) <= 4096 for value in event.fields.values())
     assert event.at.tzinfo is not None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"nul\x00 control \x01\x1b[2J\x7f",
+        "bidi \u202eevil\u202c".encode(),
+        b"invalid \xff\xfe and cut \xe2\x82",
+        b"overlong \xc0\xaf \xe0\x80\xaf and a surrogate \xed\xa0\x80",
+        b"\xff" * 255,
+    ],
+)
+def test_names_are_kept_as_the_broker_gave_them_byte_for_byte(raw: bytes) -> None:
+    consumer = parse_event("consumer.created", props(queue=raw, consumer_tag=raw, vhost=raw, channel=b"c"), NOW)
+    connection = parse_event("connection.created", props(pid=b"p", user_provided_name=raw, user=raw), NOW)
+    assert consumer is not None and connection is not None
+    kept = [consumer.vhost, consumer.get("queue"), consumer.get("consumer_tag"), connection.get("client_name")]
+    assert [value.encode("utf-8", "surrogateescape") for value in kept if value is not None] == [raw] * 4
+    assert connection.get("user") == raw.decode("utf-8", "surrogateescape")
+
+
+def test_a_64_kb_connection_name_is_kept_whole_and_a_longer_one_is_cut_saying_so() -> None:
+    whole = "n" * MAX_NAME
+    event = parse_event("connection.created", props(pid=b"p", user_provided_name=whole.encode()), NOW)
+    assert event is not None and event.get("client_name") == whole
+    longer = parse_event("connection.created", props(pid=b"p", user_provided_name=whole + "\u202e" * 10), NOW)
+    assert longer is not None and longer.get("client_name") == whole + "... (10 more characters cut)"
 
 
 def test_other_routing_keys_and_headerless_messages_are_not_events() -> None:

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from contract_platform.catalog.model import Status
 from contract_platform.cli.main import main
+from contract_platform.errors import printable
 from contract_platform.store import SqlRegistry
 
 ORDER_V1 = "order.order-created.v1"
@@ -145,3 +147,17 @@ def test_status_without_replay_evidence_has_an_empty_replay_list(capsys, catalog
     code = main(["status", ORDER_V1, "--catalog", str(catalog_dir), "--format", "json"])
 
     assert code == 0 and json.loads(capsys.readouterr().out)["replay"] == []
+
+
+def test_status_text_shows_a_refusal_that_names_a_reader_escaped(capsys, catalog_dir, registry_url) -> None:
+    """A retirement refused on the audit's blockers quotes the reader's connection name, which a client chose."""
+    reader = "month-end\x1b[2J\x00\u202eretlop\udcff\n  - queues: pass"
+    with SqlRegistry.open(registry_url) as registry:
+        registry.record_refusal(
+            ORDER_V1, from_status=Status.DEPRECATED, to_status=Status.RETIRED, reasons=[f"readers: {reader}"], actor="a"
+        )
+    code = main(["status", ORDER_V1, "--catalog", str(catalog_dir)])
+
+    shown = capsys.readouterr().out
+    assert code == 0 and f"    - readers: {printable(reader)}\n" in shown
+    assert not any(char in shown for char in "\x1b\x00\u202e\udcff") and "\n  - queues: pass" not in shown

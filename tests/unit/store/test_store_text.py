@@ -1,15 +1,20 @@
 """Any text a client of the broker chose is stored and read back exactly, on SQLite and on a real PostgreSQL
-(``store/sql.py``: ``hold_text``): what the database cannot hold goes in escaped, everything else as it is."""
+(``store/sql.py``: ``hold_text``): what the database cannot hold goes in escaped, everything else as it is;
+and a broker event's names, parsed as the recorder parses them, come back from the registry as they were sent."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from tests.support.databases import scratch_database
 
+from contract_platform.activity.events import MAX_NAME, parse_event
+from contract_platform.store import SqlRegistry
 from contract_platform.store.sql import ESCAPED, Database, hold_text, read_text
 
 HOSTILE = [
@@ -31,15 +36,12 @@ HOSTILE = [
 ORDINARY = ["", "plain", "ünïcödé \u202e and \ufdd0 inside", "back\\slash", "x" * 65_536]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def opened(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     if request.param == "sqlite":
-        opened = Database(f"sqlite:///{tmp_path / 'text.db'}")
-        json_type = "TEXT"
-        yield from _with_table(opened, json_type)
+        yield from _with_table(Database(f"sqlite:///{tmp_path_factory.mktemp('text') / 'text.db'}"), "TEXT")
         return
-    server = request.getfixturevalue("postgres_url")
-    with scratch_database(server, "store_text") as url:
+    with scratch_database(request.getfixturevalue("postgres_url"), "store_text") as url:
         yield from _with_table(Database(url), "JSON")
 
 
@@ -50,6 +52,13 @@ def _with_table(database: Database, json_type: str) -> Iterator[Database]:
         yield database
     finally:
         database.close()
+
+
+@pytest.fixture
+def database(opened: Database) -> Database:
+    with opened.transaction("emptying", write=True) as tx:
+        tx.execute("DELETE FROM t")
+    return opened
 
 
 def _stored(database: Database) -> dict[int, Any]:
@@ -96,3 +105,54 @@ def test_the_escaped_form_is_one_way_round() -> None:
 
 def _surrogate(text: str) -> bool:
     return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlRegistry]:
+    if request.param == "sqlite":
+        with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+            yield opened
+        return
+    with (
+        scratch_database(request.getfixturevalue("postgres_url"), "store_names") as url,
+        SqlRegistry.open(url) as opened,
+    ):
+        yield opened
+
+
+NAMES = [  # as a client sends them: bytes, since some are not UTF-8
+    b"nul\x00 control \x01\x1b[2J\x7f",
+    "bidi \u202eevil\u202c \ufdd0 and \\u0000".encode(),
+    b"invalid \xff\xfe and overlong \xc0\xaf \xed\xa0\x80",
+    b"\xff" * 255,
+]
+
+
+def test_a_broker_events_names_come_back_from_the_registry_as_the_client_sent_them(registry: SqlRegistry) -> None:
+    at = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    events = []
+    for n, raw in enumerate(NAMES):
+        pid, channel = f"<rabbit@n.{n}.1>".encode(), f"<rabbit@n.{n}.2>".encode()
+        long_name = raw + b"-" + b"n" * (MAX_NAME - len(raw) - 1)  # 64 kB, whole
+        for kind, headers in (
+            ("connection.created", {"pid": pid, "user_provided_name": long_name, "user": raw, "peer_host": raw}),
+            ("channel.created", {"pid": channel, "connection": pid}),
+            ("consumer.created", {"queue": raw, "consumer_tag": raw, "channel": channel, "vhost": raw}),
+            ("queue.created", {"name": raw, "vhost": raw}),
+        ):
+            ms = int((at + timedelta(seconds=n)).timestamp() * 1000)
+            event = parse_event(kind, SimpleNamespace(headers={**headers, "timestamp_in_ms": ms}), at)
+            assert event is not None
+            events.append(event)
+    assert registry.store_broker_events(events) == len(events)
+    assert registry.store_broker_events(events) == 0  # found again by their digests: stored once
+    for raw in NAMES:
+        name = raw.decode("utf-8", "surrogateescape")
+        [session] = registry.reader_sessions([(name, name)], since=at, until=at + timedelta(minutes=1))
+        assert (session.vhost, session.queue, session.consumer_tag, session.user, session.peer_host) == (name,) * 5
+        assert session.connection_name is not None
+        assert session.connection_name.encode("utf-8", "surrogateescape") == raw + b"-" + b"n" * (
+            MAX_NAME - len(raw) - 1
+        )
+        [change] = registry.broker_changes([(name, name)], since=at)
+        assert (change.vhost, change.name) == (name, name)
