@@ -20,6 +20,7 @@ from contract_platform.amqp import ManagementClient, open_connection, plan_topol
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.amqp.management import read_topology
 from contract_platform.catalog.model import Catalog, Contract, Status
+from contract_platform.errors import BrokerError
 from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement import (
     AuditResult,
@@ -132,8 +133,26 @@ def running_recorder(
         stop.set()
         thread.join(timeout=30)
         delete_recorder_queues(url, queue)
+        delete_trace_queues(url, registry)
     if failed:
         raise failed[0]
+
+
+def delete_trace_queues(url: str, registry: SqlRegistry) -> None:
+    """The registry's delivery trace queues (``amqp.tracing.trace_queues``) in every virtual host it watched."""
+    from contract_platform.activity.trace_reader import vhost_url
+    from contract_platform.amqp.tracing import trace_queues
+
+    for vhost in sorted({watch.vhost for watch in registry.delivery_watches()}):
+        try:
+            connection = open_connection(vhost_url(url, vhost))
+        except BrokerError:  # the test deleted its virtual host, and the queues with it
+            continue
+        try:
+            for name in trace_queues(registry.url):
+                connection.channel().queue_delete(name)
+        finally:
+            close_quietly(connection)
 
 
 def delete_recorder_queues(url: str, queue: str) -> None:

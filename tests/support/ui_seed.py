@@ -16,7 +16,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from contract_platform.catalog.model import Contract, Status
-from contract_platform.evidence.records import CoverageGap, CoverageSegment, QueueCounters, ReaderSession
+from contract_platform.evidence.records import (
+    CoverageGap,
+    CoverageSegment,
+    DeliveryWatch,
+    QueueCounters,
+    ReaderSession,
+)
 from contract_platform.retirement import ReaderEvidence, VersionQueue, check_readers
 from contract_platform.retirement.model import AuditResult
 from contract_platform.retirement.report import record_audit
@@ -213,7 +219,8 @@ def record_readers_audit(
         for age in audits
         for queue in queues
     ]
-    evidence = ReaderEvidence(since, segments, [CoverageGap(*gap) for gap in gaps], sessions, [], counters)
+    watches = [DeliveryWatch("/", queue, since, since, now) for queue in queues]  # every delivery traced
+    evidence = ReaderEvidence(since, segments, [CoverageGap(*gap) for gap in gaps], sessions, [], counters, watches)
     check = check_readers(contract, [VersionQueue("/", q, q) for q in queues], evidence, now=now)
     result = AuditResult(contract.message_type, contract.version, now, (check,), run_id="scheduled__readers")
     record_audit(result, registry)

@@ -56,10 +56,12 @@ from contract_platform.activity.continuity import (
 )
 from contract_platform.activity.events import ROUTING_KEYS, parse_event
 from contract_platform.activity.queues import DEFAULT_QUEUE, management_for, queue_for, queue_state, recorder_queues
+from contract_platform.activity.trace_reader import TraceReader
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.http import ManagementClient
 from contract_platform.amqp.inspection import exchange_exists, passive_queue
 from contract_platform.amqp.management import EVENT_EXCHANGE, event_exchange_problem
+from contract_platform.amqp.tracing import trace_queues
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import (
     BrokerError,
@@ -250,6 +252,7 @@ class ActivityRecorder:
             segment.abandon(f"the recorder lost its connection or store ({exc})")
             raise
         finally:
+            segment.close_traces()
             close_quietly(connection)
 
 
@@ -279,6 +282,8 @@ class _Segment:
         self.drops: list[tuple[Drop, int]] = []  # dropped while recording, not yet recorded: (what, delivery tag)
         self.last_touch = time.monotonic()
         self.probed = 0.0
+        self.tracers: dict[str, TraceReader] = {}  # watched virtual host -> its delivery trace (activity.trace_reader)
+        self.tracer_retry: dict[str, float] = {}  # virtual host -> when a trace that could not open is tried again
 
     # -- attaching: the queue and its companions, as they are or replaced ----------------------------
 
@@ -493,6 +498,7 @@ class _Segment:
         heartbeat = self.config.heartbeat
         while not self.recorder._stopping(until):
             self.connection.process_data_events(time_limit=_TICK)
+            self._poll_traces()
             self._handle_inbox()
             self._check_cancelled()
             clock = time.monotonic()
@@ -505,8 +511,11 @@ class _Segment:
         # a final round trip: what happened up to the stop is covered
         final = self._send_marker()
         deadline = time.monotonic() + max(5.0, 2 * heartbeat)
-        while time.monotonic() < deadline and not self._confirmed(final):
+        while time.monotonic() < deadline and (
+            not self._confirmed(final) or any(tracer.waiting() for tracer in self.tracers.values())
+        ):
             self.connection.process_data_events(time_limit=_TICK)
+            self._poll_traces()
             self._handle_inbox()
         self._flush()
 
@@ -631,7 +640,83 @@ class _Segment:
         self._publish(self.queue, b"", pika.BasicProperties(headers={_MARKER_HEADER: marker}, delivery_mode=1))
         self.marker_sent, self.marker_sent_clock = sent, time.monotonic()
         self.report.markers += 1
+        self._trace_round()
         return sent
+
+    # -- delivery traces (amqp.tracing, activity.trace_reader): the queues of versions under retirement -----------------------
+
+    def _trace_round(self) -> None:
+        """Every heartbeat: the watches the recording audits asked for, each virtual host's trace open and
+        bound, and a canary through each."""
+        wanted: dict[str, set[str]] = {}
+        since: dict[str, datetime] = {}
+        for watch in self.store.delivery_watches():
+            wanted.setdefault(watch.vhost, set()).add(watch.queue)
+            known = watch.confirmed_until or watch.traced_from
+            if known is not None and (watch.vhost not in since or known < since[watch.vhost]):
+                since[watch.vhost] = known
+        for vhost in [vhost for vhost in self.tracers if vhost not in wanted]:
+            self.tracers.pop(vhost).close()
+        clock = time.monotonic()
+        for vhost, queues in wanted.items():
+            tracer = self.tracers.get(vhost)
+            if tracer is None:
+                if clock < self.tracer_retry.get(vhost, 0.0):
+                    continue
+                tracer = self._open_trace(vhost, queues, since.get(vhost))
+                if tracer is None:
+                    continue
+            try:
+                tracer.bind(queues)
+                tracer.send_canary()
+            except (BrokerError, px.AMQPError, OSError) as exc:
+                self._trace_failed(vhost, exc)
+
+    def _open_trace(self, vhost: str, queues: set[str], since: datetime | None) -> TraceReader | None:
+        tracer = TraceReader(
+            self.recorder._url,
+            vhost,
+            trace_queues(self.store.url),
+            self.store,
+            identity=self.recorder.identity,
+            heartbeat=self.config.heartbeat,
+            management=self.recorder.management,
+        )
+        try:
+            tracer.open(queues, since)
+        except BrokerUnavailable:
+            tracer.close()
+            raise
+        except (BrokerError, px.AMQPError, OSError) as exc:  # a vhost gone or refused: said, tried again later
+            tracer.close()
+            self._trace_failed(vhost, exc)
+            return None
+        self.tracers[vhost] = tracer
+        return tracer
+
+    def _trace_failed(self, vhost: str, exc: BaseException) -> None:
+        """A trace that failed is closed and tried again a few heartbeats later; the events go on. What it had
+        read and not stored goes back to its queue unacked, so nothing is lost unless the queue is (then the
+        trace starts anew, ``TraceReader.open``)."""
+        tracer = self.tracers.pop(vhost, None)
+        if tracer is not None:
+            tracer.close()
+        self.tracer_retry[vhost] = time.monotonic() + _PROBE_EVERY * self.config.heartbeat
+        problem = f"the recorder cannot read the delivery trace of virtual host {vhost!r}: {exc}"
+        log.warning("%s", problem)
+        self.store.confirm_delivery_watches(vhost, until=None, problem=problem[:2000])
+
+    def _poll_traces(self) -> None:
+        for vhost, tracer in list(self.tracers.items()):
+            try:
+                tracer.poll()
+            except (BrokerError, px.AMQPError, OSError) as exc:
+                self._trace_failed(vhost, exc)
+
+    def close_traces(self) -> None:
+        for tracer in self.tracers.values():
+            tracer.close()
+        self.tracers = {}
 
     def _confirm(self, sent: datetime) -> None:
         """A marker came back: every event queued before it is stored, or was dropped (then a gap), so the

@@ -59,10 +59,13 @@ class ApiUnreachable(Exception):
         self.kind = type(cause).__name__
 
 
-def _get(url: str, auth: tuple[str, str], timeout: float) -> tuple[int, bytes]:
-    """(status, body) of one GET with HTTP basic auth, on the standard library's client, imported here (the verbs
-    that never ask the API start without it): a verb that asks once (``record-activity --status``) would spend
-    0.3 s of CPU importing and starting httpx for it. A redirect is an answer (its status), not followed."""
+def _get(
+    url: str, auth: tuple[str, str], timeout: float, *, method: str = "GET", body: bytes | None = None
+) -> tuple[int, bytes]:
+    """(status, body) of one GET (or ``method`` with a JSON ``body``) with HTTP basic auth, on the standard
+    library's client, imported here (the verbs that never ask the API start without it): a verb that asks once
+    (``record-activity --status``) would spend 0.3 s of CPU importing and starting httpx for it. A redirect is an
+    answer (its status), not followed."""
     import base64
     from urllib.error import HTTPError
     from urllib.request import HTTPRedirectHandler, HTTPSHandler, Request, build_opener
@@ -72,7 +75,10 @@ def _get(url: str, auth: tuple[str, str], timeout: float) -> tuple[int, bytes]:
             return None
 
     token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
-    request = Request(url, headers={"Authorization": f"Basic {token}", "Accept": "application/json"})
+    headers = {"Authorization": f"Basic {token}", "Accept": "application/json"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    request = Request(url, headers=headers, data=body, method=method)
     secure = [HTTPSHandler(context=_tls_context())] if url.startswith("https:") else []
     opener = build_opener(NoRedirects(), *secure)
     try:
@@ -154,6 +160,23 @@ class ManagementClient:
             return _get(f"{self.base_url}/api/{path}", self.auth, timeout or self.timeout)
         except (OSError, HTTPException) as exc:  # unreachable, refused, timed out; an answer that is not HTTP
             raise ApiUnreachable(exc) from exc
+
+    def put(self, path: str, body: dict[str, Any]) -> int | None:
+        """PUT ``/api/<path>`` with a JSON ``body``: the status, or ``None`` when nothing answered. The platform
+        writes through the API in one place only: switching a watched virtual host's delivery trace on."""
+        import json
+        from http.client import HTTPException
+
+        if self._unavailable:
+            return None
+        try:
+            status, _answer = _get(
+                f"{self.base_url}/api/{path}", self.auth, self.timeout, method="PUT", body=json.dumps(body).encode()
+            )
+        except (OSError, ValueError, HTTPException) as exc:
+            log.warning("management API at %s did not answer a PUT of %s (%s)", self.base_url, path, type(exc).__name__)
+            return None
+        return status
 
     def get(self, path: str) -> Any | None:
         """GET ``/api/<path>`` as JSON, or ``None`` (not found, API absent, refused, not JSON)."""

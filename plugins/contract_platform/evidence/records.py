@@ -20,6 +20,8 @@ __all__ = [
     "BrokerEvent",
     "CoverageGap",
     "CoverageSegment",
+    "Delivery",
+    "DeliveryWatch",
     "EvidenceKind",
     "EvidenceRecord",
     "Observation",
@@ -165,13 +167,45 @@ class ReaderSession:
     connection_name: str | None = None  # the client-provided name, else the broker's "peer -> broker" name
     peer_host: str | None = None
     user: str | None = None
-    source: str = "event"  # "event" (consumer.created) or "listing" (seen at a segment's start)
+    source: str = "event"  # "event" (consumer.created), "orphan" (only its end seen) or "delivery" (traced)
+    deliveries: int | None = None  # "delivery": how many messages the broker handed it between the two moments
 
     def describe(self) -> str:
         who = self.connection_name or "an unnamed connection"
         where = f" from {self.peer_host}" if self.peer_host else ""
         user = f" as {self.user}" if self.user else ""
         return f"{who}{where}{user}"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Messages the broker handed one channel of one connection from one queue (``basic.get`` or a consumer), as
+    its delivery trace showed them: ``count`` of them between ``after`` and ``before`` (the trace is timed by the
+    recorder's own marks around it: the broker stamps no time on it). ``connection`` is the broker's name of the
+    connection (``peer -> broker``), which a client cannot choose."""
+
+    vhost: str
+    queue: str
+    connection: str | None
+    channel: str
+    user: str | None
+    after: datetime
+    before: datetime
+    count: int
+
+
+@dataclass(frozen=True)
+class DeliveryWatch:
+    """A queue whose every delivery the recorder traces: asked for by the recording audits of a version under
+    retirement (``requested_at``, the latest), traced since ``traced_from``, every traced delivery stored up to
+    ``confirmed_until``; ``problem`` says why the trace cannot be confirmed now."""
+
+    vhost: str
+    queue: str
+    requested_at: datetime
+    traced_from: datetime | None
+    confirmed_until: datetime | None
+    problem: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from contract_platform.evidence.records import (
     BrokerEvent,
     CoverageGap,
     CoverageSegment,
+    Delivery,
+    DeliveryWatch,
     EvidenceRecord,
     Observation,
     ObservationSource,
@@ -148,6 +150,16 @@ class Registry(Protocol):
 
     def queue_counters(self, message_type: str, *, since: datetime) -> list[QueueCounters]: ...
 
+    def request_delivery_watches(
+        self, queues: Iterable[tuple[str, str]], *, at: datetime, traced_from: datetime
+    ) -> None: ...
+
+    def delivery_watches(self, queues: Iterable[tuple[str, str]] | None = None) -> list[DeliveryWatch]: ...
+
+    def restart_delivery_watches(self, vhost: str, *, traced_from: datetime, reason: str) -> None: ...
+
+    def confirm_delivery_watches(self, vhost: str, *, until: datetime | None, problem: str | None = None) -> None: ...
+
 
 class ActivityLog(Protocol):
     """What the broker activity recorder writes (``store.SqlRegistry`` is one)."""
@@ -175,6 +187,14 @@ class ActivityLog(Protocol):
     def record_gap(self, start: datetime, end: datetime, reason: str, *, close_sessions: bool = False) -> None: ...
 
     def prune_broker_activity(self, before: datetime) -> int: ...
+
+    def store_deliveries(self, deliveries: Sequence[Delivery]) -> int: ...
+
+    def delivery_watches(self, queues: Iterable[tuple[str, str]] | None = None) -> list[DeliveryWatch]: ...
+
+    def restart_delivery_watches(self, vhost: str, *, traced_from: datetime, reason: str) -> None: ...
+
+    def confirm_delivery_watches(self, vhost: str, *, until: datetime | None, problem: str | None = None) -> None: ...
 
 
 def earlier_schemas(registry: Registry | None, contract: Any) -> list[tuple[str, dict[str, Any]]]:

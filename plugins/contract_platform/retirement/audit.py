@@ -6,9 +6,10 @@
       -> discover_queues (receivers, DLQs, how found)
     plan_topology(contract)
       -> observe_queues (passive declares + management API)  -> queues            (+ one observation per queue)
+      -> watch_deliveries (recording: trace every delivery from the version's queues, before the peek)
       -> scan_dead_letters (every DLQ found, read in order)  -> dead_letters
       -> counters (read before the peek) + the peek's own reads -> stored per queue
-      -> reader sessions, coverage, counters since the span   -> readers
+      -> reader sessions, traced deliveries, coverage, counters since the span -> readers
       -> LastSeen (archive_last_seen job)                    -> retention
       -> catalogue                                           -> holds, successor_consumers
 
@@ -43,6 +44,7 @@ from contract_platform.retirement.dead_letters import (
     check_dead_letters,
     scan_dead_letters,
 )
+from contract_platform.retirement.deliveries import wait_for_trace
 from contract_platform.retirement.discovery import Discovery
 from contract_platform.retirement.model import AuditResult, CheckName, CheckResult, require_aware
 from contract_platform.retirement.policy import check_holds, check_successor_consumers
@@ -57,6 +59,7 @@ from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, c
 from contract_platform.retirement.readers_seen import Coverage, recorded_coverage
 from contract_platform.retirement.retention import LastSeen, check_retention
 from contract_platform.retirement.snapshot import TopologySnapshot
+from contract_platform.retirement.watch import watch_deliveries
 
 __all__ = ["AuditRun", "audit_snapshot", "audit_version", "audit_versions", "versions_to_audit"]
 
@@ -114,6 +117,9 @@ def audit_version(
     looks = observe_queues(connection, plan, snapshot=snapshot, discovery=discovery)
     if record:
         record_observations(registry, contract.message_type, looks, now=now, run_id=run_id)
+    queues = version_queues(looks, discovery, home)
+    if record and snapshot is not None:  # before the peek: from now on every delivery from them is seen
+        watch_deliveries(connection, snapshot.client, registry, [q.key for q in queues], home_vhost=home, now=now)
     scan = scan_dead_letters(
         connection,
         contract,
@@ -124,7 +130,6 @@ def audit_version(
         max_messages=max_dead_letters,
         sweep=sweep,
     )
-    queues = version_queues(looks, discovery, home)
     coverage: Coverage | None = None
     if topology is None:
         readers = CheckResult(
@@ -140,12 +145,14 @@ def audit_version(
         )
         if record:
             registry.record_queue_counters(counters)
+        waited = time.monotonic()
+        wait = recorder_wait() if wait_for_recorder is None else wait_for_recorder
         coverage = recorded_coverage(  # read once: the readers check and the consumers' moves both judge it
-            registry,
-            readers_since(contract, now),
-            now=now,
-            wait=recorder_wait() if wait_for_recorder is None else wait_for_recorder,
+            registry, readers_since(contract, now), now=now, wait=wait
         )
+        if record and any(segment.ended_at is None for segment in coverage[0]):  # a recorder runs: its trace too
+            left = wait - timedelta(seconds=time.monotonic() - waited)
+            wait_for_trace(registry, [q.key for q in queues], now=now, wait=max(left, timedelta(seconds=1)))
         readers = judge_readers(
             contract, registry, queues, now=now, unrecorded=() if record else counters, coverage=coverage
         )
@@ -341,6 +348,7 @@ def judge_readers(
         sessions=registry.reader_sessions(keys, since=since, until=now),
         changes=registry.broker_changes(keys, since=since),
         counters=[*registry.queue_counters(contract.message_type, since=since), *unrecorded],
+        watches=registry.delivery_watches(keys),
     )
     return check_readers(contract, queues, evidence, now=now)
 

@@ -28,17 +28,15 @@ channel kept open for the run; only a queue that holds messages is peeked.
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import pika
 
 from contract_platform import settings
-from contract_platform.amqp.connection import broker_errors, broker_version, close_quietly, describe_broker
+from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
 from contract_platform.amqp.http import NOT_FOUND, ManagementClient
 from contract_platform.amqp.inspection import RESOURCE_LOCKED, probing
 from contract_platform.amqp.management import BrokerTopology, QueueInfo
@@ -51,6 +49,7 @@ from contract_platform.evidence import Verdict
 from contract_platform.limits import depth_limit, may_nest_beyond, nesting_beyond_text
 from contract_platform.retirement.discovery import DEFAULT_DEAD_LETTER_SUFFIXES, Discovery
 from contract_platform.retirement.model import CheckName, CheckResult
+from contract_platform.retirement.watch import vhost_connections
 
 if TYPE_CHECKING:
     from contract_platform.retirement.snapshot import TopologySnapshot
@@ -292,7 +291,7 @@ def _scan_discovered(
     if scope in sweep.swept_scopes:  # every DLQ was read earlier in the run: only the version's and the notable
         entries = [*discovery.attributed, *(e for k, e in sweep.notable.items() if k not in own)]
         elsewhere = len(discovery.dead_letter_queues) - len(entries)
-    with _connections(connection, home_vhost) as connect, broker_errors(describe_broker(connection)):
+    with vhost_connections(connection, home_vhost) as connect, broker_errors(describe_broker(connection)):
         probe = Probe(connect)
         try:
             for entry in entries:
@@ -389,28 +388,6 @@ def _info_of(queue: QueueInfo | None) -> dict[str, Any]:
     if queue.owner is not None:
         info["owner"] = queue.owner
     return info
-
-
-@contextmanager
-def _connections(connection: BrokerConnection, home_vhost: str) -> Iterator[Callable[[str], Any]]:
-    """``connect(vhost)``: the audit's connection for its own virtual host, a sibling for any other (closed after)."""
-    opened: dict[str, Any] = {}
-
-    def connect(vhost: str) -> Any:
-        if vhost == home_vhost:
-            return connection
-        if vhost not in opened:
-            # pika keeps a connection's parameters on its private _impl, which its stubs do not list
-            params = copy.copy(connection._impl.params)  # type: ignore[attr-defined]
-            params.virtual_host = vhost
-            opened[vhost] = pika.BlockingConnection(params)
-        return opened[vhost]
-
-    try:
-        yield connect
-    finally:
-        for sibling in opened.values():
-            close_quietly(sibling)
 
 
 def _scan_queue(

@@ -38,10 +38,12 @@ from contract_platform.evidence.records import (
     BrokerChange,
     CoverageGap,
     CoverageSegment,
+    DeliveryWatch,
     QueueCounters,
     ReaderSession,
 )
 from contract_platform.evidence.registry import Registry
+from contract_platform.retirement.deliveries import delivery_obstacles, explained
 from contract_platform.retirement.model import CheckName, CheckResult, iso, require_aware
 
 __all__ = [
@@ -83,7 +85,7 @@ class VersionQueue:
 class Obstacle:
     """Something that keeps the span from being clean: a reader (fail) or something not known (unknown)."""
 
-    kind: str  # reader | counters | gap | uncovered | deleted
+    kind: str  # reader | counters | gap | uncovered | deleted | untraced
     verdict: Verdict
     start: datetime | None  # None: since before anything was known
     end: datetime
@@ -110,6 +112,7 @@ class ReaderEvidence:
     sessions: Sequence[ReaderSession]
     changes: Sequence[BrokerChange]
     counters: Sequence[QueueCounters]
+    watches: Sequence[DeliveryWatch]  # the delivery trace of the version's queues (retirement.deliveries)
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,27 @@ def _uncovered(start: datetime, end: datetime, gaps: Sequence[CoverageGap], *, h
 
 def session_obstacle(session: ReaderSession, label: str, now: datetime) -> Obstacle:
     who = session.describe()
+    if session.source == "delivery":
+        count = session.deliveries or 1
+        text = (
+            f"{label} handed {count} message{'s' if count != 1 else ''} to {who} (channel {session.channel}) between "
+            f"{iso(session.attached_at)} and {iso(session.detached_at)}: a reader the delivery trace saw (basic.get "
+            "or a consumer)"
+        )
+        return Obstacle(
+            "reader",
+            Verdict.FAIL,
+            session.attached_at,
+            session.detached_at or now,
+            text,
+            label,
+            {
+                "connection": session.connection_name,
+                "peerHost": session.peer_host,
+                "user": session.user,
+                "deliveries": count,
+            },
+        )
     since = f"from {iso(session.attached_at)}" if session.attached_at else "since before the recorder saw it"
     until = f"until {iso(session.detached_at)}" if session.detached_at else "and is still attached"
     text = f"{label} was read by {who} (consumer {session.consumer_tag!r}) {since} {until}"
@@ -405,9 +429,15 @@ def check_readers(
         )
     labels = {queue.key: queue.label for queue in queues}
     obstacles = coverage_obstacles(evidence.segments, evidence.gaps, evidence.since, now)
+    sessions = [s for s in evidence.sessions if s.source != "delivery"]
+    sessions += explained([s for s in evidence.sessions if s.source == "delivery"], evidence.counters)
     obstacles += [
         session_obstacle(session, labels.get((session.vhost, session.queue), session.queue), now)
-        for session in evidence.sessions
+        for session in sessions
+    ]
+    obstacles += [
+        Obstacle(kind, verdict, start, end, text, label)
+        for kind, verdict, start, end, text, label in delivery_obstacles(labels, evidence.watches, now=now)
     ]
     obstacles += _change_obstacles(evidence.changes, labels)
     by_queue: dict[tuple[str, str], list[QueueCounters]] = {}

@@ -198,6 +198,13 @@ def _v4_broker_names(conn: Connection) -> None:
                 conn.execute(text(f'ALTER TABLE {table} ALTER COLUMN "{name}" TYPE TEXT'))
 
 
+def _v5_delivery_tracing(conn: Connection) -> None:
+    from contract_platform.store import tables
+
+    _add_missing_columns(conn, tables.reader_sessions, "deliveries")
+    _create_missing(conn, tables.delivery_watches)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "lifecycle: effective status, transitions, refusals, evidence, schema snapshots", _v1_lifecycle),
     Migration(2, "evidence run ids and lookup index; queue observations; catalogue fingerprints", _v2_observations),
@@ -205,6 +212,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         3, "broker activity: reader sessions, broker changes, recorder coverage, queue counters", _v3_broker_activity
     ),
     Migration(4, "broker activity: names broker clients chose held as text of any length", _v4_broker_names),
+    Migration(
+        5, "delivery tracing: the queues whose deliveries are traced, deliveries per reader", _v5_delivery_tracing
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -22,6 +22,8 @@ from contract_platform.store.records import (
     BrokerEvent,
     CoverageGap,
     CoverageSegment,
+    Delivery,
+    DeliveryWatch,
     EvidenceKind,
     EvidenceMark,
     EvidenceRecord,
@@ -584,6 +586,47 @@ class SqlRegistry:
         """Every queue-counter snapshot of ``message_type``'s audits since ``since``, oldest first."""
         with self._connect(f"reading the queue counters of {message_type}") as tx:
             return activity.counters_of(tx, message_type, values.aware(since, "since"))
+
+    # -- delivery tracing (the recording audit asks, the recorder traces, the readers check reads) -------------
+
+    def store_deliveries(self, deliveries: Sequence[Delivery]) -> int:
+        """Store traced deliveries as reader sessions (``activity.store_deliveries``); returns the rows written."""
+        if not deliveries:
+            return 0
+        return self._write_retrying(
+            f"storing {len(deliveries)} traced deliveries", lambda tx: activity.store_deliveries(tx, deliveries)
+        )
+
+    def request_delivery_watches(
+        self, queues: Iterable[tuple[str, str]], *, at: datetime, traced_from: datetime
+    ) -> None:
+        """Trace the deliveries of ``queues`` ((vhost, name) pairs), traced since ``traced_from`` when new."""
+        at, traced_from = values.aware(at, "at"), values.aware(traced_from, "traced_from")
+        pairs = list(queues)
+        self._write_retrying(
+            f"asking for the deliveries of {len(pairs)} queues to be traced",
+            lambda tx: activity.request_watches(tx, pairs, at, traced_from),
+        )
+
+    def restart_delivery_watches(self, vhost: str, *, traced_from: datetime, reason: str) -> None:
+        """The trace of ``vhost`` starts anew at ``traced_from`` (its queue was lost): see ``activity.restart_watches``."""
+        traced_from = values.aware(traced_from, "traced_from")
+        self._write_retrying(
+            "restarting a delivery trace", lambda tx: activity.restart_watches(tx, vhost, traced_from, reason)
+        )
+
+    def confirm_delivery_watches(self, vhost: str, *, until: datetime | None, problem: str | None = None) -> None:
+        """Every delivery traced in ``vhost`` up to ``until`` is stored; ``problem``: why not further."""
+        until = values.aware(until, "until") if until is not None else None
+        self._write_retrying(
+            "confirming a delivery trace", lambda tx: activity.confirm_watches(tx, vhost, until, problem)
+        )
+
+    def delivery_watches(self, queues: Iterable[tuple[str, str]] | None = None) -> list[DeliveryWatch]:
+        """The watches of ``queues`` (None: all), as the recorder and the readers check read them."""
+        pairs = None if queues is None else list(queues)
+        with self._connect("reading the delivery watches") as tx:
+            return activity.watches_of(tx, pairs)
 
     def prune_broker_activity(self, before: datetime) -> int:
         """Forget broker activity that ended before ``before`` (the recorder's retention)."""

@@ -37,6 +37,7 @@ __all__ = [
     "broker_events_seen",
     "coverage_gaps",
     "coverage_segments",
+    "delivery_watches",
     "queue_counters",
     "reader_sessions",
     "contract_versions",
@@ -223,6 +224,7 @@ reader_sessions = Table(
     Column("peer_host", BROKER_NAME, nullable=True),
     Column("user", BROKER_NAME, nullable=True),
     Column("source", String(16), nullable=False),
+    Column("deliveries", Integer, nullable=True),  # since schema version 5: a traced reader's deliveries
     Index("ix_cp_reader_sessions_queue", "vhost", "queue", "detached_at"),
 )
 
@@ -281,4 +283,18 @@ queue_counters = Table(
     Column("idle_since", UtcDateTime, nullable=True),
     Column("own_until", UtcDateTime, nullable=True),
     Index("ix_cp_queue_counters_series", "message_type", "observed_at"),
+)
+
+
+# -- delivery tracing, since schema version 5 (contract_platform.amqp.tracing; docs/retirement-audit.md) ----------
+
+delivery_watches = Table(  # the queues whose every delivery the recorder traces (those of versions under retirement)
+    "cp_delivery_watches",
+    metadata,
+    Column("vhost", Text, primary_key=True),
+    Column("queue", Text, primary_key=True),
+    Column("requested_at", UtcDateTime, nullable=False),  # the latest recording audit that asked for it
+    Column("traced_from", UtcDateTime, nullable=True),  # every delivery since is traced
+    Column("confirmed_until", UtcDateTime, nullable=True),  # every traced delivery until then is stored
+    Column("problem", Text, nullable=True),  # why the trace cannot be confirmed now (None: it can)
 )

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from tests.integration.retirement.reader_evidence_support import Audits, named_connection, readers, v1_message
 from tests.support import broker
-from tests.support.broker import wait_for_counter
 from tests.support.contracts import V1
 from tests.support.retirement import force_status, provision_family, retire_declared
 from tests.support.waiting import wait_until
@@ -61,21 +60,65 @@ def test_two_intermittent_readers_between_audits_each_block_and_are_named(audits
     assert third.check("readers").clears_at is not None and not third.passed
 
 
-def test_a_poller_is_seen_by_the_counters_on_a_full_queue(audits: Audits, version: Contract) -> None:
+def test_a_poller_that_leaves_at_once_is_seen_by_the_delivery_trace(audits: Audits, version: Contract) -> None:
+    # a cron job: connects, publishes one v1 message, takes it with basic.get and closes at once, long before the
+    # broker's statistics interval counts its channel (so the counters may never move)
     queue = version.consumers[0].queue
     audits.run()
-    poller = named_connection("poller")
-    channel = poller.channel()
-    channel.basic_publish("", queue, *v1_message("polled-1"))
-    wait_until(lambda: channel.basic_get(queue, auto_ack=True)[0] is not None, 10, 0.2, what="the poller's get")
-    # The management plugin takes a channel's counters at its statistics interval (5 s by default): a channel
-    # closed right after its get may never reach the queue's deliver_get (a fresh clone's CI saw it stay at 0
-    # for 30 s, once in four full runs). What this test proves is the counters' evidence, so the poller stays
-    # until the counter shows its get, as a poller that lives longer than an interval does.
-    wait_for_counter("/", queue, "deliver_get", 1)
-    poller.close()
+    audits.run()
+    poll_once("month-end-poller", queue, "polled-1")
     verdict, blocker = readers(audits.run())
-    assert verdict is Verdict.FAIL and "deliver_get +1" in blocker and "basic.get" in blocker
+    assert verdict is Verdict.FAIL, blocker
+    assert f"{queue} handed 1 message to month-end-poller from 127.0.0.1 as guest" in blocker
+
+
+def test_twenty_fast_pollers_in_a_row_are_each_caught(audits: Audits, version: Contract) -> None:
+    queue = version.consumers[0].queue
+    audits.run()
+    for number in range(20):
+        name = f"month-end-poller-{number}"
+        poll_once(name, queue, f"polled-{number}")
+        audits.last = 0.0  # no span to wait for: each audit judges the poller just before it
+        result = audits.run()
+        check = result.check("readers")
+        named = [o["text"] for o in check.figures["obstacles"] if o["kind"] == "reader"]
+        assert check.verdict is Verdict.FAIL, check.blocker
+        assert any(f"handed 1 message to {name} from" in text for text in named), (number, named)
+
+
+def test_a_poller_that_peeks_and_requeues_is_a_reader(audits: Audits, version: Contract) -> None:
+    queue = version.consumers[0].queue
+    audits.run()
+    peeker = named_connection("peeking-poller")
+    channel = peeker.channel()
+    channel.basic_publish("", queue, *v1_message("peeked-1"))
+    method = wait_until(lambda: channel.basic_get(queue, auto_ack=False)[0], 10, 0.05, what="the peek's get")
+    channel.basic_nack(method.delivery_tag, requeue=True)  # left as it was found
+    peeker.close()
+    verdict, blocker = readers(audits.run())
+    assert verdict is Verdict.FAIL and "handed 1 message to peeking-poller" in blocker, blocker
+
+
+def test_a_consumer_attached_for_fifty_milliseconds_is_a_reader(audits: Audits, version: Contract) -> None:
+    queue = version.consumers[0].queue
+    audits.run()
+    brief = named_connection("brief-consumer")
+    channel = brief.channel()
+    channel.basic_publish("", queue, *v1_message("brief-1"))
+    channel.basic_consume(queue, lambda ch, method, props, body: ch.basic_ack(method.delivery_tag))
+    brief.process_data_events(time_limit=0.05)
+    brief.close()
+    verdict, blocker = readers(audits.run())
+    assert verdict is Verdict.FAIL and "brief-consumer" in blocker, blocker
+
+
+def poll_once(name: str, queue: str, message_id: str) -> None:
+    """A client that publishes one message, takes it with ``basic.get`` and closes its connection at once."""
+    poller = named_connection(name)
+    channel = poller.channel()
+    channel.basic_publish("", queue, *v1_message(message_id))
+    wait_until(lambda: channel.basic_get(queue, auto_ack=True)[0] is not None, 10, 0.01, what=f"{name}'s get")
+    poller.close()
 
 
 def test_a_poller_of_an_empty_queue_is_seen_by_its_last_activity(

@@ -17,6 +17,7 @@ from contract_platform.evidence.records import (
     BrokerChange,
     CoverageGap,
     CoverageSegment,
+    DeliveryWatch,
     QueueCounters,
     ReaderSession,
 )
@@ -55,10 +56,22 @@ def evidence(
     gaps: list[CoverageGap] | None = None,
     sessions: list[ReaderSession] | None = None,
     changes: list[BrokerChange] | None = None,
+    watches: list[DeliveryWatch] | None = None,
 ) -> ReaderEvidence:
     return ReaderEvidence(
-        SINCE, covered() if segments is None else segments, gaps or [], sessions or [], changes or [], counters
+        SINCE,
+        covered() if segments is None else segments,
+        gaps or [],
+        sessions or [],
+        changes or [],
+        counters,
+        traced() if watches is None else watches,
     )
+
+
+def traced(start: datetime = SINCE, until: datetime = NOW, problem: str | None = None) -> list[DeliveryWatch]:
+    """Every queue's deliveries traced from ``start``, stored up to ``until``."""
+    return [DeliveryWatch("/", queue.queue, start, start, until, problem) for queue in QUEUES]
 
 
 def session(attached: datetime | None, detached: datetime | None, name: str = "nightly-ledger-batch") -> ReaderSession:
@@ -252,3 +265,62 @@ def test_the_stored_figures_read_back_typed_as_they_were_written() -> None:
         batch.consumer_tag
     ]
     assert ReadersFigures.from_json({"sessions": "junk", "window": [], "audits": True}) == ReadersFigures()
+
+
+# -- the delivery trace (retirement.deliveries): every message a queue hands out is explained, or a reader ------------
+
+
+def delivery(
+    after: datetime, before: datetime, count: int = 1, name: str = "127.0.0.1:50412 -> 127.0.0.1:5672"
+) -> ReaderSession:
+    return ReaderSession(
+        "/", QUEUE, "", "1", after, before, name, "127.0.0.1", "cron", source="delivery", deliveries=count
+    )
+
+
+def test_a_traced_delivery_is_a_reader_named_with_its_count() -> None:
+    clean = audits(*DAYS)
+    result = judge(evidence(clean, sessions=[delivery(NOW - timedelta(days=1, seconds=2), NOW - timedelta(days=1), 3)]))
+
+    assert result.verdict is Verdict.FAIL
+    assert f"{QUEUE} handed 3 messages to 127.0.0.1:50412 -> 127.0.0.1:5672 from 127.0.0.1 as cron" in result.blocker
+
+
+def test_the_audits_own_peek_explains_its_deliveries_and_no_more() -> None:
+    rows = audits(*DAYS, moved={2: {"deliver_get": 2}})  # the next audit's counters show the peek's two gets
+    peek_at = NOW - timedelta(days=4)
+    rows = [
+        QueueCounters(**{**r.__dict__, "own_deliver_get": 2, "own_until": peek_at + timedelta(seconds=1)})
+        if r.observed_at == peek_at and r.queue == QUEUE
+        else r
+        for r in rows
+    ]
+    own = delivery(peek_at, peek_at + timedelta(seconds=1), 2, name="contract-platform audit")
+    assert judge(evidence(rows, sessions=[own])).verdict is Verdict.PASS
+
+    # someone else read during the peek: more deliveries in the window than the peek took
+    other = delivery(peek_at, peek_at + timedelta(seconds=1), 1, name="sneaky-poller")
+    result = judge(evidence(rows, sessions=[own, other]))
+    assert result.verdict is Verdict.FAIL and "handed 1 message to sneaky-poller" in result.blocker
+
+
+def test_queues_whose_deliveries_are_not_traced_are_unknown() -> None:
+    result = judge(evidence(audits(*DAYS), watches=[]))
+
+    assert result.verdict is Verdict.UNKNOWN
+    assert "its deliveries are not traced" in result.blocker
+
+
+def test_a_trace_started_late_leaves_the_span_before_it_unknown() -> None:
+    late = NOW - timedelta(days=2)
+    result = judge(evidence(audits(*DAYS), watches=traced(start=late)))
+
+    assert result.verdict is not Verdict.PASS
+    assert f"not traced before {iso(late)}" in str(result.figures["obstacles"])
+
+
+def test_a_trace_not_confirmed_up_to_now_is_unknown_with_its_reason() -> None:
+    problem = "delivery tracing is off in virtual host '/' and user 'svc' could not switch it on"
+    result = judge(evidence(audits(*DAYS), watches=traced(until=NOW - timedelta(seconds=30), problem=problem)))
+
+    assert result.verdict is Verdict.UNKNOWN and problem in result.blocker

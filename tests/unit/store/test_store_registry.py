@@ -326,7 +326,18 @@ CALLS: dict[str, Callable[[SqlRegistry], object]] = {
     "record_queue_counters": lambda r: r.record_queue_counters([_counters()]),
     "queue_counters": lambda r: r.queue_counters(MT, since=T0),
     "prune_broker_activity": lambda r: r.prune_broker_activity(T0),
+    "store_deliveries": lambda r: r.store_deliveries([_delivery()]),
+    "request_delivery_watches": lambda r: r.request_delivery_watches([("/", "q")], at=T0, traced_from=T0),
+    "restart_delivery_watches": lambda r: r.restart_delivery_watches("/", traced_from=T0, reason="lost"),
+    "confirm_delivery_watches": lambda r: r.confirm_delivery_watches("/", until=T0),
+    "delivery_watches": lambda r: r.delivery_watches(),
 }
+
+
+def _delivery() -> Any:
+    from contract_platform.store.records import Delivery
+
+    return Delivery("/", "q", "127.0.0.1:1 -> 127.0.0.1:5672", "1", "guest", T0, T0, 1)
 
 
 def _event() -> Any:
