@@ -25,7 +25,7 @@ from typing import Any
 from contract_platform.amqp.management import EVENT_EXCHANGE
 from contract_platform.evidence.records import BrokerEvent
 
-__all__ = ["EVENT_EXCHANGE", "MAX_NAME", "ROUTING_KEYS", "parse_event"]
+__all__ = ["EVENT_EXCHANGE", "MAX_NAME", "ROUTING_KEYS", "parse_event", "text_value"]
 
 # What the recorder binds: consumers (reader sessions), channels and connections (who a consumer is),
 # queues and bindings (a queue that appears and disappears inside a span is still known).
@@ -139,3 +139,9 @@ def parse_event(routing_key: str, properties: Any, received_at: datetime) -> Bro
     return BrokerEvent(
         _digest(routing_key, headers), routing_key, _moment(headers, properties, received_at), vhost, fields
     )
+
+
+def text_value(value: Any, most: int = _MAX_TEXT) -> str | None:
+    """A value a client chose, as the recorder keeps it (None: not text): the one reading of the event exchange's
+    headers and of the delivery trace's (``activity.trace_reader``)."""
+    return _text(value, most)
