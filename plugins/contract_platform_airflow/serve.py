@@ -7,8 +7,9 @@ registry, archives and working catalogue under ``./data``; the repository's ``da
 platform's plugin; examples off; the platform's connections exported as ``AIRFLOW_CONN_*`` for every
 component (``contract_platform_airflow.settings``, the one definition); Airflow's metadata in a
 PostgreSQL database of the data folder's own (``contract_platform_airflow_<folder>_<hash>`` on the local
-server, ``settings.default_metadata_url``, created when missing;
-``$CONTRACT_AIRFLOW_DB_URL`` names another; SQLite, with a warning, only when PostgreSQL does not
+server, ``settings.default_metadata_url``, created when missing; the previous release's
+``contract_platform_airflow`` renamed to it or kept, never hidden, and the serve command says which
+(``metadata_db``); ``$CONTRACT_AIRFLOW_DB_URL`` names another; SQLite, with a warning, only when PostgreSQL does not
 answer), set as ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` for every component; the venv on ``PATH`` (the
 standalone command starts its components by name). It prints the URL and the admin login, starts the
 broker activity recorder (``contractctl record-activity``, which the retirement audit's ``readers``
@@ -28,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contract_platform_airflow.metadata_db import MetadataDatabaseNotAdopted
 from contract_platform_airflow.settings import (
     SQL_ALCHEMY_CONN,
     MetadataDatabase,
@@ -155,9 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env = serve_environment(ROOT, args.port, args.host)
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
-    database = use_metadata_database(env)
+    try:
+        database = use_metadata_database(env)
+    except MetadataDatabaseNotAdopted as exc:  # starting would hide the previous release's runs
+        raise SystemExit(f"ERROR: {exc}") from None
     if database.warning:
         print(f"WARNING: {database.warning}", file=sys.stderr, flush=True)
+    if database.notice:
+        print(database.notice, flush=True)
     print(f"preparing Airflow's metadata DB{' (created)' if database.created else ''} ...", flush=True)
     migrate()
     password = admin_password(Path(env["AIRFLOW_HOME"]))

@@ -21,11 +21,11 @@ What is defined here:
   component of a deployment with workers on several machines (docs/deploy.md#several-machines), and the
   Celery queue the Spark tasks go to (``SPARK_QUEUE_VARIABLE``), so workers with the Spark client and
   the cores can serve them alone;
-- the served Airflow's metadata DB (``metadata_database``): a PostgreSQL database of the data folder's
-  own, ``contract_platform_airflow_<folder>_<hash of its path>`` on the local server
-  (``default_metadata_url``; ``$CONTRACT_AIRFLOW_DB_URL`` names another), created when missing, so two
-  checkouts or two data folders never see each other's runs; SQLite only when PostgreSQL does not answer, with a warning that says why. Four
-  components writing one SQLite file answer HTTP 500 when a write waits out its lock.
+- the served Airflow's metadata DB (``metadata_database``, defined in ``metadata_db`` and imported here): a
+  PostgreSQL database of the data folder's own, ``contract_platform_airflow_<folder>_<hash of its path>`` on
+  the local server (``default_metadata_url``; ``$CONTRACT_AIRFLOW_DB_URL`` names another), created when
+  missing, the previous release's ``contract_platform_airflow`` renamed or kept rather than hidden; SQLite
+  only when PostgreSQL does not answer, with a warning that says why.
 
 Nothing here imports Airflow: the values must be in the environment before Airflow reads its config.
 Values already set in the environment win over these defaults (``apply``).
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -43,6 +42,16 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from contract_platform.quality.telemetry import analytics_environment
+from contract_platform_airflow.metadata_db import (
+    AIRFLOW_DB_URL_VARIABLE,
+    DEFAULT_AIRFLOW_DB_SERVER,
+    SQL_ALCHEMY_CONN,
+    MetadataDatabase,
+    MetadataDatabaseUnavailable,
+    default_metadata_url,
+    ensure_postgres_database,
+    metadata_database,
+)
 
 __all__ = [
     "AIRFLOW_DB_URL_VARIABLE",
@@ -281,132 +290,3 @@ def ensure_pools(cpus: int | None = None) -> None:
         description="Spark jobs of the Contract Lifecycle Platform (one per two cores)",
         include_deferred=False,
     )
-
-
-# --- the served Airflow's metadata DB -----------------------------------------------------------------
-
-SQL_ALCHEMY_CONN = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
-AIRFLOW_DB_URL_VARIABLE = "CONTRACT_AIRFLOW_DB_URL"
-# The local PostgreSQL every machine of the project runs (trust authentication on 127.0.0.1).
-DEFAULT_AIRFLOW_DB_SERVER = "postgresql+psycopg2://postgres@127.0.0.1:5432"
-AIRFLOW_DB_PREFIX = "contract_platform_airflow"
-# Where a missing database is created from: the server's own databases, tried in order.
-MAINTENANCE_DATABASES = ("postgres", "test", "template1")
-SQLITE_RISK = (
-    "the scheduler, dag-processor, triggerer and api-server all write one SQLite file: a write that waits "
-    "out SQLite's lock answers HTTP 500 (seen on the first PATCH /api/v2/dags/... after start)"
-)
-
-
-class MetadataDatabaseUnavailable(RuntimeError):
-    """The PostgreSQL server named for Airflow's metadata does not answer, or the database cannot be made."""
-
-
-@dataclass(frozen=True)
-class MetadataDatabase:
-    """The SQLAlchemy URL every Airflow component uses for its metadata, and a warning to show, if any."""
-
-    url: str
-    warning: str | None = None
-    created: bool = False
-
-
-def _safe_name(name: str | None) -> str:
-    if not name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,62}", name):
-        raise MetadataDatabaseUnavailable(
-            f"{name!r} is not a database name this command creates (letters, digits, _ -)"
-        )
-    return name
-
-
-def ensure_postgres_database(url: str, *, timeout: int = 5) -> bool:
-    """Make sure the PostgreSQL database of ``url`` exists; True when it was created now.
-
-    It is created from one of the server's own databases (``MAINTENANCE_DATABASES``) with the same
-    login. Raises ``MetadataDatabaseUnavailable`` (without the password) when the server does not answer.
-    """
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ProgrammingError, SQLAlchemyError
-
-    from contract_platform.settings import redact_url
-
-    target = make_url(url)
-    name = _safe_name(target.database)
-    last: Exception | None = None
-    for database in (name, *MAINTENANCE_DATABASES):
-        engine = create_engine(
-            target.set(database=database), isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": timeout}
-        )
-        try:
-            with engine.connect() as conn:
-                if database == name:
-                    return False
-                if conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}).first():
-                    return False
-                try:
-                    conn.execute(text(f'CREATE DATABASE "{name}"'))
-                except ProgrammingError as exc:  # made at the same moment by another process
-                    if "already exists" not in str(exc):
-                        raise
-                    return False
-                return True
-        except SQLAlchemyError as exc:
-            last = exc
-        finally:
-            engine.dispose()
-    reason = str(getattr(last, "orig", None) or last).strip().splitlines()[0] if last else "no answer"
-    raise MetadataDatabaseUnavailable(f"{redact_url(url)}: {reason}")
-
-
-def default_metadata_url(data: Path) -> str:
-    """The served Airflow's own database for the data folder ``data`` on the local PostgreSQL.
-
-    ``contract_platform_airflow_<the folder's parent and name>_<8 hex of its resolved path>``: readable in
-    ``psql -l``, and different for every folder, so two checkouts (or the main job's data and a scratch
-    estate) never share DAG runs or serialized DAGs. At most 63 characters, PostgreSQL's limit.
-    """
-    import hashlib
-
-    resolved = Path(data).resolve()
-    label = re.sub(r"[^a-z0-9]+", "_", f"{resolved.parent.name}_{resolved.name}".lower()).strip("_")[:24].strip("_")
-    digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:8]
-    name = "_".join(part for part in (AIRFLOW_DB_PREFIX, label, digest) if part)
-    return f"{DEFAULT_AIRFLOW_DB_SERVER}/{name}"
-
-
-def metadata_database(
-    airflow_home: Path, environ: Mapping[str, str] | None = None, *, data: Path | None = None, timeout: int = 5
-) -> MetadataDatabase:
-    """Where the served Airflow keeps its metadata.
-
-    ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` already set wins (a deployment chose). Else the PostgreSQL
-    database of ``$CONTRACT_AIRFLOW_DB_URL``, or the data folder's own (``default_metadata_url`` of
-    ``data``, by default ``airflow_home``'s parent), created when missing. When that server does not
-    answer: SQLite in ``airflow_home``, with a warning saying why and how to fix it.
-    """
-    from contract_platform.settings import redact_url
-
-    env = os.environ if environ is None else environ
-    if env.get(SQL_ALCHEMY_CONN):
-        chosen = env[SQL_ALCHEMY_CONN]
-        return MetadataDatabase(chosen, f"Airflow's metadata in SQLite: {SQLITE_RISK}" if _is_sqlite(chosen) else None)
-    url = env.get(AIRFLOW_DB_URL_VARIABLE) or default_metadata_url(data or Path(airflow_home).resolve().parent)
-    if _is_sqlite(url):
-        return MetadataDatabase(url, f"Airflow's metadata in SQLite ({AIRFLOW_DB_URL_VARIABLE}): {SQLITE_RISK}")
-    try:
-        created = ensure_postgres_database(url, timeout=timeout)
-    except MetadataDatabaseUnavailable as exc:
-        fallback = f"sqlite:///{Path(airflow_home).resolve() / 'airflow.db'}"
-        return MetadataDatabase(
-            fallback,
-            f"PostgreSQL for Airflow's metadata did not answer ({exc}); falling back to SQLite at "
-            f"{fallback[len('sqlite:///') :]}, where {SQLITE_RISK}. Fix: start PostgreSQL "
-            f"(pg_isready -h 127.0.0.1) or set {AIRFLOW_DB_URL_VARIABLE} to a PostgreSQL URL "
-            f"(now {redact_url(url)}), then serve again.",
-        )
-    return MetadataDatabase(url, created=created)
-
-
-def _is_sqlite(url: str) -> bool:
-    return url.startswith("sqlite")

@@ -55,7 +55,7 @@ def test_the_default_is_a_database_of_the_data_folder_s_own_on_the_local_postgre
 
 @pytest.mark.parametrize("folder", ["a" * 200, "Dätä Földer; DROP DATABASE x", "-"])
 def test_a_data_folder_s_database_name_is_always_one_postgresql_accepts(tmp_path, folder):
-    from contract_platform_airflow.settings import _safe_name
+    from contract_platform_airflow.metadata_db import _safe_name
 
     name = default_metadata_url(tmp_path / folder / "data").rsplit("/", 1)[1]
     assert len(name) <= 63 and _safe_name(name) == name
