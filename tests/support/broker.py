@@ -111,9 +111,10 @@ def delete_prefixed(url: str, management: ManagementClient, prefix: str, *, also
 def delete_recorder_queues(registry_url: str, vhost: str = "/") -> None:
     """Delete the broker activity recorder's queue of ``registry_url`` and its companions (in the event
     vhost): what a test leaves after running the serve command or the main job, which start a recorder."""
-    from contract_platform.activity.recorder import queue_for, recorder_queues
+    from contract_platform.activity.queues import parked_queue, queue_for, recorder_queues
 
-    delete_names(url_of(vhost), queues=recorder_queues(queue_for(registry_url)))
+    queue = queue_for(registry_url)
+    delete_names(url_of(vhost), queues=(*recorder_queues(queue), parked_queue(queue)))
 
 
 def depth(url: str, queue: str) -> tuple[int, int]:

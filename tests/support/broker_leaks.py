@@ -30,7 +30,7 @@ from tests.support import broker
 
 __all__ = ["Noted", "leftovers", "noted", "register", "remove"]
 
-_COMPANIONS = (".alive", ".dropped")
+_COMPANIONS = (".alive", ".dropped", ".parked")
 _INCARNATION = "x-contract-platform-incarnation"
 _NOTED = pytest.StashKey["Noted | None"]()
 _FROM_WORKERS = pytest.StashKey[list[str]]()

@@ -15,6 +15,7 @@ from tests.support.broker import AUTH, HOST
 from tests.support.contracts import V1, V2
 from tests.support.waiting import wait_until
 
+from contract_platform.activity.queues import parked_queue
 from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig, recorder_queues
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology, provision
 from contract_platform.amqp.connection import close_quietly
@@ -109,6 +110,17 @@ def running_recorder(
 ) -> Iterator[datetime]:
     """The broker activity recorder in a thread, into ``registry``; yields the moment its coverage starts.
     ``config``: more of its ``RecorderConfig`` (its management API, its limits)."""
+    with recorder_thread(registry, url, queue, heartbeat, **config) as recorder:
+        assert recorder.report.covered_since is not None
+        yield recorder.report.covered_since
+
+
+@contextmanager
+def recorder_thread(
+    registry: SqlRegistry, url: str, queue: str, heartbeat: float = 1.0, **config: Any
+) -> Iterator[ActivityRecorder]:
+    """``running_recorder``, yielding the recorder itself (its report) once it covers a first moment; what it
+    raised in its thread is raised when the block ends."""
     recorder = ActivityRecorder(url, registry, RecorderConfig(queue=queue, heartbeat=heartbeat, **config))
     stop = threading.Event()
     failed: list[BaseException] = []
@@ -127,8 +139,7 @@ def running_recorder(
         )
         if failed:
             raise failed[0]
-        assert recorder.report.covered_since is not None
-        yield recorder.report.covered_since
+        yield recorder
     finally:
         stop.set()
         thread.join(timeout=30)
@@ -156,10 +167,10 @@ def delete_trace_queues(url: str, registry: SqlRegistry) -> None:
 
 
 def delete_recorder_queues(url: str, queue: str) -> None:
-    """The recorder's queue and its companions (``recorder_queues``), whatever a test left in them."""
+    """The recorder's queue and its companions (``recorder_queues``, ``parked_queue``), whatever a test left in them."""
     connection = open_connection(url)
     try:
-        for name in recorder_queues(queue):
+        for name in (*recorder_queues(queue), parked_queue(queue)):
             connection.channel().queue_delete(name)
     finally:
         close_quietly(connection)

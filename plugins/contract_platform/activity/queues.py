@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 from contract_platform.amqp.http import ManagementClient, management_client_for_url
 
-__all__ = ["DEFAULT_QUEUE", "management_for", "queue_for", "queue_state", "recorder_queues"]
+__all__ = ["DEFAULT_QUEUE", "management_for", "parked_queue", "queue_for", "queue_state", "recorder_queues"]
 
 DEFAULT_QUEUE = "contract-platform.broker-activity"
 
@@ -25,8 +25,15 @@ def queue_for(registry_url: str) -> str:
 
 def recorder_queues(queue: str) -> tuple[str, str, str]:
     """The recorder's queue and its two companions: ``<queue>.dropped`` keeps the latest message the broker
-    dropped at the queue's limit, ``<queue>.alive`` the active recorder's sentinel. Delete all three together."""
+    dropped at the queue's limit, ``<queue>.alive`` the active recorder's sentinel. Delete all three together,
+    and ``parked_queue`` with them."""
     return queue, f"{queue}.dropped", f"{queue}.alive"
+
+
+def parked_queue(queue: str) -> str:
+    """``<queue>.parked``: the events the store refused, each with its reason (``activity.parking``); declared by
+    the recorder when it parks the first one, so it is there only when something was parked."""
+    return f"{queue}.parked"
 
 
 def management_for(amqp_url: str, management_url: str | None, event_vhost: str) -> ManagementClient:

@@ -55,7 +55,15 @@ from contract_platform.activity.continuity import (
     moment,
 )
 from contract_platform.activity.events import ROUTING_KEYS, parse_event
-from contract_platform.activity.queues import DEFAULT_QUEUE, management_for, queue_for, queue_state, recorder_queues
+from contract_platform.activity.parking import PARKED_MAX, Refused, gap_reasons, parked_headers, refusal
+from contract_platform.activity.queues import (
+    DEFAULT_QUEUE,
+    management_for,
+    parked_queue,
+    queue_for,
+    queue_state,
+    recorder_queues,
+)
 from contract_platform.activity.trace_reader import TraceReader
 from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker, open_connection
 from contract_platform.amqp.http import ManagementClient
@@ -134,6 +142,7 @@ class RecorderReport:
     segments: int = 0
     continued: int = 0  # segments that continued the coverage from the last confirmed moment
     drops: int = 0  # messages the broker dropped from the queue at its limit, seen while recording
+    parked: int = 0  # events the store refused for themselves, parked in <queue>.parked (each a gap)
     active_since: datetime | None = None  # when this recorder last became the active one
     covered_since: datetime | None = None  # where the current segment's coverage starts
     covered_until: datetime | None = None
@@ -149,6 +158,7 @@ class RecorderReport:
             "segments": self.segments,
             "continued": self.continued,
             "drops": self.drops,
+            "parked": self.parked,
             "coveredUntil": self.covered_until.isoformat() if self.covered_until else None,
             "gaps": list(self.gaps),
         }
@@ -169,6 +179,11 @@ def queue_arguments(config: RecorderConfig, incarnation: str) -> dict[str, Any]:
 
 
 _COMPANION_ARGUMENTS: dict[str, Any] = {"x-max-length": 1, "x-overflow": "drop-head", "x-expires": QUEUE_EXPIRES_MS}
+_PARKED_ARGUMENTS: dict[str, Any] = {  # the newest events the store refused
+    "x-max-length": PARKED_MAX,
+    "x-overflow": "drop-head",
+    "x-expires": QUEUE_EXPIRES_MS,
+}
 
 
 def _event_url(url: str, vhost: str) -> str:
@@ -282,6 +297,7 @@ class _Segment:
         self.drops: list[tuple[Drop, int]] = []  # dropped while recording, not yet recorded: (what, delivery tag)
         self.last_touch = time.monotonic()
         self.probed = 0.0
+        self.parked_declared = False  # <queue>.parked, declared by this connection when it parks the first event
         self.tracers: dict[str, TraceReader] = {}  # watched virtual host -> its delivery trace (activity.trace_reader)
         self.tracer_retry: dict[str, float] = {}  # virtual host -> when a trace that could not open is tried again
 
@@ -600,30 +616,54 @@ class _Segment:
         if self.batch:
             try:
                 fresh = self.store.store_broker_events(self.batch)
-            except StoreError as exc:
-                fresh = self._one_by_one(exc)
+            except Exception as exc:  # whatever refused it: a driver's ValueError on a NUL once stopped the recorder
+                log.warning("storing %d broker events failed (%s); one by one", len(self.batch), refusal(exc))
+                fresh = self._one_by_one()
             self.report.events += fresh
             self.report.duplicates += len(self.batch) - fresh
             self.report.lag = (_now() - self.batch[-1].at).total_seconds()
         self.channel.basic_ack(delivery_tag=self.last_tag, multiple=True)
         self.batch, self.last_tag = [], None
 
-    def _one_by_one(self, failure: StoreError) -> int:
-        """A batch the store refused: store its events one at a time. When every one fails the store is down
-        (``failure`` is raised: reconnect); one that fails alone is recorded as a gap at its moment, so the
-        recorder does not stall on it and no check takes the moment as clean."""
-        fresh, refused = 0, 0
-        for event in self.batch:
+    def _one_by_one(self) -> int:
+        """A batch the store refused: its events one at a time, so one event never stops the recorder.
+
+        When every one fails, a trivial read tells a store that is down (the read fails too, and its error is
+        raised: the recorder reconnects, and the broker hands the unacked batch to the next connection) from
+        events refused for themselves (the read answers: each is tried once more). What fails again is parked
+        (``_park``) and acked with the rest."""
+        fresh, refused = self._each(self.batch)
+        if len(refused) == len(self.batch):
+            self.store.last_confirmation()  # raises when the store is down
+            fresh, refused = self._each([event for event, _why in refused])
+        if refused:
+            self._park(refused)
+        return fresh
+
+    def _each(self, events: list[BrokerEvent]) -> tuple[int, list[Refused]]:
+        fresh, refused = 0, []
+        for event in events:
             try:
                 fresh += self.store.store_broker_events([event])
-            except StoreError as exc:
-                refused += 1
-                if refused == len(self.batch):
-                    raise failure from exc
-                reason = f"a {event.kind} event of the broker could not be stored ({exc})"
-                self.store.record_gap(event.at, event.at, reason[:2000])
-                log.warning("gap in the broker activity evidence at %s: %s", event.at.isoformat(), reason)
-        return fresh
+            except Exception as exc:  # this event's refusal, whatever raised it
+                refused.append((event, refusal(exc)))
+        return fresh, refused
+
+    def _park(self, refused: list[Refused]) -> None:
+        """Events the store refused: a gap at each one's moment naming it, why and where it went, then the event
+        itself (headers, no body) into ``<queue>.parked`` (``activity.parking``). The gap comes first: when it
+        cannot be stored either, nothing is acked and the recorder reconnects."""
+        parked = parked_queue(self.config.queue)
+        for at, reason in gap_reasons(refused, parked).items():
+            self.store.record_gap(at, at, reason)
+            self.report.gaps.append(f"{moment(at)} to {moment(at)}: {reason}")
+            log.warning("gap in the broker activity evidence at %s: %s", moment(at), reason)
+        if not self.parked_declared:
+            self._declare(parked, _PARKED_ARGUMENTS)
+            self.parked_declared = True
+        for event, why in refused:
+            self._publish(parked, b"", pika.BasicProperties(headers=parked_headers(event, why), delivery_mode=2))
+        self.report.parked += len(refused)
 
     def _publish(self, queue: str, body: bytes, properties: pika.BasicProperties) -> None:
         try:

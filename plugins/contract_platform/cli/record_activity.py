@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     covered = report.covered_until.isoformat(timespec="seconds") if report.covered_until else "nothing"
     out(
-        f"recorded {report.events} broker events ({report.duplicates} already stored, {report.ignored} ignored) "
+        f"recorded {report.events} broker events ({report.duplicates} already stored, {report.ignored} ignored, "
+        f"{report.parked} refused by the store and parked) "
         f"in {report.segments} segment(s); covered until {covered}"
     )
     for gap in report.gaps:
