@@ -17,12 +17,13 @@ from this metadata, without importing hooks.
 from __future__ import annotations
 
 import copy
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+
+from contract_platform.release import DISTRIBUTION, installed_version
 
 __all__ = ["CONNECTION_TYPES", "PACKAGE_NAME", "RABBITMQ_FIELD_BEHAVIOUR", "get_provider_info"]
 
-PACKAGE_NAME = "contract-lifecycle-platform"  # the distribution's name, as pyproject.toml gives it
+PACKAGE_NAME = DISTRIBUTION
 
 # The RabbitMQ connection form: RabbitMQHook.get_ui_field_behaviour returns it too.
 RABBITMQ_FIELD_BEHAVIOUR: dict[str, Any] = {
@@ -42,10 +43,8 @@ CONNECTION_TYPES: tuple[dict[str, Any], ...] = (
 
 
 def _versions() -> list[str]:
-    try:
-        return [version(PACKAGE_NAME)]
-    except PackageNotFoundError:  # imported from a source tree that was never installed
-        return []
+    installed = installed_version()
+    return [installed] if installed else []  # none: imported from a source tree that was never installed
 
 
 def get_provider_info() -> dict[str, Any]:

@@ -55,6 +55,7 @@ ALLOWED = {
     "archive_record": set(),  # the record's definition: read by everyone, reads nothing of the domain
     "archive_layout": set(),  # where the archive's partitions and files are: the archiver's and every reader's rule
     "runs": set(),  # a run id as a file name: one rule for every DAG and the migration plan
+    "release": set(),  # the distribution's name and installed version: contractctl --version, the Airflow provider
     # the catalogue and what reads only the catalogue
     "catalog": {"errors", "limits", "durations", "settings", "patterns"},
     "envelope": {"errors", "catalog"},

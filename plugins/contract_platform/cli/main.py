@@ -41,6 +41,22 @@ VERBS: dict[str, str] = {
 }
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed release (``release.installed_version``), read only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from contract_platform.release import DISTRIBUTION, installed_version
+
+        found = installed_version()
+        if found is None:  # run from a tree never installed: no release to name
+            parser.exit(3, f"contractctl: {DISTRIBUTION} is not installed; install it: pip install -e .\n")
+        sys.stdout.write(f"contractctl {found}\n")
+        parser.exit(0)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -49,9 +65,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    """Every verb's parser, or with ``verb`` (a name of ``VERBS``) that verb's alone: the module of each verb
-    added is imported, with what it imports at module level, so a run builds only its own verb's parser."""
+    """Every verb's parser, or with ``verb`` that verb's alone (none when it names no verb of ``VERBS``): the
+    module of each verb added is imported, with what it imports at module level, so a run builds only its own
+    verb's parser."""
     parser = _Parser(prog="contractctl", description="Govern message contracts from proposed to retired.")
+    parser.add_argument("--version", action=_Version, help="print the installed release and exit")
     sub = parser.add_subparsers(dest="verb", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, module_name in VERBS.items():
@@ -77,9 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    # The verb is the first word (contractctl has no option of its own but --help); anything else, such as
-    # --help or a mistyped verb, gets the whole parser, which lists every verb.
-    parser = build_parser(words[0] if words and words[0] in VERBS else None)
+    # The verb is the first word (contractctl has no option of its own but --help and --version); anything
+    # else, such as --help or a mistyped verb, gets the whole parser, which lists every verb.
+    first = words[0] if words else None
+    # --version alone needs no verb's parser: build_parser("--version") adds none
+    parser = build_parser(first if first in VERBS or first == "--version" else None)
     args = parser.parse_args(words)
     try:
         return int(args.run(args))
