@@ -26,7 +26,7 @@ transaction, all or nothing, that copies nothing and keeps every row; PostgreSQL
 is connected, which is exactly when starting would be wrong (the previous release's Airflow still serving it),
 and then nothing is changed and the command stops, saying what to do. Kept under the shared name, the
 database would stay open to any other folder that cannot tell whose runs it holds, the sharing the per-folder
-name ended. A renamed database carries a comment naming the folder that took it (``psql -l+``), and a folder
+name ended. A renamed database carries a comment naming the folder that took it (``\\l+`` in psql), and a folder
 whose own database is created later is told where the old runs went. The decision runs only while the
 folder's own database does not exist: once it does, nothing is asked again.
 """
