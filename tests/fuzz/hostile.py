@@ -119,3 +119,25 @@ HOSTILE_PATTERNS = st.one_of(
     ),
     st.text(alphabet="a()|+*?{}[]^$\\.0123456789,-=!<>:", max_size=16),
 )
+
+
+class WireBytes(str):
+    """Text whose wire form is ``raw``, any bytes: what a client in another language can send where pika would
+    encode UTF-8 (pika turns a field's ``str`` into bytes with ``.encode("UTF-8")``). As a ``str`` it reads as
+    the platform keeps such bytes: ``surrogateescape``."""
+
+    raw: bytes
+
+    def __new__(cls, raw: bytes) -> WireBytes:
+        text = super().__new__(cls, raw.decode("utf-8", "surrogateescape"))
+        text.raw = raw
+        return text
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return self.raw
+
+    def __copy__(self) -> WireBytes:  # pika copies its connection parameters
+        return self
+
+    def __deepcopy__(self, memo: object) -> WireBytes:
+        return self
