@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.support.broker import AUTH, HOST
+from tests.support.broker import AUTH, HOST, url_of
 from tests.support.contracts import V1, V2
 from tests.support.waiting import wait_until
 
@@ -95,6 +95,23 @@ def seed_counters(
                     )
                 )
     registry.record_queue_counters(rows)
+    if moments:  # a recording audit traces the deliveries of the version's queues, from its moment on
+        own = plan_topology(contract).queues_of(*AUDITED_ROLES)[0].name.split(".", 1)[0] + "."  # the test's prefix
+        traced = sorted({(row.vhost, row.queue) for row in rows if row.queue.startswith(own)})
+        seed_trace(registry, traced, min(moments))
+
+
+def seed_trace(registry: SqlRegistry, queues: Sequence[tuple[str, str]], since: datetime) -> None:
+    """The delivery trace of ``queues`` set up as a recording audit at ``since`` set it up (``watch_deliveries``:
+    the trace queue, its bindings, tracing on); the recorder confirms it from the next audit on."""
+    from contract_platform.retirement.watch import watch_deliveries
+
+    connection = open_connection(url_of("/"))
+    try:
+        client = ManagementClient(f"http://{HOST}:15672", *AUTH)
+        watch_deliveries(connection, client, registry, queues, home_vhost="/", now=since)
+    finally:
+        close_quietly(connection)
 
 
 def seed_coverage(registry: SqlRegistry, start: datetime, until: datetime) -> None:

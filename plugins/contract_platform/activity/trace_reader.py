@@ -42,6 +42,7 @@ from contract_platform.amqp.tracing import (
     companion_arguments,
     switch_tracing_on,
     trace_arguments,
+    untraceable,
 )
 from contract_platform.evidence.records import Delivery
 from contract_platform.evidence.registry import ActivityLog
@@ -156,7 +157,8 @@ class TraceReader:
 
     def bind(self, queues: set[str]) -> None:
         for queue in sorted(queues - self.queues):
-            self.channel.queue_bind(self.trace, TRACE_EXCHANGE, routing_key=binding_key(queue))
+            if untraceable(queue) is None:  # a binding that could route a trace too long to deliver, never
+                self.channel.queue_bind(self.trace, TRACE_EXCHANGE, routing_key=binding_key(queue))
         self.queues |= queues
 
     def close(self) -> None:
@@ -256,7 +258,8 @@ class TraceReader:
         with contextlib.suppress(px.AMQPError):
             self.channel.queue_bind(self.trace, TRACE_EXCHANGE, routing_key=binding_key(self.canary_queue))
             for queue in sorted(self.queues):
-                self.channel.queue_bind(self.trace, TRACE_EXCHANGE, routing_key=binding_key(queue))
+                if untraceable(queue) is None:
+                    self.channel.queue_bind(self.trace, TRACE_EXCHANGE, routing_key=binding_key(queue))
         self.pending.clear()
 
     def _say(self, problem: str) -> None:

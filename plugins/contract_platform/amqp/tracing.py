@@ -42,6 +42,7 @@ __all__ = [
     "switch_tracing_on",
     "trace_arguments",
     "trace_queues",
+    "untraceable",
     "watched_vhosts",
 ]
 
@@ -82,10 +83,22 @@ def companion_arguments() -> dict[str, Any]:
 
 
 def binding_key(queue: str) -> str:
-    """What binds a queue's deliveries. In a topic binding ``*`` and ``#`` are wildcards, so a queue name holding
-    them binds more than its own deliveries: ``parse_trace`` keeps the queue each trace names, and the readers
-    check reads only the watched ones."""
+    """What binds a queue's deliveries (only a queue ``untraceable`` says nothing against)."""
     return DELIVER + queue
+
+
+def untraceable(queue: str) -> str | None:
+    """Why the deliveries of ``queue`` cannot be traced (None: they can).
+
+    A binding key is an AMQP short string (255 bytes), so ``deliver.<queue>`` must fit; and the trace of a queue
+    whose name is longer than that cannot even be delivered (RabbitMQ 3.10 closes the reading connection with
+    INTERNAL_ERROR), so no binding may match one: a name holding ``*`` or ``#`` as a word would be a wildcard in
+    a topic binding and could. Such a queue is judged unknown, never bound."""
+    if len(binding_key(queue).encode("utf-8", "surrogateescape")) > 255:
+        return f"its name is too long to trace ({len(queue.encode('utf-8', 'surrogateescape'))} bytes; at most 247)"
+    if any(word in ("*", "#") for word in queue.split(".")):
+        return "its name holds '*' or '#' as a word, a wildcard in the trace's topic binding"
+    return None
 
 
 def switch_tracing_on(client: ManagementClient, vhost: str) -> str | None:

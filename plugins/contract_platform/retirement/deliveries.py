@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from contract_platform.amqp.tracing import untraceable
 from contract_platform.evidence import Verdict
 from contract_platform.evidence.records import DeliveryWatch, QueueCounters, ReaderSession
 from contract_platform.evidence.registry import Registry
@@ -102,6 +103,20 @@ def delivery_obstacles(
     found: list[tuple[str, Verdict, datetime | None, datetime, str, str]] = []
     for key, label in labels.items():
         watch = by_key.get(key)
+        why = untraceable(key[1])
+        if why is not None:
+            found.append(
+                (
+                    "untraced",
+                    Verdict.UNKNOWN,
+                    None,
+                    now,
+                    f"{label}: its deliveries cannot be traced: {why} (a reader polling it with basic.get could go "
+                    "unseen); rename the queue, or delete it if nothing needs it",
+                    label,
+                )
+            )
+            continue
         if watch is None or watch.traced_from is None:
             found.append(
                 (

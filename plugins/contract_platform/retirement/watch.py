@@ -21,6 +21,7 @@ from contract_platform.amqp.tracing import (
     switch_tracing_on,
     trace_arguments,
     trace_queues,
+    untraceable,
     watched_vhosts,
 )
 from contract_platform.amqp.types import BrokerConnection
@@ -80,7 +81,8 @@ def watch_deliveries(
                 channel.queue_declare(trace, durable=True, arguments=trace_arguments(dropped))
                 channel.queue_bind(trace, TRACE_EXCHANGE, routing_key=binding_key(canary))
                 for name in names:
-                    channel.queue_bind(trace, TRACE_EXCHANGE, routing_key=binding_key(name))
+                    if untraceable(name) is None:  # the others are judged unknown (retirement.deliveries)
+                        channel.queue_bind(trace, TRACE_EXCHANGE, routing_key=binding_key(name))
             except px.ChannelClosedByBroker as exc:
                 problems[vhost] = (
                     f"the delivery trace queue {trace} in virtual host {vhost!r} could not be set up "

@@ -17,7 +17,7 @@ from tests.integration.retirement.reader_evidence_support import SHORT, Audits, 
 from tests.support import broker
 from tests.support.broker import wait_for_stats
 from tests.support.contracts import V1, with_prefix
-from tests.support.retirement import provision_family, running_recorder
+from tests.support.retirement import delete_trace_queues, provision_family, running_recorder
 
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology
 from contract_platform.amqp.connection import close_quietly
@@ -58,9 +58,11 @@ def contracts(catalog: Catalog, prefix: str) -> Catalog:
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
+def registry(tmp_path: Path, rabbitmq_url: str) -> Iterator[SqlRegistry]:
+    """The test's registry; afterwards the delivery trace queues its audits declared are deleted."""
     with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
         yield opened
+        delete_trace_queues(rabbitmq_url, opened)
 
 
 @pytest.fixture
