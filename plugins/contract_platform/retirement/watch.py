@@ -11,7 +11,7 @@ from typing import Any
 import pika
 import pika.exceptions as px
 
-from contract_platform.amqp.connection import close_quietly
+from contract_platform.amqp.connection import broker_errors, close_quietly, describe_broker
 from contract_platform.amqp.http import ManagementClient
 from contract_platform.amqp.inspection import passive_queue
 from contract_platform.amqp.tracing import (
@@ -69,7 +69,7 @@ def watch_deliveries(
     problems: dict[str, str] = {}
     lost: list[str] = []
     by_vhost = watched_vhosts(queues)
-    with vhost_connections(connection, home_vhost) as connect:
+    with vhost_connections(connection, home_vhost) as connect, broker_errors(describe_broker(connection)):
         for vhost, names in by_vhost.items():
             target = connect(vhost)
             if passive_queue(target, trace) is None:
