@@ -35,6 +35,8 @@ class EvidenceKind(StrEnum):
     REPLAY = "replay"  # archived and in-flight traffic checked against a candidate version (docs/replay.md)
     RETIRED_TRAFFIC = "retired_traffic"  # messages received on a version after it was retired: an alarm
     RUNTIME_VALIDATION = "runtime_validation"  # what services' guards counted at publish and consume (client)
+    ARCHIVE_RETENTION = "archive_retention"  # archive partitions deleted past retention.archive (retention)
+    DEAD_LETTER_PURGE = "dead_letter_purge"  # dead letters older than retention.dlq removed by hand (retention)
 
 
 class Verdict(StrEnum):

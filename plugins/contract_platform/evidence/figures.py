@@ -28,6 +28,7 @@ from contract_platform.evidence.records import EvidenceRecord
 
 __all__ = [
     "KIND_FIGURES",
+    "ArchiveRetentionFigures",
     "ArchiveValidationFigures",
     "CompatibilityFigures",
     "EnvelopeQualityFigures",
@@ -39,6 +40,7 @@ __all__ = [
     "ProducerTraffic",
     "ObstacleFigures",
     "CoverageSpanFigures",
+    "DeadLetterPurgeFigures",
     "ReaderSessionFigures",
     "ReadersFigures",
     "ReplayFigures",
@@ -653,6 +655,39 @@ class RuntimeValidationFigures(Figures):
     invalid_rate_target: float | None = None  # validation.invalidRateTarget of the contract
 
 
+@dataclass(frozen=True)
+class ArchiveRetentionFigures(Figures):
+    """Archive partitions deleted once past ``retention.archive`` (``contract_platform.retention``): where, how
+    many files, records and bytes; never a record's content. Recorded for every contract of the exchange, whose
+    partitions hold every version it carries."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.ARCHIVE_RETENTION
+
+    exchange: str | None = None
+    window: str | None = None  # the exchange's retention.archive, e.g. "90d"
+    before: str | None = None  # ISO date: every partition of a day before this one was past the window
+    partitions: tuple[Mapping[str, Any], ...] = ()  # per partition: day, files, records, bytes
+    files: int = 0
+    records: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class DeadLetterPurgeFigures(Figures):
+    """Dead letters older than ``retention.dlq`` removed from one DLQ or parking lot (``contractctl retention
+    purge-dead-letters``): how many, their message ids, never a body."""
+
+    KIND: ClassVar[EvidenceKind] = EvidenceKind.DEAD_LETTER_PURGE
+
+    queue: str | None = None
+    vhost: str | None = None
+    window: str | None = None  # retention.dlq, e.g. "14d"
+    older_than: str | None = None  # ISO 8601: what was removed had died before this moment
+    removed: int = 0
+    kept: int = 0  # younger, or of an age nothing tells: requeued in order
+    message_ids: tuple[str, ...] = ()  # of the removed; "" for a message without one
+
+
 KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {
     figures.KIND: figures
     for figures in (
@@ -668,6 +703,8 @@ KIND_FIGURES: dict[EvidenceKind, type[Figures]] = {
         ReplayFigures,
         RuntimeValidationFigures,
         RetiredTrafficFigures,
+        ArchiveRetentionFigures,
+        DeadLetterPurgeFigures,
     )
 }
 

@@ -55,6 +55,7 @@ EVIDENCE_DAGS: Mapping[EvidenceKind, str] = {
     EvidenceKind.RETIREMENT_AUDIT: "retirement_audit",
     EvidenceKind.REPLAY: "contract_change",
     EvidenceKind.RETIRED_TRAFFIC: "topic_archive_validation",
+    EvidenceKind.ARCHIVE_RETENTION: "archive_retention",
 }
 
 

@@ -1,0 +1,42 @@
+"""Retention enforced: what the catalogue's ``retention`` declares, done (docs/design.md#retention).
+
+- ``archive``: ``apply_archive_retention``, the one function that deletes archive partitions past their
+  contract's ``retention.archive`` (the ``archive_retention`` DAG and ``contractctl retention apply``);
+- ``holds``: what stops it (catalogue holds and investigation holds), ``holds_in_force``;
+- ``dead_letters``: ``purge_dead_letters``, the documented deletion path for dead letters older than
+  ``retention.dlq`` (queues carry no TTL: nothing expires unseen).
+"""
+
+from contract_platform.retention.archive import (
+    Action,
+    PartitionDecision,
+    PartitionFigures,
+    RetentionRun,
+    apply_archive_retention,
+    plan_archive_retention,
+)
+from contract_platform.retention.holds import (
+    InvestigationHold,
+    RetentionHold,
+    holds_file,
+    holds_in_force,
+    read_investigation_holds,
+    release_hold,
+    set_hold,
+)
+
+__all__ = [
+    "Action",
+    "InvestigationHold",
+    "PartitionDecision",
+    "PartitionFigures",
+    "RetentionHold",
+    "RetentionRun",
+    "apply_archive_retention",
+    "holds_file",
+    "holds_in_force",
+    "plan_archive_retention",
+    "read_investigation_holds",
+    "release_hold",
+    "set_hold",
+]
