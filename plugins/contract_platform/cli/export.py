@@ -1,9 +1,10 @@
-"""``contractctl export asyncapi|bundle [--catalog DIR] [--out FILE]``: the catalogue in another format.
+"""``contractctl export asyncapi|bundle|models [--catalog DIR] [--out FILE]``: the catalogue in another format.
 
 - ``asyncapi``: the catalogue as an AsyncAPI 3.0 document.
 - ``bundle --service NAME | --type MESSAGE_TYPE ...``: the contract bundle a service loads
   (``contract_platform.client``, docs/service-client.md): the versions it publishes or consumes, with the
   envelope standard, payload schemas, migration specs, fixtures and a checksum, in one JSON file.
+- ``models --lang python --out DIR`` with the bundle's selection: typed message models (``cli.export_models``).
 
 Without ``--out`` the document goes to stdout as JSON. With ``--out`` its extension picks the
 format (``.json``, ``.yaml``/``.yml``; a bundle is JSON only) and a one-line summary is printed
@@ -20,12 +21,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from contract_platform.cli import export_models
 from contract_platform.cli.common import add_catalog_argument, add_format_argument, load
 from contract_platform.cli.output import emit_json, out
 from contract_platform.errors import UsageError
 
-HELP = "export the catalogue as an AsyncAPI 3.0 document, or a service's contract bundle"
-TARGETS = ("asyncapi", "bundle")
+HELP = "export the catalogue as an AsyncAPI 3.0 document, a service's contract bundle, or typed message models"
+TARGETS = ("asyncapi", "bundle", "models")
 _SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
 
@@ -33,13 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         choices=TARGETS,
-        help="what to export: asyncapi (AsyncAPI 3.0.0), or bundle (the contracts of one service, for its guards)",
+        help="what to export: asyncapi (AsyncAPI 3.0.0), bundle (the contracts of one service, for its guards), "
+        "or models (typed message classes of the bundle's versions, into the folder --out)",
     )
     add_catalog_argument(parser, positional=False)
     parser.add_argument(
         "--service",
         default=None,
-        help="bundle: the service whose versions go in (as owner, caller or consumer in the catalogue)",
+        help="bundle, models: the service whose versions go in (as owner, caller or consumer in the catalogue)",
     )
     parser.add_argument(
         "--type",
@@ -47,22 +50,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="MESSAGE_TYPE",
-        help="bundle: a version to include (repeat for more); with --service, in addition to its own",
+        help="bundle, models: a version to include (repeat for more); with --service, in addition to its own",
     )
     parser.add_argument(
         "--out",
         type=Path,
         default=None,
-        help="file to write; .json, .yaml or .yml picks the format (default: JSON on stdout)",
+        help="file to write; .json, .yaml or .yml picks the format (default: JSON on stdout); models: a folder",
     )
+    export_models.add_arguments(parser)
     add_format_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.target == "bundle":
         return _bundle(args)
+    if args.target == "models":
+        return export_models.run(args)
+    if args.lang is not None:
+        raise UsageError("--lang chooses the language of `export models`")
     if args.service is not None or args.message_types:
-        raise UsageError("--service and --type choose what goes into a bundle: use them with `export bundle`")
+        raise UsageError("--service and --type choose what goes in: use them with `export bundle` or `export models`")
     from contract_platform.export import export_asyncapi
 
     if args.out is None:

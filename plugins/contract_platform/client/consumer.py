@@ -4,6 +4,7 @@
 
     consumer = GuardedConsumer(bundle, url, queues=["accounting-service.billing.invoice-issued.v2"])
     consumer.on("billing.invoice-issued.v2", book_invoice, decode=Invoice.from_envelope)   # the type registry
+    consumer.on(InvoiceIssuedV2, book_invoice)   # or a generated type (contractctl export models): no decode
     consumer.run()                      # until request_stop(), SIGTERM handling is the service's
 
 ``Dispatcher`` is the part without a broker (the test kit drives it alone): the guard (``client.guard``), then
@@ -80,6 +81,7 @@ from contract_platform.client.bundle import Bundle
 from contract_platform.client.guard import Guard, Inspected, Rejection, RejectReason, Unchecked
 from contract_platform.client.runtime import RuntimeCounters
 from contract_platform.client.tolerance import Tolerance
+from contract_platform.client.typed import registration_of
 from contract_platform.errors import BrokerError, BrokerUnavailable, QueueMissing, UsageError, clipped, printable
 from contract_platform.settings import redact_url
 
@@ -197,13 +199,15 @@ class Dispatcher:
 
     def on(
         self,
-        message_type: str,
+        message_type: str | type,
         handler: Callable[[Message[Any]], None],
         *,
         decode: Callable[[dict[str, Any]], Any] | None = None,
     ) -> Dispatcher:
         """``handler`` reads ``message_type`` (a version of the bundle); other majors of it are read through
-        migration.yaml where it goes that way. ``decode`` maps the valid envelope to the service's own type."""
+        migration.yaml where it goes that way. ``decode`` maps the valid envelope to the service's own type;
+        a generated type (``contractctl export models``) in place of the name decodes itself (``client.typed``)."""
+        message_type, decode = registration_of(message_type, decode)
         if self.bundle.contract(message_type) is None:
             raise UsageError(
                 f"{message_type}: not in the bundle {self.bundle.where} (it holds {', '.join(self.bundle.message_types)})"
@@ -378,7 +382,7 @@ class GuardedConsumer:
 
     def on(
         self,
-        message_type: str,
+        message_type: str | type,
         handler: Callable[[Message[Any]], None],
         *,
         decode: Callable[[dict[str, Any]], Any] | None = None,

@@ -4,6 +4,7 @@
 
     with GuardedPublisher(bundle, url, service="billing-service") as publisher:
         publisher.publish(envelope)                   # a Confirmation: ContractViolation at once if invalid
+        publisher.publish(InvoiceIssuedV2(...))       # or an instance of a generated type (client.typed)
         publisher.publish_many(envelopes)             # all checked first, then all in flight, then all confirmed
         publisher.flush()                             # wait for every confirm
 
@@ -46,6 +47,7 @@ from contract_platform.amqp.publisher import PublishResult, encode_compact
 from contract_platform.client.bundle import Bundle
 from contract_platform.client.guard import Guard, RejectReason
 from contract_platform.client.runtime import RuntimeCounters
+from contract_platform.client.typed import GeneratedEnvelope, envelope_of
 from contract_platform.envelope.properties import amqp_properties
 from contract_platform.errors import BrokerError, BrokerUnavailable, ContractViolation, PublishRefused
 from contract_platform.settings import redact_url
@@ -177,8 +179,10 @@ class GuardedPublisher:
             raise failure
         return self
 
-    def check(self, envelope: Mapping[str, Any]) -> Prepared:
-        """Validate and encode ``envelope``; ``ContractViolation`` says what is wrong (nothing is sent)."""
+    def check(self, envelope: Mapping[str, Any] | GeneratedEnvelope) -> Prepared:
+        """Validate and encode ``envelope`` (a mapping, or an instance of a generated type: ``client.typed``);
+        ``ContractViolation`` says what is wrong (nothing is sent)."""
+        envelope = envelope_of(envelope)
         try:
             contract = self.guard.check_outgoing(envelope, producer=self.service)
             body = encode_compact(envelope)
@@ -206,7 +210,7 @@ class GuardedPublisher:
             contract.message_type,
         )
 
-    def publish(self, envelope: Mapping[str, Any]) -> Confirmation:
+    def publish(self, envelope: Mapping[str, Any] | GeneratedEnvelope) -> Confirmation:
         """Check ``envelope`` (raises ``ContractViolation`` now) and put it in flight; the broker's answer follows."""
         return self.send(self.check(envelope))
 
@@ -230,7 +234,7 @@ class GuardedPublisher:
         return confirmation
 
     def publish_many(
-        self, envelopes: Iterable[Mapping[str, Any]], *, timeout: float | None = None
+        self, envelopes: Iterable[Mapping[str, Any] | GeneratedEnvelope], *, timeout: float | None = None
     ) -> list[PublishResult]:
         """Check every envelope first (one invalid: nothing is sent), publish them all, wait for every confirm.
 

@@ -29,7 +29,7 @@ from contract_platform.catalog.schemas import schema_problems
 from contract_platform.client.bundle import CONSUMES, FORMAT, FORMAT_VERSION, MIGRATED_ON_READ, PUBLISHES, checksum_of
 from contract_platform.errors import SchemaError, UsageError
 
-__all__ = ["export_bundle", "service_roles", "services_of"]
+__all__ = ["export_bundle", "select_versions", "service_roles", "services_of"]
 
 
 def services_of(catalog: Catalog) -> list[str]:
@@ -65,12 +65,11 @@ def service_roles(catalog: Catalog, service: str) -> dict[str, set[str]]:
     return roles
 
 
-def export_bundle(catalog: Catalog, *, service: str | None = None, message_types: Iterable[str] = ()) -> dict[str, Any]:
-    """The bundle of ``service`` (by the catalogue's owners, callers and consumers) and/or of ``message_types``.
-
-    ``UsageError`` when the selection names nothing the catalogue has; ``SchemaError`` when a schema refers
-    outside itself (never the case for a catalogue that loads)."""
-    chosen = sorted(set(message_types))
+def select_versions(
+    catalog: Catalog, *, service: str | None = None, message_types: Iterable[str] = ()
+) -> dict[str, set[str]]:
+    """messageType -> roles of what ``--service`` and ``--type`` choose (module docstring): the one selection of
+    ``export bundle`` and ``export models``. ``UsageError`` when it names nothing the catalogue has."""
     roles: dict[str, set[str]] = {}
     if service is not None:
         roles = service_roles(catalog, service)
@@ -80,13 +79,23 @@ def export_bundle(catalog: Catalog, *, service: str | None = None, message_types
                 f"--service {service!r}: no live contract version of {catalog.root} names it as owner, caller or "
                 f"consumer (services named: {known})"
             )
-    for message_type in chosen:
+    for message_type in sorted(set(message_types)):
         contract = catalog.require(message_type, "pass a messageType of the catalogue (contractctl status lists them)")
         if contract.status is Status.RETIRED:
             raise UsageError(f"--type {message_type}: the version is retired; no service sends or reads it any more")
         roles.setdefault(message_type, set()).update({PUBLISHES, CONSUMES})
     if not roles:
-        raise UsageError("choose what goes into the bundle: --service NAME and/or --type MESSAGE_TYPE")
+        raise UsageError("choose what goes in: --service NAME and/or --type MESSAGE_TYPE")
+    return roles
+
+
+def export_bundle(catalog: Catalog, *, service: str | None = None, message_types: Iterable[str] = ()) -> dict[str, Any]:
+    """The bundle of ``service`` (by the catalogue's owners, callers and consumers) and/or of ``message_types``.
+
+    ``UsageError`` when the selection names nothing the catalogue has; ``SchemaError`` when a schema refers
+    outside itself (never the case for a catalogue that loads)."""
+    chosen = sorted(set(message_types))
+    roles = select_versions(catalog, service=service, message_types=chosen)
     contracts = {t: _entry(catalog.contracts[t], roles[t], catalog.default_dialect) for t in sorted(roles)}
     _refuse_remote_refs(catalog.envelope_schema, str(catalog.root / "envelope"), catalog.default_dialect)
     contents: dict[str, Any] = {
