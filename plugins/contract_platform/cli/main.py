@@ -38,6 +38,7 @@ VERBS: dict[str, str] = {
     "audit": "audit",
     "quality": "quality",
     "migration": "migration",
+    "retention": "retention",
 }
 
 

@@ -180,7 +180,7 @@ def apply_archive_retention(
         raise ValueError("now must be timezone-aware")
     root = Path(root)
     if not root.is_dir():
-        raise ArchiveError(f"{root}: no archive here; set CONTRACT_ARCHIVE_DIR or pass --archive")
+        return RetentionRun(root, now, (), dry_run=dry_run)  # nothing archived yet: nothing to delete
     if dry_run:
         return RetentionRun(root, now, plan_archive_retention(catalog, root, now=now, holds=holds,
                                                               message_type=message_type), dry_run=True)  # fmt: skip

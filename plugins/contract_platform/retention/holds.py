@@ -166,9 +166,7 @@ def release_hold(path: Path, message_type: str, *, owner: str | None = None) -> 
     """Remove the investigation holds on ``message_type`` (only ``owner``'s when given); the ones removed."""
     with _locked(path):
         holds = read_investigation_holds(path)
-        released = tuple(
-            h for h in holds if h.message_type == message_type and (owner is None or h.owner == owner)
-        )
+        released = tuple(h for h in holds if h.message_type == message_type and (owner is None or h.owner == owner))
         if released:
             _write(path, [h for h in holds if h not in released])
     return released
