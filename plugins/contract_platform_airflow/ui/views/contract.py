@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
 from contract_platform.evidence import EvidenceKind, Registry
-from contract_platform.evidence.figures import RuntimeValidationFigures
+from contract_platform.evidence.figures import ArchiveRetentionFigures, RuntimeValidationFigures
 from contract_platform.evidence.runtime import RuntimeWindow, runtime_window
 from contract_platform.migration.readers import readers_over_time, version_sessions
 from contract_platform.retirement.readers_seen import platform_vhost
@@ -34,7 +34,15 @@ from contract_platform_airflow.ui.views.evidence import (
 )
 from contract_platform_airflow.ui.views.readers import ReadersView, latest_readers
 
-__all__ = ["CONSUMERS_WINDOW", "ContractView", "FixtureView", "consumer_series", "contract_view", "runtime_view"]
+__all__ = [
+    "CONSUMERS_WINDOW",
+    "ContractView",
+    "FixtureView",
+    "consumer_series",
+    "contract_view",
+    "retention_holds",
+    "runtime_view",
+]
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,8 @@ class ContractView:
     quality: QualityView | None = None  # the latest envelope quality run, expectation by expectation
     retired_traffic: RetiredTrafficView | None = None  # a retired version still receiving messages: an alarm
     runtime: RuntimeWindow | None = None  # what services' guards judged over the validation window, if any guard did
+    # archive partitions retention deleted (when, and what: counts only), newest first
+    deletions: tuple[tuple[datetime, ArchiveRetentionFigures], ...] = field(default=())
 
 
 def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: datetime | None = None) -> ContractView:
@@ -84,13 +94,30 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         consumers=consumer_series(registry, catalog.family(contract.family), now or datetime.now(UTC)),
         invalid_rates=invalid_rate_series(registry, message_type),
         migrations=tuple(_migrations(catalog, registry, contract)),
-        holds=tuple(f"{h.kind} until {h.until.isoformat()}: {h.reason}" for h in contract.holds_in_force(today)),
+        holds=retention_holds(catalog, message_type, today),
+        deletions=tuple(
+            (r.collected_at, ArchiveRetentionFigures.of(r))
+            for r in registry.evidence(message_type, EvidenceKind.ARCHIVE_RETENTION, limit=20)
+        ),
         replays=tuple(ReplayView.of(shown) for shown in status["replay"]),
         readers=latest_readers(registry, message_type),
         quality=quality_view(_latest_quality(recent, registry, message_type)),
         retired_traffic=retired_traffic_view(registry, message_type, retired),
         runtime=runtime_view(registry, contract, now or datetime.now(UTC)),
     )
+
+
+def retention_holds(catalog: Catalog, message_type: str, today: date) -> tuple[str, ...]:
+    """The holds in force on the version's archive (``retention.holds_in_force``: the catalogue's and investigations'),
+    each as one sentence; an unreadable holds file is shown as such, since retention then deletes nothing."""
+    from contract_platform.errors import ArchiveError
+    from contract_platform.retention import holds_file, holds_in_force, read_investigation_holds
+
+    try:
+        investigations = read_investigation_holds(holds_file())
+    except ArchiveError as exc:
+        return (f"the investigation holds cannot be read: {exc}",)
+    return tuple(h.describe() for h in holds_in_force(catalog, investigations, today).get(message_type, ()))
 
 
 def runtime_view(registry: Registry, contract: Contract, now: datetime) -> RuntimeWindow | None:

@@ -1,0 +1,46 @@
+"""The Contracts page shows retention: the holds in force on a version's archive (catalogue and investigation holds)
+and the partitions retention deleted, with their counts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.airflow
+
+V1, V2 = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
+NOW = datetime(2026, 7, 10, tzinfo=UTC)
+
+
+def _section(page: str) -> str:
+    assert 'id="retention"' in page, "no retention section on the page"
+    return page.split('id="retention"', 1)[1].split("</section>", 1)[0]
+
+
+def test_the_page_shows_holds_and_deletions(contracts_app, tmp_path: Path, monkeypatch) -> None:
+    from contract_platform.retention import apply_archive_retention, holds_file, holds_in_force, set_hold
+
+    home = tmp_path / "data"
+    monkeypatch.setenv("CONTRACT_PLATFORM_HOME", str(home))
+    folder = home / "archive" / "billing.events" / "date=2026-03-01"
+    folder.mkdir(parents=True)
+    (folder / "h-1-a-000001.jsonl").write_text('{"n": 1}\n{"n": 2}\n{"n": 3}\n')
+
+    def seed(registry: Any, catalog: Any) -> None:
+        apply_archive_retention(catalog, home / "archive", now=NOW, holds=holds_in_force(catalog, (), NOW.date()),
+                                registry=registry)  # fmt: skip
+        set_hold(holds_file(), catalog.contracts[V2], reason="INC-9 chargeback", owner="erin", until=None,
+                 now=NOW)  # fmt: skip
+
+    client, auth = contracts_app(seed)
+
+    v1 = _section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    assert "<code>billing.events/date=2026-03-01</code>" in v1
+    assert "<td>3</td>" in v1  # the records deleted
+    assert "No hold is in force" in v1
+    v2 = _section(client.get(f"/contracts/c/{V2}", headers=auth).text)
+    assert "investigation hold on billing.invoice-issued.v2 until released (INC-9 chargeback, owner erin)" in v2
+    assert "<code>billing.events/date=2026-03-01</code>" in v2  # the exchange's partition held v2's messages too
