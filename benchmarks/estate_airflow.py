@@ -35,8 +35,9 @@ if str(ROOT) not in sys.path:  # the scenario is shared with the tests (docs/con
 
 from tests.support.databases import scratch_database  # noqa: E402
 from tests.support.estate import generate_catalog  # noqa: E402
+from tests.support.ports import closed_port  # noqa: E402
 from tests.support.private_node import PrivateNode  # noqa: E402
-from tests.support.served_airflow import Served, first_import, free_port  # noqa: E402
+from tests.support.served_airflow import Served, first_import  # noqa: E402
 
 POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 
@@ -56,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     node.start(nofile=65_536)
     started = time.monotonic()
     try:
-        with scratch_database(POSTGRES, "airflow_bench", create=False) as database:
-            airflow = Served(work, "/", database, broker_url=node.url, management_url=f"http://127.0.0.1:{free_port()}")
+        with scratch_database(POSTGRES, "airflow_bench", create=False) as database, closed_port() as nowhere:
+            airflow = Served(work, "/", database, broker_url=node.url, management_url=f"http://127.0.0.1:{nowhere}")
             try:
                 figures = first_import(airflow, types, f"sqlite:///{work / 'data' / 'registry.db'}", args.timeout)
                 failed = [r["dag_run_id"] for r in figures["runs"] if r["state"] != "success"]

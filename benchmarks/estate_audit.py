@@ -41,38 +41,26 @@ if str(ROOT) not in sys.path:  # the builders are shared with the tests (docs/co
 import httpx  # noqa: E402
 import pika  # noqa: E402
 from tests.support.contracts import build_contract, catalog_of  # noqa: E402
-from tests.support.private_node import PrivateNode, _free_port  # noqa: E402
+from tests.support.private_node import PrivateNode  # noqa: E402
 
 from contract_platform.amqp import plan_topology  # noqa: E402
 from contract_platform.catalog.model import Catalog, Consumer, Contract, Status, Transport  # noqa: E402
 
-PLUGINS = ("rabbitmq_management", "rabbitmq_event_exchange")
+PLUGINS = ("rabbitmq_event_exchange",)  # and the management API (``management=True``)
 CONSUMERS = 3
 
 
 class EstateNode(PrivateNode):
     """The private node with its management API on a port of its own (the shared broker holds 15672)."""
 
-    def __init__(self, workdir: Path) -> None:
-        super().__init__(workdir)
-        self.management_port = _free_port()
-        self.config = workdir / "estate.conf"
-
-    @property
-    def management_url(self) -> str:
-        return f"http://127.0.0.1:{self.management_port}"
-
-    def _environment(self) -> dict[str, str]:
-        return super()._environment() | {"RABBITMQ_CONFIG_FILE": str(self.config)}
-
-    def start(self, timeout: float = 180.0, plugins: tuple[str, ...] = PLUGINS) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(
-            f"listeners.tcp.1 = 127.0.0.1:{self.port}\n"
-            f"management.tcp.port = {self.management_port}\n"
-            "management.tcp.ip = 127.0.0.1\n"
-        )
-        super().start(timeout, plugins)
+    def start(
+        self,
+        timeout: float = 180.0,
+        plugins: tuple[str, ...] = PLUGINS,
+        nofile: int | None = None,
+        management: bool = True,
+    ) -> None:
+        super().start(timeout, plugins, nofile, management)
 
 
 def raise_open_files(limit: int) -> int:

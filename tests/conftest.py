@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from tests.lanes import is_slow, shared_fixture_modules, start_order
+from tests.support import ports
 
 from contract_platform_airflow.settings import airflow_environment, ensure_pools
 
@@ -146,6 +147,14 @@ def postgres_url() -> str:
     if not port_open("127.0.0.1", 5432):
         pytest.skip("PostgreSQL not answering on 127.0.0.1:5432")
     return "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+
+
+@pytest.fixture()
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses every connection for the whole test, as a service that is down:
+    held bound by the test, so no other process can listen there meanwhile (``tests.support.ports``)."""
+    with ports.closed_port() as port:
+        yield port
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

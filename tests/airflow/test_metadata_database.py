@@ -4,7 +4,6 @@ fallback, with a warning that says why and how to fix it."""
 from __future__ import annotations
 
 import os
-import socket
 from unittest import mock
 
 import pytest
@@ -32,12 +31,6 @@ def database_exists(url: str) -> bool:
             return conn.execute(query, {"name": target.database}).first() is not None
     finally:
         engine.dispose()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_default_is_a_database_of_the_data_folder_s_own_on_the_local_postgresql(tmp_path):
@@ -78,8 +71,8 @@ def test_a_missing_database_is_created_once_and_every_component_gets_it(postgres
         assert metadata_database(tmp_path, {AIRFLOW_DB_URL_VARIABLE: url}).created is False
 
 
-def test_sqlite_only_when_postgresql_does_not_answer_and_the_warning_says_how_to_fix(tmp_path):
-    url = f"postgresql+psycopg2://airflow:s3cret@127.0.0.1:{closed_port()}/contract_platform_airflow"
+def test_sqlite_only_when_postgresql_does_not_answer_and_the_warning_says_how_to_fix(tmp_path, closed_port):
+    url = f"postgresql+psycopg2://airflow:s3cret@127.0.0.1:{closed_port}/contract_platform_airflow"
 
     chosen = metadata_database(tmp_path, {AIRFLOW_DB_URL_VARIABLE: url}, timeout=2)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -23,6 +22,7 @@ from unittest import mock
 
 import pytest
 from tests.support.databases import drop_database, scratch_database
+from tests.support.ports import closed_port
 
 from contract_platform_airflow import metadata_db, serve
 from contract_platform_airflow.metadata_db import (
@@ -61,12 +61,6 @@ class Previous:
     logs: Path
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def airflow(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     command = [str(Path(sys.executable).parent / "airflow"), *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=240, check=False)
@@ -79,7 +73,7 @@ def previous(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Ite
     (work / "dags" / "nightly.py").write_text(NIGHTLY, "utf-8")
     (work / "plugins").mkdir()
     home = work / "data" / "airflow"
-    with scratch_database(postgres_url, "previous_airflow") as url:
+    with scratch_database(postgres_url, "previous_airflow") as url, closed_port() as nowhere:
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")} | {
             "AIRFLOW_HOME": str(home),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(work / "plugins"),
@@ -89,7 +83,7 @@ def previous(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Ite
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
             # no api-server: the task fails, and its run and its log stay, as after any served run
-            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{closed_port()}/execution/",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{nowhere}/execution/",
         }
         migrated = airflow(["db", "migrate"], env)
         assert migrated.returncode == 0, migrated.stderr[-3000:]
@@ -272,8 +266,8 @@ def test_serve_stops_without_a_traceback_when_the_previous_database_cannot_be_re
         with still_serving.connect(), mock.patch.dict(os.environ):
             for variable in (SQL_ALCHEMY_CONN, AIRFLOW_DB_URL_VARIABLE, "CONTRACT_PLATFORM_HOME", "AIRFLOW_HOME"):
                 os.environ.pop(variable, None)
-            with pytest.raises(SystemExit) as stopped:
-                serve.main(["--port", str(closed_port())])
+            with pytest.raises(SystemExit) as stopped, closed_port() as port:
+                serve.main(["--port", str(port)])
     finally:
         still_serving.dispose()
 

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
 from contract_platform.amqp.management import ENABLE_COMMAND
 
 pytestmark = [pytest.mark.airflow, pytest.mark.timeout(120)]
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_the_management_check_runs_first(dagbag) -> None:
@@ -25,9 +17,9 @@ def test_the_management_check_runs_first(dagbag) -> None:
     assert [t.task_id for t in dag.roots] == ["check_management_api"]
 
 
-def test_without_the_management_api_it_fails_without_retry_and_says_the_fix(dagbag, monkeypatch) -> None:
+def test_without_the_management_api_it_fails_without_retry_and_says_the_fix(dagbag, monkeypatch, closed_port) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_RABBITMQ_DEFAULT", "amqp://guest:guest@127.0.0.1:5672/%2F")
-    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{closed_port}")
     task = dagbag.get_dag("retirement_audit").get_task("check_management_api")
 
     with pytest.raises(AirflowFailException) as failed:

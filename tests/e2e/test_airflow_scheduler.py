@@ -35,13 +35,13 @@ import pytest
 from tests.support.broker import url_of
 from tests.support.databases import scratch_database
 from tests.support.estate import generate_catalog
+from tests.support.ports import closed_port
 from tests.support.private_node import NodeUnavailable, PrivateNode
 from tests.support.served_airflow import (
     PLATFORM_DAGS,
     REPO,
     Served,
     first_import,
-    free_port,
     wait_asset_triggered_change,
     wait_for,
 )
@@ -177,14 +177,15 @@ def test_a_first_import_of_an_estate_is_batched_and_settles(
     from contract_platform.change import MAX_EVENTS
 
     types = set(generate_catalog(tmp_path / "contracts", ESTATE))
-    # The private node runs no management API; its port is one nobody listens on, so that nothing asks the
-    # shared node's API (127.0.0.1:15672) about the private node's queues.
-    nowhere = f"http://127.0.0.1:{free_port()}"
-    airflow = Served(tmp_path, "/", airflow_database, broker_url=estate_node.url, management_url=nowhere)
-    try:
-        figures = first_import(airflow, types, f"sqlite:///{tmp_path / 'data' / 'registry.db'}", timeout=600)
-    finally:
-        airflow.stop()
+    # The private node runs no management API; its port is one nobody listens on (held closed by this test), so
+    # that nothing asks the shared node's API (127.0.0.1:15672) about the private node's queues.
+    with closed_port() as port:
+        nowhere = f"http://127.0.0.1:{port}"
+        airflow = Served(tmp_path, "/", airflow_database, broker_url=estate_node.url, management_url=nowhere)
+        try:
+            figures = first_import(airflow, types, f"sqlite:///{tmp_path / 'data' / 'registry.db'}", timeout=600)
+        finally:
+            airflow.stop()
     assert not airflow.stragglers(), "processes of the served Airflow are still running"
 
     for run in figures["runs"]:

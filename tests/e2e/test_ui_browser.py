@@ -1,6 +1,7 @@
 """The Contracts page as a person uses it: a real ``airflow api-server``, a login, headless Chromium.
 
-The api-server runs in a subprocess on a free port over this session's Airflow DB, with the
+The api-server runs in a subprocess on a free port (started again on another while another process
+holds it, ``tests.support.ports``) over this session's Airflow DB, with the
 platform's DAGs serialized, SimpleAuthManager with a known admin, and a seeded registry store
 whose transitions point at a real ``contract_change`` run triggered through the REST API. Its
 catalogue is the real one plus ``ESTATE`` generated contracts with 30 days of history
@@ -11,11 +12,11 @@ Screenshots go to ``test-artifacts/ui/``. Needs Debian's ``chromium`` and ``chro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 from tests.support.offline_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_MISSING, chromium_installed, offline_chromium
+from tests.support.ports import Holder, free_port, port_holder
 from tests.support.ui_seed import MISMATCHED, EstateContract, seed_estate, seed_registry, write_estate_catalog
 from tests.support.waiting import wait_until
 
@@ -44,12 +46,6 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass(frozen=True)
 class Server:
     url: str
@@ -60,25 +56,66 @@ class Server:
         return httpx.get(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
 
 
-def _wait_until_healthy(url: str, process: subprocess.Popen[bytes], log: Path, seconds: int = 180) -> None:
+def _wait_until_healthy(port: int, process: subprocess.Popen[bytes], log: Path, seconds: int = 180) -> bool:
+    """True once this api-server answers healthy on ``port``; False if another process holds the port."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        holder = port_holder(port, [process.pid])
+        if holder is Holder.ANOTHER:
+            return False
         if process.poll() is not None:
             raise RuntimeError(f"airflow api-server exited with {process.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            if httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+        if holder is Holder.OURS:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/api/v2/monitor/health", timeout=2).status_code == 200:
+                    return True
         time.sleep(1)
     raise RuntimeError(f"airflow api-server not healthy after {seconds}s:\n{log.read_text()[-4000:]}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def _start_api_server(
+    airflow: str, env: dict[str, str], log: Path, attempts: int = 5
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``airflow api-server`` on a free port, healthy, and its URL; started again on another port while
+    another process holds the one it was given (its URL must be set before it starts, so no port 0)."""
+    for _ in range(attempts):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        env |= {
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__BASE_URL": url,
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
+        }
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                [airflow, "api-server", "-H", "127.0.0.1", "-p", str(port), "-w", "1"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stopped as a whole below, nothing else
+            )
+        try:
+            if _wait_until_healthy(port, process, log):
+                return process, url
+        except BaseException:
+            _stop(process)
+            raise
+        _stop(process)
+    raise RuntimeError(f"another process held each of the {attempts} ports given to the api-server")
 
 
 @pytest.fixture(scope="module")
 def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     work = tmp_path_factory.mktemp("ui-e2e")
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     passwords = work / "passwords.json"
     passwords.write_text(json.dumps({USER: PASSWORD}))
     registry_url = f"sqlite:///{work / 'registry.db'}"
@@ -86,9 +123,6 @@ def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     env = {key: value for key, value in os.environ.items() if key != "AIRFLOW__CORE__UNIT_TEST_MODE"}
     env.pop("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", None)
     env |= {
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__BASE_URL": url,
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
         "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
@@ -103,16 +137,9 @@ def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     assert reserialize.returncode == 0, reserialize.stderr[-3000:]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = ARTIFACTS / "api-server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [airflow, "api-server", "-H", "127.0.0.1", "-p", str(port), "-w", "1"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: stopped as a whole below, nothing else
-        )
+    log.write_bytes(b"")
+    process, url = _start_api_server(airflow, env, log)
     try:
-        _wait_until_healthy(url, process, log)
         login = httpx.post(f"{url}/auth/token", json={"username": USER, "password": PASSWORD}, timeout=30)
         assert login.status_code == 201, login.text
         token = login.json()["access_token"]
@@ -127,12 +154,7 @@ def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         seed_estate(registry_url, estate)
         yield Server(url, token, tuple(estate))
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        _stop(process)
 
 
 def _browser(user_data: str):  # type: ignore[no-untyped-def]

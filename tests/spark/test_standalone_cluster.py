@@ -1,7 +1,9 @@
 """The Spark jobs on a real Spark standalone cluster, submitted the way the DAGs submit them.
 
 A master and one worker are started from the installed pyspark (``spark-class``, loopback only,
-free ports, 1 core, small memory); ``spark_default`` points at the master; validate_archive, the
+1 core, small memory) on port 0: each binds what the kernel gives it, and the test reads the master's
+ports back from its log (``tests.support.ports``), so no other process can take them in between;
+``spark_default`` points at the master; validate_archive, the
 parity job and archive_last_seen go through the platform's operator (``spark-submit``, client
 mode) and their reports must equal what the same jobs give in local mode. The finalizer kills
 each process group, so no JVM outlives the test.
@@ -12,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from typing import Any
 import pyspark
 import pytest
 from tests.spark.test_dual_publish_parity import V1, defective_archive
+from tests.support.ports import logged_port
 from tests.support.waiting import wait_until
 
 from contract_platform.jvm import QUICK_START_JAVA_OPTIONS
@@ -39,12 +41,6 @@ CLUSTER_CONF = {
     "spark.driver.extraJavaOptions": QUICK_START_JAVA_OPTIONS,
     "spark.executor.extraJavaOptions": QUICK_START_JAVA_OPTIONS,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
@@ -76,37 +72,35 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
         # This master and worker live for one test: like the drivers and executors below (CLUSTER_CONF),
         # they compile with C1 only. The cluster's answers are what is tested, not its JIT.
         "SPARK_DAEMON_JAVA_OPTS": QUICK_START_JAVA_OPTIONS,
+        # The master's REST submission server would take the fixed port 6066; nothing here submits through it.
+        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
     }
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    port, ui_port = free_port(), free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    commands = [
-        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-         "--webui-port", str(ui_port)],
-        [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", str(free_port()),
-         "--webui-port", str(free_port()), "--cores", "1", "--memory", "1g", master_url],
-    ]  # fmt: skip
     processes: list[subprocess.Popen[bytes]] = []
-    try:
-        for n, command in enumerate(commands):
-            log = (logs / f"daemon-{n}.log").open("wb")
+
+    def start(name: str, command: list[str]) -> tuple[subprocess.Popen[bytes], Path]:
+        log = logs / f"{name}.log"
+        with log.open("wb") as output:
             processes.append(
-                subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
             )
-            if n == 0:
-                wait_for(lambda: alive_workers(ui_port) == 0 and _answers(port), "the Spark master")
+        return processes[-1], log
+
+    try:
+        master, log = start("master", [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                       "--port", "0", "--webui-port", "0"])  # fmt: skip
+        port = logged_port(log, r"Starting Spark master at spark://127\.0\.0\.1:(\d+)", master)
+        ui_port = logged_port(log, r"Successfully started service 'MasterUI' on port (\d+)", master)
+        master_url = f"spark://127.0.0.1:{port}"
+        wait_for(lambda: master_state(ui_port).get("url") == master_url, "the Spark master's own page")
+        start("worker", [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", "0",
+                         "--webui-port", "0", "--cores", "1", "--memory", "1g", master_url])  # fmt: skip
         wait_for(lambda: alive_workers(ui_port) == 1, "the Spark worker to register")
         yield master_url, ui_port
     finally:
         for process in reversed(processes):
             os.killpg(process.pid, signal.SIGKILL)  # the whole group: spark-class and its JVM
             process.wait(timeout=30)
-
-
-def _answers(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def submit(job: str, args: list[str], master_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,10 @@ The node gets its own name (``cpfault-<uuid8>@localhost``), AMQP and distributio
 folders, an empty plugin list and its own (empty) ``rabbitmq-env.conf`` and ``rabbitmq.conf``, so nothing
 of ``/etc/rabbitmq`` (which configures the shared node) applies. Every ``rabbitmqctl`` call names it
 with ``-n``. The server runs as a child process of the test in its own session and is stopped with it.
+
+Its ports are chosen before it starts (a restarted node keeps them, its clients reconnect to them), so
+it cannot bind port 0: AMQP counts as up only from this node's own process, and when another process
+holds one of its ports at the first start, the node starts again on other ports (``tests.support.ports``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -20,6 +23,9 @@ from pathlib import Path
 
 import pika
 import pika.exceptions
+from tests.support.ports import Holder, free_ports, port_holder
+
+START_ATTEMPTS = 3  # a first start on other ports, each time another process held one of the node's
 
 
 class NodeUnavailable(RuntimeError):
@@ -37,12 +43,6 @@ def _scripts() -> Path:
     return folder
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _raise_open_files(wanted: int) -> None:
     """In the node's process before exec: ``ulimit -n wanted`` (as far as the hard limit allows, unless root)."""
     import resource
@@ -58,12 +58,11 @@ class PrivateNode:
     def __init__(self, workdir: Path) -> None:
         self.scripts = _scripts()
         self.name = f"cpfault-{uuid.uuid4().hex[:8]}@localhost"
-        self.port = _free_port()
-        self.dist_port = _free_port()
-        self.management_port = _free_port()
+        self.port, self.dist_port, self.management_port = free_ports(3)
         self.workdir = workdir
         self.log = workdir / "server.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._started = False  # once up, a start again keeps the ports its clients know
 
     @property
     def url(self) -> str:
@@ -84,6 +83,7 @@ class PrivateNode:
             "RABBITMQ_CONFIG_FILE": str(folder / "rabbitmq.conf"),
             "RABBITMQ_ADVANCED_CONFIG_FILE": str(folder / "advanced.config"),
             "ERL_EPMD_ADDRESS": "127.0.0.1",
+            "ERL_CRASH_DUMP": str(folder / "erl_crash.dump"),  # a node that cannot boot leaves it here, not in the cwd
         }
 
     @property
@@ -96,7 +96,29 @@ class PrivateNode:
     ) -> None:
         """Start the node with ``plugins`` enabled (none by default) and, when given, ``nofile`` open files
         (``ulimit -n``): an estate of thousands of queues needs more than a default node's 1,024. ``management``:
-        also its management API, on ``management_url``. Starting it again after ``stop`` keeps its data."""
+        also its management API, on ``management_url``. Starting it again after ``stop`` keeps its data and ports."""
+        for _attempt in range(1 if self._started else START_ATTEMPTS):
+            self._launch(plugins, nofile, management)
+            if self.wait_until_up(timeout):
+                self._started = True
+                return
+            taken = [port for port in self._ports(management) if port_holder(port, self._sessions()) is Holder.ANOTHER]
+            tail = self.log.read_text(errors="replace")[-1500:] if self.log.exists() else "(no log)"
+            self.stop()
+            if not taken:
+                break
+            with self.log.open("a") as log:
+                log.write(f"\n--- ports {taken} are another process's: starting again on other ports\n")
+            self.port, self.dist_port, self.management_port = free_ports(3)
+        raise NodeUnavailable(f"private node {self.name} did not accept AMQP on {self.port} in {timeout:.0f} s: {tail}")
+
+    def _ports(self, management: bool) -> list[int]:
+        return [self.port, self.dist_port, *([self.management_port] if management else [])]
+
+    def _sessions(self) -> list[int]:
+        return [self._process.pid] if self._process is not None else []
+
+    def _launch(self, plugins: tuple[str, ...], nofile: int | None, management: bool) -> None:
         folder = self.workdir
         for sub in ("mnesia", "log"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -118,12 +140,6 @@ class PrivateNode:
                 start_new_session=True,
                 preexec_fn=(lambda: _raise_open_files(nofile)) if nofile else None,
             )
-        if not self.wait_until_up(timeout):
-            tail = self.log.read_text(errors="replace")[-1500:] if self.log.exists() else "(no log)"
-            self.stop()
-            raise NodeUnavailable(
-                f"private node {self.name} did not accept AMQP on {self.port} in {timeout:.0f} s: {tail}"
-            )
 
     def ctl(self, *command: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         """``rabbitmqctl -n <this node> ...`` (never another node)."""
@@ -144,16 +160,22 @@ class PrivateNode:
             raise RuntimeError(f"{self.name} did not come back within {timeout:.0f} s")
 
     def wait_until_up(self, timeout: float) -> bool:
+        """This node accepts AMQP on its port (False when it exits, or another process listens there)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process is not None and self._process.poll() is not None:
+            if self._process is None or self._process.poll() is not None:
+                return False
+            holder = port_holder(self.port, self._sessions())
+            if holder is Holder.ANOTHER:
                 return False
             try:
-                parameters = pika.URLParameters(self.url + "?connection_attempts=1&socket_timeout=2")
-                pika.BlockingConnection(parameters).close()
-                return True
+                if holder is Holder.OURS:
+                    parameters = pika.URLParameters(self.url + "?connection_attempts=1&socket_timeout=2")
+                    pika.BlockingConnection(parameters).close()
+                    return True
             except (pika.exceptions.AMQPError, OSError):
-                time.sleep(0.5)
+                pass
+            time.sleep(0.5)
         return False
 
     def stop(self) -> None:

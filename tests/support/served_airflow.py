@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.environment import user_environment
+from tests.support.ports import Holder, free_port, port_holder
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,19 +36,18 @@ PLATFORM_DAGS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def wait_for(what: str, check: Callable[[], Any], timeout: float, on_timeout: Callable[[], str] = str) -> Any:
     """Poll ``check`` every second until it returns something truthy; fail with ``what`` and the diagnosis."""
     return wait_until(check, timeout, 1.0, what=what, diagnose=on_timeout)
 
 
 class Served:
-    """``scripts/airflow-local`` in its own process group, and the REST calls the test makes."""
+    """``scripts/airflow-local`` in its own process group, and the REST calls the test makes.
+
+    The api-server must be told its port (the task processes are given its URL), so it cannot bind port 0:
+    ``answers`` trusts only an api-server this test started, and when another process listens on the port,
+    starts everything again on another one (``tests.support.ports``).
+    """
 
     def __init__(
         self,
@@ -83,7 +82,7 @@ class Served:
     # --- processes ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        with self.log_path.open("wb") as log:
+        with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 ["bash", str(REPO / "scripts" / "airflow-local"), "--port", str(self.port)],
                 cwd=REPO,
@@ -126,6 +125,32 @@ class Served:
         """Processes started for this test (task runners, spark-submit JVMs): they carry its AIRFLOW_HOME."""
         return processes_with(f"AIRFLOW_HOME={self.home}")
 
+    def sessions(self) -> list[int]:
+        """The sessions of the processes this test started (each starts one): they and all their children."""
+        return [self.process.pid] if self.process is not None else []
+
+    def use_port(self, port: int) -> None:
+        """The api-server's port from the next ``start`` on."""
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+
+    def moved_off_a_taken_port(self) -> bool:
+        """When another process listens on the api-server's port (ours cannot bind it), stop, and start again
+        on another port; True if so."""
+        if port_holder(self.port, self.sessions()) is not Holder.ANOTHER:
+            return False
+        taken, port = self.port, free_port()
+        self.stop()
+        with self.log_path.open("a", encoding="utf-8") as log:
+            log.write(f"\n--- port {taken} is another process's: starting again with the api-server on {port}\n")
+        self.use_port(port)
+        self.start()
+        return True
+
+    def check_running(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise AssertionError(f"scripts/airflow-local exited with {self.process.returncode}\n{self.output()}")
+
     def output(self, lines: int = 60) -> str:
         text = self.log_path.read_text("utf-8", errors="replace") if self.log_path.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
@@ -147,11 +172,15 @@ class Served:
         return data if raw else json.loads(data or "null")
 
     def answers(self) -> bool:
-        if self.process is not None and self.process.poll() is not None:
-            raise AssertionError(f"scripts/airflow-local exited with {self.process.returncode}\n{self.output()}")
+        """The api-server this test started answers healthy (an answer from another process never counts)."""
+        if self.moved_off_a_taken_port():
+            return False
+        self.check_running()
+        if port_holder(self.port, self.sessions()) is not Holder.OURS:
+            return False
         try:
-            return self.request("GET", "/api/v2/monitor/health")["metadatabase"]["status"] == "healthy"
-        except OSError:
+            return bool(self.request("GET", "/api/v2/monitor/health")["metadatabase"]["status"] == "healthy")
+        except (OSError, ValueError, KeyError, TypeError):
             return False
 
     def log_in(self) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +15,6 @@ from contract_platform.amqp.management import ENABLE_COMMAND, ENABLE_EVENTS_COMM
 from contract_platform.cli.main import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def run_main_job(work: Path, **settings: str) -> subprocess.CompletedProcess[str]:
@@ -49,9 +42,10 @@ def test_the_audit_verb_stops_with_exit_3_and_the_command_that_enables_the_plugi
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    closed_port: int,
 ) -> None:
     monkeypatch.setenv("CONTRACT_RABBITMQ_URL", rabbitmq_url)
-    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{closed_port}")
     registry = tmp_path / "registry.db"
     family = family_copy(tmp_path / "contracts", catalog_dir)
 
@@ -62,11 +56,13 @@ def test_the_audit_verb_stops_with_exit_3_and_the_command_that_enables_the_plugi
     assert not registry.exists()  # stopped before anything else ran
 
 
-def test_the_main_job_stops_before_it_starts_and_says_the_fix(rabbitmq_url: str, tmp_path: Path) -> None:
+def test_the_main_job_stops_before_it_starts_and_says_the_fix(
+    rabbitmq_url: str, tmp_path: Path, closed_port: int
+) -> None:
     done = run_main_job(
         tmp_path,
         CONTRACT_RABBITMQ_URL=rabbitmq_url,
-        CONTRACT_RABBITMQ_MANAGEMENT_URL=f"http://127.0.0.1:{closed_port()}",
+        CONTRACT_RABBITMQ_MANAGEMENT_URL=f"http://127.0.0.1:{closed_port}",
     )
 
     assert done.returncode == 3, done.stdout + done.stderr

@@ -6,7 +6,6 @@ The management API's ``/api/nodes`` is answered by a real local HTTP server (no 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -121,11 +120,9 @@ def test_an_amqp_handshake_that_times_out_on_an_exhausted_broker_is_out_of_resou
     assert "1,010 of its 1,024 file handles" in str(raised.value) and "secret" not in str(raised.value)
 
 
-def test_a_broker_that_is_simply_down_stays_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as closed:  # a port nobody listens on: the management API refuses, as the broker does
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{port}")
+def test_a_broker_that_is_simply_down_stays_unavailable(monkeypatch: pytest.MonkeyPatch, closed_port: int) -> None:
+    # a port nobody listens on: the management API refuses, as the broker does
+    monkeypatch.setenv("CONTRACT_RABBITMQ_MANAGEMENT_URL", f"http://127.0.0.1:{closed_port}")
 
     def handshake(_params: Any) -> Any:
         raise px.AMQPConnectionError(ConnectionRefusedError(111, "refused"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,11 +72,8 @@ def test_refused_credentials_stop_the_client_asking(api: str, caplog: pytest.Log
     assert "answered 401 for user 'guest'" in caplog.text and "wrong" not in caplog.text
 
 
-def test_an_unreachable_api_stops_the_client_asking(caplog: pytest.LogCaptureFixture) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    client = ManagementClient(f"http://127.0.0.1:{port}", "guest", "s3cret", timeout=2)
+def test_an_unreachable_api_stops_the_client_asking(caplog: pytest.LogCaptureFixture, closed_port: int) -> None:
+    client = ManagementClient(f"http://127.0.0.1:{closed_port}", "guest", "s3cret", timeout=2)  # nothing listens
     assert client.overview() is None
     assert client._unavailable and "not reachable" in caplog.text
     assert client.get("overview") is None  # not asked again

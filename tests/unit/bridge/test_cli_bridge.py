@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,6 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     except SystemExit as exc:  # argparse
         code = int(exc.code or 0)
     return code, capsys.readouterr().err
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_broken_spec_exits_2_naming_file_and_pointer(catalog_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,9 +35,9 @@ def test_a_bad_limit_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_an_unreachable_broker_exits_3_without_the_password(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], closed_port: int
 ) -> None:
-    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", f"amqp://guest:s3cret@127.0.0.1:{closed_port()}/%2F")
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", f"amqp://guest:s3cret@127.0.0.1:{closed_port}/%2F")
     code, err = run(["bridge", "billing.invoice-issued.v2", "--idle-timeout", "1"], capsys)
     assert code == 3
     assert "cannot reach the broker" in err and "s3cret" not in err
