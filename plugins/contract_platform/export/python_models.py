@@ -70,6 +70,7 @@ def python_module(typed: TypedVersion, *, revision: str) -> str:
                 allow_remote_refs=False,
                 formatters=[Formatter.BUILTIN],
                 use_title_as_name=True,
+                collapse_root_models=True,  # a $ref to a string shape is that string, not a wrapper object
                 use_annotated=True,
                 field_constraints=True,
                 use_schema_description=True,
