@@ -20,25 +20,38 @@ the envelope's metadata is carried by the bridge unchanged. A consumer that decl
 everything: it must change whenever any op renames, transforms or drops. A read covers an op's field as
 ``impact.pointers.covers`` says (an ancestor, the field, or a descendant).
 
-**Has it moved?** Judged from the broker, not only from the catalogue: the consumer is declared on the new
-version (same service), and the reader sessions the activity recorder stored over the observation window
-(and the consumers on the queues now) show it reading its new queue and no longer its old one:
+**Has it moved?** A fact of history, judged from the broker, not only from the catalogue, and never from
+whether a reader happens to be attached inside the latest window: the consumer is declared on the new version
+(same service), and the reader sessions the activity recorder stored (``ReadHistory``: its retained history,
+not only the observation window) show when it last read each queue:
 
-=============================== ========================= ===================================================
-declared on v<N>                readers seen              state
-=============================== ========================= ===================================================
-no                              any                       ``not-declared`` (add it to v<N>'s consumers)
-yes                             new queue only            ``moved``
-yes                             both queues               ``moving`` (reads both during the cutover)
-yes                             old queue only, or none   ``not-moved``
-yes                             unknown (gap, no recorder) ``unknown``, naming why
-=============================== ========================= ===================================================
+=============================== ===================================================== ======================
+declared on v<N>                readers seen                                          state
+=============================== ===================================================== ======================
+no                              any                                                   ``not-declared``
+yes                             no recorder coverage at all (or no registry)          ``unknown``, naming why
+yes                             read the new queue after it last read the old one     ``moved``, since then
+                                (or never read the old), the recorder covering
+                                everything from that last old read on
+yes                             the same, with a gap in the coverage since            ``unknown`` (it could
+                                                                                      have gone back)
+yes                             read both in the window, the old one last             ``moving``
+yes                             read the old queue in the window, not the new one     ``not-moved``
+                                after it
+yes                             read neither queue in the window (and no move)        ``idle``, with when it
+                                                                                      last read each
+=============================== ===================================================== ======================
+
+One function answers "who moved" for the CLI (``contractctl migration status``), the Contracts page, the API
+and the retirement audit: ``retirement.readers_seen.observed_moves`` gathers the history, ``consumer_moves``
+judges it (docs/consumer-impact.md#has-it-moved).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from contract_platform.catalog.model import Catalog, Contract
@@ -50,9 +63,18 @@ if TYPE_CHECKING:
     from contract_platform.evidence.records import ReaderSession
     from contract_platform.migration.spec import MigrationSpec
 
-__all__ = ["MOVE_STATES", "ConsumerMove", "FieldFate", "consumer_moves", "fates_of", "still_on_source"]
+__all__ = [
+    "MOVE_STATES",
+    "ConsumerMove",
+    "FieldFate",
+    "ReadHistory",
+    "consumer_moves",
+    "fates_of",
+    "judge_move",
+    "still_on_source",
+]
 
-MOVE_STATES = ("moved", "moving", "not-moved", "not-declared", "unknown")
+MOVE_STATES = ("moved", "moving", "not-moved", "idle", "not-declared", "unknown")
 
 
 @dataclass(frozen=True)
@@ -156,22 +178,80 @@ def fates_of(reads: Sequence[str] | None, spec: MigrationSpec, source_schema: An
     return fates
 
 
+@dataclass(frozen=True)
+class ReadHistory:
+    """What the recorder knows of the readers of both versions' queues: every reader session over its retained
+    history (``since`` to ``now``), the stretches its coverage confirmed (merged, oldest first; what lies between
+    them is a gap) and where the observation window starts."""
+
+    sessions: Sequence[ReaderSession]
+    covered: Sequence[tuple[datetime, datetime]]
+    window_start: datetime
+    now: datetime
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z") if moment is not None else "never"
+
+
+def _reads(history: ReadHistory, queue: str) -> list[tuple[datetime | None, datetime]]:
+    """(from, until) of each reading of ``queue``; until is now for a reader still attached."""
+    return [(s.attached_at, s.detached_at or history.now) for s in history.sessions if s.queue == queue]
+
+
+def _covered_between(history: ReadHistory, start: datetime) -> tuple[bool, datetime | None]:
+    """Whether the coverage runs without a gap from ``start`` to its latest confirmation, and that confirmation."""
+    spans = [span for span in history.covered if span[1] >= start]
+    if not spans or spans[0][0] > start:
+        return False, spans[-1][1] if spans else None
+    return len(spans) == 1, spans[-1][1]
+
+
+def judge_move(old_queue: str, new_queue: str, history: ReadHistory) -> tuple[str, str]:
+    """The state of one declared consumer moving from ``old_queue`` to ``new_queue`` (the table above) and why,
+    with the moments that decided."""
+    last_old = max((until for _start, until in _reads(history, old_queue)), default=None)
+    new = _reads(history, new_queue)
+    last_new = max((until for _start, until in new), default=None)
+    if last_new is not None and (last_old is None or last_new > last_old):
+        since = min((start or until for start, until in new if last_old is None or until > last_old), default=last_new)
+        left = f"last read {old_queue} at {_when(last_old)}" if last_old else f"never read {old_queue}"
+        whole, confirmed = _covered_between(history, last_old or since)
+        if not whole:
+            return "unknown", (
+                f"reads {new_queue} since {_when(since)} and {left}, but the recorder has a gap since, in which it "
+                f"may have read {old_queue} again"
+            )
+        return "moved", (
+            f"reads {new_queue} since {_when(since)}; {left} (the recorder covered everything since, up to "
+            f"{_when(confirmed)})"
+        )
+    if last_old is not None and last_old >= history.window_start:
+        if last_new is not None and last_new >= history.window_start:
+            return "moving", (
+                f"reads both {old_queue} (last at {_when(last_old)}) and {new_queue} (last at {_when(last_new)})"
+            )
+        return "not-moved", f"still reads {old_queue} (last at {_when(last_old)}); no read of {new_queue} after it"
+    return "idle", (
+        f"read neither queue since {_when(history.window_start)}: {old_queue} last at {_when(last_old)}, "
+        f"{new_queue} last at {_when(last_new)}"
+    )
+
+
 def consumer_moves(
     catalog: Catalog,
     source: Contract,
     target: Contract,
     spec: MigrationSpec | None,
     *,
-    sessions: Sequence[ReaderSession] | None,
+    history: ReadHistory | None,
     unknown: str | None = None,
 ) -> list[ConsumerMove]:
     """Per consumer of ``source``: the fields it must stop reading as they are, and whether it has moved
-    (the tables above). ``sessions``: the reader sessions on both versions' consumer queues over the
-    observation window (None, or ``unknown`` set: the readers are not known, and why). ``spec`` None (a
-    successor without ``migration.yaml``): what must change is not known, and none is listed."""
+    (``judge_move``). ``history`` None, or ``unknown`` set: the readers are not known, and why. ``spec`` None
+    (a successor without ``migration.yaml``): what must change is not known, and none is listed."""
     owners = contacts_of(catalog)
     on_target = {c.service: c for c in target.consumers}
-    reading = {s.queue for s in sessions or ()}
     moves = []
     for consumer in source.consumers:
         entry = owners.get(consumer.service)
@@ -181,16 +261,10 @@ def consumer_moves(
         moved_to = on_target.get(consumer.service)
         if moved_to is None:
             state, why = "not-declared", f"{target.message_type} does not declare {consumer.service} as a consumer"
-        elif sessions is None or unknown is not None:
+        elif history is None or unknown is not None:
             state, why = "unknown", f"readers are not known: {unknown or 'no reader sessions recorded'}"
         else:
-            old, new = consumer.queue in reading, moved_to.queue in reading
-            state = "moved" if new and not old else "moving" if new else "not-moved"
-            why = {
-                "moved": f"reads {moved_to.queue}, no longer {consumer.queue}",
-                "moving": f"reads both {consumer.queue} and {moved_to.queue}",
-                "not-moved": f"no reader seen on {moved_to.queue}" + (f"; still reads {consumer.queue}" if old else ""),
-            }[state]
+            state, why = judge_move(consumer.queue, moved_to.queue, history)
         moves.append(
             ConsumerMove(
                 consumer.service,

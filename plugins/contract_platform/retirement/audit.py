@@ -55,15 +55,13 @@ from contract_platform.retirement.queues import (
     queue_label,
     record_observations,
 )
-from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers
+from contract_platform.retirement.readers import ReaderEvidence, VersionQueue, check_readers, history_since
 from contract_platform.retirement.readers_seen import Coverage, recorded_coverage
 from contract_platform.retirement.retention import LastSeen, check_retention
 from contract_platform.retirement.snapshot import TopologySnapshot
 from contract_platform.retirement.watch import watch_deliveries
 
 __all__ = ["AuditRun", "audit_snapshot", "audit_version", "audit_versions", "versions_to_audit"]
-
-_HISTORY_AT_LEAST = timedelta(days=30)
 
 
 def audit_snapshot(
@@ -322,8 +320,8 @@ def recorder_wait() -> timedelta:
 
 
 def readers_since(contract: Contract, now: datetime) -> datetime:
-    """How far back the readers check reads the stored evidence: four observation spans, at least a week."""
-    return now - max(_HISTORY_AT_LEAST, 4 * contract.retirement.observation_span)
+    """How far back the readers check reads the stored evidence (``readers.history_since``)."""
+    return history_since(contract, now)
 
 
 def judge_readers(

@@ -58,6 +58,7 @@ __all__ = [
     "check_readers",
     "confirmed_until",
     "counter_obstacles",
+    "history_since",
     "coverage_obstacles",
 ]
 
@@ -156,6 +157,15 @@ def recorder_health(registry: Registry, *, heartbeat: timedelta, now: datetime) 
         newest_event=newest,
         gaps=tuple(gaps),
     )
+
+
+HISTORY_AT_LEAST = timedelta(days=30)
+
+
+def history_since(contract: Contract, now: datetime) -> datetime:
+    """How far back reader evidence is read (the readers check, who moved): four observation spans, at least 30
+    days (the recorder keeps 90)."""
+    return now - max(HISTORY_AT_LEAST, 4 * contract.retirement.observation_span)
 
 
 def confirmed_until(segments: Iterable[CoverageSegment]) -> datetime | None:

@@ -26,7 +26,8 @@ from contract_platform.catalog.model import Contract
 from contract_platform.errors import ContractPlatformError
 from contract_platform.evidence.records import CoverageGap, CoverageSegment, ReaderSession
 from contract_platform.impact import ObservedReaders
-from contract_platform.retirement.readers import TAIL_TOLERANCE, confirmed_until
+from contract_platform.impact.moves import ReadHistory
+from contract_platform.retirement.readers import TAIL_TOLERANCE, confirmed_until, history_since
 
 if TYPE_CHECKING:
     from contract_platform.amqp.types import BrokerConnection
@@ -40,6 +41,7 @@ __all__ = [
     "ReadersSource",
     "broker_readers",
     "observe_readers",
+    "merged_coverage",
     "observed_moves",
     "platform_vhost",
     "recorded_coverage",
@@ -240,12 +242,15 @@ def observed_moves(
     live: Sequence[ReaderSession] = (),
     coverage: Coverage | None = None,
 ) -> list[ConsumerMove]:
-    """``consumer_moves`` from ``source`` to ``target`` (under the target's ``migration.yaml``; one that cannot
-    be read, or none, lists no field to change: lint and contract_change report the file) with the reader
-    sessions the recorder stored for both versions' consumer queues over the old version's observation
-    window, and ``live`` (consumers on those queues now, when the caller read the broker). A recorder gap or
-    no coverage makes the state unknown, saying so. ``coverage``: the recorder's coverage the caller already
-    read over a window holding this one (the audit's), instead of reading it again."""
+    """Who moved: the one answer of the CLI, the Contracts page, the API and the retirement audit.
+
+    ``consumer_moves`` from ``source`` to ``target`` (under the target's ``migration.yaml``; one that cannot be
+    read, or none, lists no field to change: lint and contract_change report the file) over the recorder's
+    history of both versions' consumer queues (``history_since``: the audit's own reach, not only the
+    observation window) and ``live`` (consumers on those queues now, when the caller read the broker). No
+    coverage at all makes every state unknown, saying so; a gap matters only where it could hide a move back.
+    ``coverage``: the recorder's coverage the caller already read over a window holding this one (the audit's),
+    instead of reading it again."""
     from contract_platform.errors import MigrationSpecError
     from contract_platform.impact.moves import consumer_moves
     from contract_platform.migration.spec import parse_spec
@@ -258,18 +263,36 @@ def observed_moves(
             spec = None
 
     if registry is None:
-        return consumer_moves(catalog, source, target, spec, sessions=None, unknown="no registry store")
+        return consumer_moves(catalog, source, target, spec, history=None, unknown="no registry store")
     now = now or datetime.now(UTC)
-    since = now - source.retirement.observation_span
-    segments, gaps = (
+    since = history_since(source, now)
+    segments, _gaps = (
         coverage_since(coverage, since) if coverage is not None else recorded_coverage(registry, since, now=now)
     )
+    covered = merged_coverage(segments)
+    if not covered:
+        return consumer_moves(catalog, source, target, spec, history=None, unknown=NO_RECORDER)
     vhost = platform_vhost()
     queues = [(vhost, c.queue) for c in (*source.consumers, *target.consumers)]
-    sessions = [*registry.reader_sessions(queues, since=since, until=now), *live]
-    unknown = None
-    if not any(s.covered_until for s in segments):
-        unknown = NO_RECORDER
-    elif gaps:
-        unknown = f"the recorder has {len(gaps)} gap(s) in the window ({gaps[-1].reason})"
-    return consumer_moves(catalog, source, target, spec, sessions=sessions, unknown=unknown)
+    history = ReadHistory(
+        sessions=[*registry.reader_sessions(queues, since=since, until=now), *live],
+        covered=covered,
+        window_start=now - source.retirement.observation_span,
+        now=now,
+    )
+    return consumer_moves(catalog, source, target, spec, history=history)
+
+
+def merged_coverage(segments: Sequence[CoverageSegment]) -> list[tuple[datetime, datetime]]:
+    """The stretches the recorder's segments confirmed, merged, oldest first: what lies between two is a gap."""
+    merged: list[tuple[datetime, datetime]] = []
+    for start, end in sorted(
+        (s.covered_from, s.covered_until)
+        for s in segments
+        if s.covered_from is not None and s.covered_until is not None
+    ):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged

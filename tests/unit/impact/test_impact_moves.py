@@ -13,7 +13,7 @@ from tests.support.cli import run_cli
 
 from contract_platform.catalog.model import Catalog, Consumer
 from contract_platform.evidence.records import BrokerEvent, ReaderSession
-from contract_platform.impact.moves import consumer_moves, fates_of, still_on_source
+from contract_platform.impact.moves import ReadHistory, consumer_moves, fates_of, judge_move, still_on_source
 from contract_platform.migration import parse_spec
 from contract_platform.retirement.readers_seen import observed_moves
 from contract_platform.store import SqlRegistry
@@ -69,8 +69,47 @@ def test_a_rename_names_where_the_field_went() -> None:
     assert fate.detail == "renamed to /payload/reference by op /payload/1"
 
 
-def _session(queue: str) -> ReaderSession:
-    return ReaderSession("/", queue, "ctag", "ch", None, None, connection_name="app")
+NOW = datetime(2026, 11, 28, 4, 30, tzinfo=UTC)
+WINDOW = NOW - timedelta(minutes=5)
+OLD, NEW = "accounting-service.billing.invoice-issued.v1", "accounting-service.billing.invoice-issued.v2"
+
+
+def _session(queue: str, attached: datetime | None = None, detached: datetime | None = None) -> ReaderSession:
+    return ReaderSession("/", queue, "ctag", "ch", attached, detached, connection_name="app")
+
+
+def _read(queue: str, minutes_ago: float, for_minutes: float = 1) -> ReaderSession:
+    start = NOW - timedelta(minutes=minutes_ago)
+    return _session(queue, start, start + timedelta(minutes=for_minutes))
+
+
+def history(*sessions: ReaderSession, covered_from: datetime = NOW - timedelta(days=1), gap: bool = False):
+    covered = (
+        [(covered_from, NOW - timedelta(minutes=8)), (NOW - timedelta(minutes=7), NOW)]
+        if gap
+        else [(covered_from, NOW)]
+    )
+    return ReadHistory(sessions=sessions, covered=covered, window_start=WINDOW, now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("sessions", "gap", "state", "says"),
+    [
+        # the main job's shape: v1 last read at 04:22, v2 read from 04:24, nobody attached in the last window
+        ((_read(OLD, 10), _read(NEW, 8, 0.5)), False, "moved", f"reads {NEW} since 2026-11-28T04:22:00Z"),
+        ((_read(NEW, 2),), False, "moved", f"never read {OLD}"),
+        ((_read(OLD, 10), _read(NEW, 8, 0.5)), True, "unknown", "gap since"),  # it could have gone back meanwhile
+        ((_read(NEW, 4), _read(OLD, 3)), False, "moving", "reads both"),
+        ((_read(OLD, 3),), False, "not-moved", f"still reads {OLD}"),
+        ((_session(OLD, NOW - timedelta(hours=1), None), _read(NEW, 2)), False, "moving", "reads both"),
+        ((_read(OLD, 60),), False, "idle", f"{OLD} last at 2026-11-28T03:31:00Z, {NEW} last at never"),
+        ((), False, "idle", "read neither queue since 2026-11-28T04:25:00Z"),
+    ],
+)
+def test_moved_is_a_fact_of_history_not_of_the_latest_window(sessions, gap, state, says) -> None:
+    found, why = judge_move(OLD, NEW, history(*sessions, gap=gap))
+
+    assert (found, says in why) == (state, True), why
 
 
 @pytest.fixture(scope="module")
@@ -79,18 +118,18 @@ def pair(catalog: Catalog):
     return catalog, v1, v2, parse_spec(v2.migration, str(v2.migration_file))
 
 
-def test_moved_is_judged_from_the_queues_each_consumer_reads(pair) -> None:
+def test_each_declared_consumer_is_judged_on_its_own_queues(pair) -> None:
     catalog, v1, v2, spec = pair
     accounting, notification = v1.consumers
     extra = Consumer("ledger-service", "ledger-service.billing.invoice-issued.v1", reads=("/payload/invoiceId",))
     v1 = replace(v1, consumers=(*v1.consumers, extra))
     sessions = [
-        _session(accounting.queue.replace(".v1", ".v2")),  # accounting reads v2 only
-        _session(notification.queue),  # notification reads both
-        _session(notification.queue.replace(".v1", ".v2")),
+        _read(accounting.queue.replace(".v1", ".v2"), 2),  # accounting reads v2 only
+        _read(notification.queue.replace(".v1", ".v2"), 4),  # notification reads both, v1 last
+        _read(notification.queue, 3),
     ]
 
-    moves = {m.service: m for m in consumer_moves(catalog, v1, v2, spec, sessions=sessions)}
+    moves = {m.service: m for m in consumer_moves(catalog, v1, v2, spec, history=history(*sessions))}
 
     assert moves["accounting-service"].state == "moved"
     assert moves["notification-service"].state == "moving"
@@ -99,7 +138,7 @@ def test_moved_is_judged_from_the_queues_each_consumer_reads(pair) -> None:
     assert [f.field for f in moves["accounting-service"].must_change] == ["/payload/amount"]
     assert moves["accounting-service"].team == "finance-systems"
     assert [m.service for m in still_on_source(list(moves.values()))] == ["notification-service", "ledger-service"]
-    unknown = consumer_moves(catalog, v1, v2, spec, sessions=None, unknown="recorder gap")
+    unknown = consumer_moves(catalog, v1, v2, spec, history=None, unknown="recorder gap")
     assert {m.state for m in unknown if m.service != "ledger-service"} == {"unknown"}
     assert "recorder gap" in unknown[0].why
 
@@ -119,8 +158,8 @@ def test_observed_moves_read_the_recorders_sessions_and_say_when_there_are_none(
         moves = observed_moves(catalog, v1, v2, registry, now=now)
 
     assert [(m.service, m.state) for m in moves] == [
-        ("accounting-service", "moved"),
-        ("notification-service", "not-moved"),
+        ("accounting-service", "moved"),  # read v2 two hours ago: outside the window, still moved
+        ("notification-service", "idle"),  # read neither
     ]
 
 
@@ -146,7 +185,10 @@ def test_the_retirement_report_lists_the_consumers_still_on_the_old_version(pair
     from contract_platform.retirement.report import render_audit_page
 
     catalog, v1, v2, spec = pair
-    moves = consumer_moves(catalog, v1, v2, spec, sessions=[_session(v2.consumers[0].queue)])
+    notification_v1 = v1.consumers[1].queue
+    moves = consumer_moves(
+        catalog, v1, v2, spec, history=history(_read(v2.consumers[0].queue, 2), _read(notification_v1, 1))
+    )
 
     check = check_successor_consumers(v1, catalog, moves)
     page = render_audit_page(AuditResult(V1, v1.version, datetime.now(UTC), (check,), "run"))
