@@ -63,6 +63,8 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
     ),
     "migration status": (["migration", "status", f"{INV}.v1", "--catalog", "{catalog}"], 0, STORE + ("httpx",)),
     "archive": (["archive", "--catalog", "{catalog}"], 3, STORE + ("httpx",)),
+    # the holds in force: the catalogue and the holds file, neither store nor broker
+    "retention holds": (["retention", "holds", "--catalog", "{catalog}"], 0, STORE + BROKER),
     "bridge": (["bridge", f"{INV}.v2", "--catalog", "{catalog}"], 3, STORE + ("httpx",)),
     # the store and one question to the management API (the recorder's queue): not the recorder, nor its AMQP client
     "record-activity --status": (["record-activity", "--status"], 1, STORE + BROKER),
