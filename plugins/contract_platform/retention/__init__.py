@@ -2,9 +2,9 @@
 
 - ``archive``: ``apply_archive_retention``, the one function that deletes archive partitions past their
   contract's ``retention.archive`` (the ``archive_retention`` DAG and ``contractctl retention apply``);
-- ``holds``: what stops it (catalogue holds and investigation holds), ``holds_in_force``;
-- ``dead_letters``: ``purge_dead_letters``, the documented deletion path for dead letters older than
-  ``retention.dlq`` (queues carry no TTL: nothing expires unseen).
+- ``holds``: what stops it (catalogue holds and investigation holds), ``holds_in_force``.
+
+Queues, DLQs and parking lots carry no TTL (docs/design.md#retention): nothing expires unseen.
 """
 
 from contract_platform.retention.archive import (
