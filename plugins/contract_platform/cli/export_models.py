@@ -14,17 +14,19 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``export``'s own options for models (its parser holds ``--catalog``, ``--service``, ``--type``, ``--out``)."""
-    from contract_platform.export.models import LANGUAGES
-
-    parser.add_argument("--lang", choices=LANGUAGES, default=None, help="models: the language to generate")
+    """``export``'s own options for models (its parser holds ``--catalog``, ``--service``, ``--type``, ``--out``).
+    ``--lang`` is checked when models are exported (``export.models.LANGUAGES``): the other exports do not load
+    the generator, nor the client it imports."""
+    parser.add_argument("--lang", default=None, help="models: the language to generate (python)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from contract_platform.export.models import export_models, write_models
+    from contract_platform.export.models import LANGUAGES, export_models, write_models
 
     if args.lang is None:
         raise UsageError("export models: say which language with --lang python")
+    if args.lang not in LANGUAGES:
+        raise UsageError(f"export models: --lang {args.lang!r} is not generated; choose one of {', '.join(LANGUAGES)}")
     if args.out is None:
         raise UsageError("export models: name the folder to write the modules into with --out DIR")
     if args.out.exists() and not args.out.is_dir():
