@@ -149,7 +149,7 @@ def list_evidence(
     records = registry.evidence(message_type, kind, limit=limit)
     return models.EvidenceListOut(
         message_type=message_type,
-        evidence=[out for out in (models.EvidenceOut.of(views.evidence_item(r)) for r in records) if out],
+        evidence=[views.evidence_item(r) for r in records],
     )
 
 
@@ -173,13 +173,7 @@ def run_out(activity: views.RunActivity, urls: Urls) -> models.RunOut:
         run_id=activity.run_id,
         run_url=urls.dag_run(activity.dag_id, activity.run_id),
         contracts=[
-            models.RunContractOut(
-                message_type=touch.message_type,
-                page=urls.contract(touch.message_type),
-                transitions=list(touch.transitions),
-                refusals=list(touch.refusals),
-                evidence=list(touch.evidence),
-            )
+            models.RunContractOut.model_validate({**dict(touch), "page": urls.contract(touch.message_type)})
             for touch in activity.contracts
         ],
     )
@@ -215,26 +209,26 @@ def contract_detail(view: views.ContractView, urls: Urls) -> models.ContractDeta
         holds_in_force=list(view.holds),
         consumers=[{"service": c.service, "queue": c.queue} for c in contract.consumers],
         fields=[models.FieldOut(**row.to_dict()) for row in view.fields],
-        fixtures=[models.FixtureOut(name=f.name, valid=f.valid, document=f.document) for f in view.fixtures],
+        fixtures=list(view.fixtures),
         history=history,
         refusals=[
             models.RefusalOut(at=r["at"], from_status=r["from"], to_status=r["to"], reasons=r["reasons"])
             for r in status_["refusals"]
         ],
         latest_evidence={
-            kind: out
+            kind: item
             for kind, latest in status_["evidence"].items()
-            if (out := models.EvidenceOut.of(views.latest_item(kind, latest))) is not None
+            if (item := views.latest_item(kind, latest)) is not None
         },
-        consumers_over_time=[models.SeriesOut.of(s) for s in view.consumers],
-        invalid_rate_over_time=models.SeriesOut.of(view.invalid_rates),
-        migrations=[
-            models.MigrationOut(from_type=m.from_type, to_type=m.to_type, parity=models.EvidenceOut.of(m.parity))
-            for m in view.migrations
+        consumers_over_time=list(view.consumers),
+        invalid_rate_over_time=view.invalid_rates,
+        migrations=[models.MigrationOut.model_validate(m) for m in view.migrations],
+        replay=[
+            models.ReplayOut.model_validate({**dict(r), "run_url": _replay_run_url(urls, r.run_id)})
+            for r in view.replays
         ],
-        replay=[models.ReplayOut.of(r, _replay_run_url(urls, r.run_id)) for r in view.replays],
-        readers=models.ReadersOut.of(view.readers),
-        retired_traffic=models.RetiredTrafficOut.of(view.retired_traffic),
+        readers=view.readers,
+        retired_traffic=view.retired_traffic,
         runtime=models.RuntimeOut.of(view.runtime),
     )
 

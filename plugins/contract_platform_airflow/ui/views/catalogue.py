@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol, cast
+
+from pydantic import Field
 
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.evidence import EvidenceKind, Registry
@@ -15,6 +17,7 @@ from contract_platform.lifecycle import GuardContext, check_step
 from contract_platform.status import contract_status, evidence_summary, overview, status_entry
 from contract_platform_airflow.ui.views.evidence import (
     EvidenceItem,
+    ViewModel,
     evidence_item,
     invalid_rate,
     latest_item,
@@ -44,18 +47,16 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RetirementView:
+class RetirementView(ViewModel):
     """Whether ``deprecated -> retired`` could be taken now, by the lifecycle's own guards."""
 
-    applicable: bool  # only versions on their way out (superseded, deprecated) are judged
+    applicable: bool = Field(description="Only superseded and deprecated versions are judged.")
     ready: bool
-    verdict: str | None  # of the latest retirement audit
+    verdict: str | None = Field(description="Verdict of the latest retirement audit, if any.")
     blockers: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class CatalogueRow:
+class CatalogueRow(ViewModel):
     message_type: str
     domain: str
     kind: str
@@ -63,19 +64,20 @@ class CatalogueRow:
     owner_team: str
     owner_service: str
     declared: str
-    effective: str | None
+    effective: str | None = Field(description="None until the registry has seen the contract.")
     in_sync: bool
     compatibility: str
     last_transition_at: str | None
     last_refusal: str | None
-    invalid_rate: float | None
+    invalid_rate: float | None = Field(description="Of the latest archive validation.")
     invalid_rate_target: float
     validation: EvidenceItem | None
     quality: EvidenceItem | None
     parity: EvidenceItem | None
     retirement: RetirementView
     description: str = ""
-    retired_traffic: EvidenceItem | None = None  # a retired version's messages received after its retirement
+    # a retired version's messages received after its retirement (the API says it as ``retiredTraffic`` in full)
+    retired_traffic: EvidenceItem | None = None
 
 
 class SortKey(StrEnum):
@@ -258,15 +260,16 @@ def with_summaries(rows: Iterable[CatalogueRow]) -> list[CatalogueRow]:
     """``rows`` with the one-line summary of each piece of evidence they show (see ``catalogue``)."""
 
     def summed(item: EvidenceItem | None) -> EvidenceItem | None:
-        return replace(item, summary=evidence_summary(item.figures)) if item is not None else None
+        return item.model_copy(update={"summary": evidence_summary(item.figures)}) if item is not None else None
 
     return [
-        replace(
-            row,
-            validation=summed(row.validation),
-            quality=summed(row.quality),
-            parity=summed(row.parity),
-            retired_traffic=summed(row.retired_traffic),
+        row.model_copy(
+            update={
+                "validation": summed(row.validation),
+                "quality": summed(row.quality),
+                "parity": summed(row.parity),
+                "retired_traffic": summed(row.retired_traffic),
+            }
         )
         for row in rows
     ]

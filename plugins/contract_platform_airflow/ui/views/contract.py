@@ -25,6 +25,7 @@ from contract_platform_airflow.ui.views.evidence import (
     ReplayView,
     RetiredTrafficView,
     Series,
+    ViewModel,
     _migrations,
     evidence_item,
     invalid_rate_series,
@@ -45,8 +46,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class FixtureView:
+class FixtureView(ViewModel):
     name: str
     valid: bool
     document: Any
@@ -88,7 +88,7 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         row=row_of(catalog, registry, contract, summary, now),
         status=status,
         fields=tuple(field_rows(contract.payload_schema)),
-        fixtures=tuple(FixtureView(f.name, f.valid, f.document) for f in contract.fixtures),
+        fixtures=tuple(FixtureView(name=f.name, valid=f.valid, document=f.document) for f in contract.fixtures),
         docs_markdown=render_contract_page(contract, catalog),
         evidence=tuple(evidence_item(record) for record in recent),
         consumers=consumer_series(registry, catalog.family(contract.family), now or datetime.now(UTC)),
@@ -155,11 +155,12 @@ def consumer_series(registry: Registry, versions: Sequence[Contract], now: datet
     sessions = {v.message_type: version_sessions(registry, v, vhost, since=since, until=now) for v in versions}
     starts = [max(s.attached_at or since, since) for found in sessions.values() for s in found]
     if not starts:
-        return tuple(Series(message_type, ()) for message_type in sessions)
+        return tuple(Series(name=message_type, points=()) for message_type in sessions)
     start = min(starts)
     return tuple(
         Series(
-            message_type, tuple(Point(c.at, float(c.readers)) for c in readers_over_time(found, since=start, until=now))
+            name=message_type,
+            points=tuple(Point(at=c.at, value=c.readers) for c in readers_over_time(found, since=start, until=now)),
         )
         for message_type, found in sessions.items()
     )

@@ -7,9 +7,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.evidence import EvidenceKind, Registry
-from contract_platform.evidence.figures import EnvelopeQualityFigures, ProducerTraffic, RetiredTrafficFigures
+from contract_platform.evidence.figures import EnvelopeQualityFigures, RetiredTrafficFigures
 from contract_platform.evidence.records import EvidenceRecord
 from contract_platform.impact.moves import ConsumerMove
 from contract_platform.retirement.readers_seen import observed_moves
@@ -21,10 +24,12 @@ __all__ = [
     "MANY",
     "MigrationView",
     "Point",
+    "ProducerTrafficView",
     "QualityView",
     "ReplayView",
     "RetiredTrafficView",
     "Series",
+    "ViewModel",
     "count_of",
     "dag_of",
     "evidence_item",
@@ -62,12 +67,20 @@ EVIDENCE_DAGS: Mapping[EvidenceKind, str] = {
 MANY = 10_000
 
 
-@dataclass(frozen=True)
-class EvidenceItem:
+class ViewModel(BaseModel):
+    """A view the pages show and ``/contracts/api`` returns as it is: each field declared once, camelCase on the
+    wire (``ui/models.py`` adds only what the API says beyond the page)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True, from_attributes=True, frozen=True
+    )
+
+
+class EvidenceItem(ViewModel):
     """One piece of evidence as the page shows it; ``summary`` is ``status``'s one-line figures."""
 
     kind: str
-    verdict: str
+    verdict: str = Field(description="pass | fail | unknown")
     collected_at: str | None
     summary: str
     figures: Mapping[str, Any]
@@ -76,14 +89,12 @@ class EvidenceItem:
     contract_version: str | None = None
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(ViewModel):
     at: datetime
     value: float
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(ViewModel):
     name: str
     points: tuple[Point, ...]
 
@@ -99,29 +110,30 @@ class MigrationView:
     moves: tuple[ConsumerMove, ...] = ()
 
 
-@dataclass(frozen=True)
-class ReplayView:
+class ReplayView(ViewModel):
     """The latest replay of one version (``status.replay_by_version``): its decision and what it rests on."""
 
     version: str
-    decision: str  # confirmed | refused | accepted-on-evidence | unknown | not-applicable
-    verdict: str
+    decision: str = Field(description="confirmed | refused | accepted-on-evidence | unknown | not-applicable")
+    verdict: str = Field(description="pass | fail | unknown")
     collected_at: str | None
     run_id: str | None
-    static_verdict: str | None
+    static_verdict: str | None = Field(description="compatible | breaking: the compatibility engine's verdict")
     replayed: int | float | None
     rejected: int | float | None
     rejection_rate: int | float | None
-    already_invalid: int | float | None
+    already_invalid: int | float | None = Field(description="Rejected by the current version too: not held against it.")
     min_messages: int | float | None
     window_days: int | float | None
-    top_pointers: tuple[Mapping[str, Any], ...]
+    top_pointers: tuple[Mapping[str, Any], ...] = Field(description="[{pointer, keyword, count}], most frequent first")
     sample_message_ids: tuple[str, ...]
     in_flight_checked: bool
     in_flight_inspected: int | float | None
     in_flight_rejected: int | float | None
-    in_flight_queues: tuple[Mapping[str, Any], ...]
-    in_flight_note: str | None  # why in-flight messages were not (all) checked
+    in_flight_queues: tuple[Mapping[str, Any], ...] = Field(
+        description="[{queue, vhost, inspected, rejected, skipped}]"
+    )
+    in_flight_note: str | None = Field(description="Why in-flight messages were not (all) checked.")
     reasons: tuple[str, ...]
 
     @classmethod
@@ -151,8 +163,16 @@ class ReplayView:
         )
 
 
-@dataclass(frozen=True)
-class RetiredTrafficView:
+class ProducerTrafficView(ViewModel):
+    """What one producer sent to a retired version (the figures' ``ProducerTraffic``)."""
+
+    producer: str = Field(description='metadata.producer, else the AMQP app_id, else the producer header; "" for none')
+    messages: int
+    first_received_at: str | None
+    last_received_at: str | None
+
+
+class RetiredTrafficView(ViewModel):
     """Messages received on a retired version after its retirement, as the latest archive validation that saw
     any recorded them (``retired_traffic`` evidence): who still publishes it, how many, and when."""
 
@@ -160,8 +180,8 @@ class RetiredTrafficView:
     first_received_at: datetime | None
     last_received_at: datetime | None
     retired_at: datetime | None
-    producers: tuple[ProducerTraffic, ...]
-    collected_at: str | None
+    producers: tuple[ProducerTrafficView, ...] = Field(description="Who sent them, most messages first.")
+    collected_at: str | None = Field(description="When the archive validation that found them recorded it.")
     run_id: str | None
 
 
@@ -294,8 +314,8 @@ def invalid_rate_series(registry: Registry, message_type: str) -> Series:
     for record in reversed(records):
         rate = invalid_rate(record.figures)
         if rate is not None:
-            points.append(Point(record.collected_at, rate))
-    return Series(message_type, tuple(points))
+            points.append(Point(at=record.collected_at, value=rate))
+    return Series(name=message_type, points=tuple(points))
 
 
 def retired_at(registry: Registry, message_type: str) -> datetime | None:
@@ -331,7 +351,7 @@ def retired_traffic_view(registry: Registry, message_type: str, retired: datetim
         first_received_at=moment_of(figures.first_received_at),
         last_received_at=moment_of(figures.last_received_at),
         retired_at=moment_of(figures.retired_at) or retired,
-        producers=figures.by_producer,
+        producers=tuple(ProducerTrafficView.model_validate(p) for p in figures.by_producer),
         collected_at=evidence_item(record).collected_at,
         run_id=record.run_id,
     )

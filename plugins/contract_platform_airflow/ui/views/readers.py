@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from pydantic import Field
 
 from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.figures import ReadersFigures, RetirementAuditFigures
 from contract_platform_airflow.ui.views.evidence import (
+    ViewModel,
     evidence_item,
     moment_of,
     text_of,
@@ -18,17 +20,15 @@ from contract_platform_airflow.ui.views.evidence import (
 __all__ = ["ObstacleView", "ReaderSessionView", "ReadersView", "Span", "latest_readers", "readers_view"]
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(ViewModel):
     """A stretch of time with what it was: a recorder segment (``note``: why it ended) or a gap (its reason)."""
 
     start: datetime
     end: datetime
-    note: str | None
+    note: str | None = Field(description="A gap's reason, or why a recorder segment ended.")
 
 
-@dataclass(frozen=True)
-class ReaderSessionView:
+class ReaderSessionView(ViewModel):
     """One consumer on one queue of the version, as the broker activity recorder saw it."""
 
     queue: str  # the label the audit gives the queue
@@ -37,24 +37,22 @@ class ReaderSessionView:
     connection: str | None
     peer_host: str | None
     user: str | None
-    attached_at: datetime | None  # None: already attached when the recorder first saw it
-    detached_at: datetime | None  # None: still attached
+    attached_at: datetime | None = Field(description="None: already attached when the recorder first saw it.")
+    detached_at: datetime | None = Field(description="None: still attached.")
 
 
-@dataclass(frozen=True)
-class ObstacleView:
+class ObstacleView(ViewModel):
     """What kept the span from being clean: a reader (fail) or something not known (unknown)."""
 
-    kind: str  # reader | counters | gap | uncovered | deleted
-    verdict: str
-    start: datetime | None  # None: since before anything was known
+    kind: str = Field(description="reader | counters | gap | uncovered | deleted")
+    verdict: str = Field(description="fail | unknown")
+    start: datetime | None = Field(description="None: since before anything was known.")
     end: datetime | None
     text: str
     queue: str | None
 
 
-@dataclass(frozen=True)
-class ReadersView:
+class ReadersView(ViewModel):
     """The ``readers`` check of the latest retirement audit: who read the version's queues over its window.
 
     ``window_start``/``window_end`` are None when the check judged no window (the management API was
@@ -62,21 +60,21 @@ class ReadersView:
     """
 
     collected_at: str | None
-    verdict: str
+    verdict: str = Field(description="pass | fail | unknown")
     blocker: str | None
     clears_at: datetime | None
-    window_start: datetime | None
+    window_start: datetime | None = Field(description="None when the check judged no window.")
     window_end: datetime | None
     queues: tuple[str, ...]
     sessions: tuple[ReaderSessionView, ...]
-    segments: tuple[Span, ...]
-    gaps: tuple[Span, ...]
-    obstacles: tuple[ObstacleView, ...]
+    segments: tuple[Span, ...] = Field(description="When the broker activity recorder was recording.")
+    gaps: tuple[Span, ...] = Field(description="When nothing is known of readers.")
+    obstacles: tuple[ObstacleView, ...] = Field(description="What kept the window from being clean, latest first.")
     clean_since: datetime | None
-    audits: int | None  # audits in the clean stretch
+    audits: int | None = Field(description="Audits in the clean stretch.")
     required_observations: int | None
     required_span: str | None
-    passes_at: datetime | None  # the earliest it can pass, when it did not
+    passes_at: datetime | None = Field(description="The earliest the check can pass, when it did not.")
     passed_at: datetime | None
     note: str | None
 
@@ -106,7 +104,7 @@ def readers_view(figures: Mapping[str, Any], collected_at: str | None = None) ->
     )
     segments, gaps = (
         tuple(
-            Span(start, end, span.note)
+            Span(start=start, end=end, note=span.note)
             for span in spans
             if (start := moment_of(span.start)) is not None and (end := moment_of(span.end)) is not None
         )

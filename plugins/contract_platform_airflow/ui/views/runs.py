@@ -10,13 +10,12 @@ from typing import Protocol, cast
 from contract_platform.catalog.model import Catalog
 from contract_platform.evidence import EvidenceKind, Registry
 from contract_platform.evidence.records import EvidenceMark, EvidenceRecord, RefusalRecord, TransitionRecord
-from contract_platform_airflow.ui.views.evidence import EVIDENCE_DAGS, MANY
+from contract_platform_airflow.ui.views.evidence import EVIDENCE_DAGS, MANY, ViewModel
 
 __all__ = ["RUNS_PER_PAGE", "RunActivity", "RunReads", "RunTouch", "dag_activity", "run_activity"]
 
 
-@dataclass(frozen=True)
-class RunTouch:
+class RunTouch(ViewModel):
     """What one run did to one contract."""
 
     message_type: str
@@ -110,7 +109,7 @@ def _activity(dag_id: str, run_id: str, touches: Iterable[_Touch]) -> RunActivit
             touch.text
         )
     contracts = tuple(
-        RunTouch(mt, tuple(what["transition"]), tuple(what["refusal"]), tuple(what["evidence"]))
+        RunTouch(message_type=mt, transitions=what["transition"], refusals=what["refusal"], evidence=what["evidence"])
         for mt, what in sorted(by_type.items())
     )
     return RunActivity(dag_id, run_id, contracts)
