@@ -28,7 +28,7 @@ import pytest
 from tests.fuzz.hostile import WireBytes
 from tests.support import broker
 from tests.support.broker import API, AUTH, url_of
-from tests.support.databases import scratch_database
+from tests.support.databases import registry_on
 from tests.support.retirement import recorder_thread
 from tests.support.waiting import wait_until
 
@@ -80,14 +80,7 @@ def clients(prefix: str, user: str) -> list[Client]:
 
 @pytest.fixture(params=["postgresql", "sqlite"])
 def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlRegistry]:
-    if request.param == "sqlite":
-        with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
-            yield opened
-        return
-    with (
-        scratch_database(request.getfixturevalue("postgres_url"), "fuzz_recorder") as url,
-        SqlRegistry.open(url) as opened,
-    ):
+    with registry_on(request, tmp_path, "fuzz_recorder") as opened:
         yield opened
 
 

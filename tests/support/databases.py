@@ -10,8 +10,18 @@ import contextlib
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["PREFIX", "create_database", "drop_database", "scratch_database"]
+import pytest
+
+if TYPE_CHECKING:
+    from contract_platform.store import SqlRegistry
+
+__all__ = ["BOTH_STORES", "PREFIX", "create_database", "drop_database", "registry_on", "scratch_database"]
+
+# The ``params`` of a registry fixture run on either store; the PostgreSQL one needs the integration lane.
+BOTH_STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)]
 
 PREFIX = "contract_platform_"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -35,6 +45,20 @@ def scratch_database(server_url: str, purpose: str, *, create: bool = True) -> I
         yield url
     finally:
         drop_database(url)
+
+
+@contextlib.contextmanager
+def registry_on(request: pytest.FixtureRequest, tmp_path: Path, purpose: str) -> Iterator[SqlRegistry]:
+    """An empty registry store on the fixture's ``request.param``: ``"sqlite"`` in ``tmp_path``, or
+    ``"postgresql"`` in a scratch database (``purpose``) on the ``postgres_url`` fixture's server."""
+    from contract_platform.store import SqlRegistry
+
+    if request.param == "sqlite":
+        with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
+            yield opened
+        return
+    with scratch_database(request.getfixturevalue("postgres_url"), purpose) as url, SqlRegistry.open(url) as opened:
+        yield opened
 
 
 def create_database(url: str) -> None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from tests.support.databases import scratch_database
+from tests.support.databases import BOTH_STORES, registry_on
 
 from contract_platform.evidence.records import BrokerEvent, Delivery
 from contract_platform.store import SqlRegistry
@@ -19,16 +19,9 @@ BROKER_NAME = "10.0.0.7:50412 -> 10.0.0.1:5672"  # the broker's name of a connec
 S = timedelta(seconds=1)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+@pytest.fixture(params=BOTH_STORES)
 def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlRegistry]:
-    if request.param == "sqlite":
-        with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
-            yield opened
-        return
-    with (
-        scratch_database(request.getfixturevalue("postgres_url"), "store_deliveries") as url,
-        SqlRegistry.open(url) as opened,
-    ):
+    with registry_on(request, tmp_path, "store_deliveries") as opened:
         yield opened
 
 

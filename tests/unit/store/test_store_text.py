@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from tests.support.databases import scratch_database
+from tests.support.databases import BOTH_STORES, registry_on, scratch_database
 
 from contract_platform.activity.events import MAX_NAME, parse_event
 from contract_platform.store import SqlRegistry
@@ -107,16 +107,9 @@ def _surrogate(text: str) -> bool:
     return any("\ud800" <= char <= "\udfff" for char in text)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+@pytest.fixture(params=BOTH_STORES)
 def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlRegistry]:
-    if request.param == "sqlite":
-        with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as opened:
-            yield opened
-        return
-    with (
-        scratch_database(request.getfixturevalue("postgres_url"), "store_names") as url,
-        SqlRegistry.open(url) as opened,
-    ):
+    with registry_on(request, tmp_path, "store_names") as opened:
         yield opened
 
 
