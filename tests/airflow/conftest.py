@@ -49,10 +49,15 @@ def dagbag(airflow_db):
     return DagBag(dag_folder=str(REPO / "dags"))
 
 
+INVOICE_STATUSES = {"billing.invoice-issued.v2": "active", "billing.invoice-issued.v1": "deprecated"}
+
+
 @pytest.fixture()
 def contracts_app(airflow_db, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
-    """``contracts_app(seed)``: a client of the contracts app (and its auth header) over a store where
-    billing.invoice-issued.v2 is active, v1 deprecated, and ``seed(registry, catalog)`` recorded the rest."""
+    """``contracts_app(seed, family=..., statuses=...)``: a client of the contracts app (and its auth header) over a
+    catalogue of the envelope and ``family`` and a store where each of ``statuses`` (by default
+    billing.invoice-issued.v2 active, v1 deprecated) was registered and stepped up to its status, and
+    ``seed(registry, catalog)`` recorded the rest."""
     import shutil
 
     from airflow.api_fastapi.app import create_auth_manager
@@ -66,20 +71,18 @@ def contracts_app(airflow_db, tmp_path, monkeypatch):  # type: ignore[no-untyped
     from contract_platform_airflow.ui import create_app
 
     folder = tmp_path / "contracts"
-    shutil.copytree(REPO / "contracts" / "envelope", folder / "envelope")
-    shutil.copytree(REPO / "contracts" / "billing" / "invoice-issued", folder / "billing" / "invoice-issued")
     url = f"sqlite:///{tmp_path / 'registry.db'}"
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
     monkeypatch.setenv("CONTRACT_CATALOG", str(folder))
-    catalog = load_catalog(folder)
     clients = []
 
-    def start(seed):  # type: ignore[no-untyped-def]
+    def start(seed, family="billing/invoice-issued", statuses=INVOICE_STATUSES):  # type: ignore[no-untyped-def]
+        shutil.copytree(REPO / "contracts" / "envelope", folder / "envelope", dirs_exist_ok=True)
+        shutil.copytree(REPO / "contracts" / family, folder / family, dirs_exist_ok=True)
+        catalog = load_catalog(folder)
         with SqlRegistry.open(url) as registry:
-            for message_type, target in (
-                ("billing.invoice-issued.v2", Status.ACTIVE),
-                ("billing.invoice-issued.v1", Status.DEPRECATED),
-            ):
+            for message_type, status_name in statuses.items():
+                target = Status(status_name)
                 state = registry.register(message_type, catalog.contracts[message_type].version, actor="test")
                 for status in Status:
                     if state.status.rank < status.rank <= target.rank:

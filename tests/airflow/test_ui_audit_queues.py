@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,29 +63,11 @@ FIGURES = {
 
 
 @pytest.fixture
-def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, dict[str, str]]]:
-    from airflow.api_fastapi.app import create_auth_manager
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-    from fastapi import FastAPI
-    from fastapi.testclient import TestClient
-
-    from contract_platform.store import SqlRegistry
-    from contract_platform_airflow.ui import create_app
-
-    catalog = tmp_path / "contracts"
-    shutil.copytree(REPO / "contracts" / "envelope", catalog / "envelope")
-    shutil.copytree(REPO / "contracts" / "billing" / "invoice-issued", catalog / "billing" / "invoice-issued")
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
-    monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
-    with SqlRegistry.open(url) as registry:
-        registry.register(V1, "1.2.0", actor="test")
+def client(contracts_app: Any) -> tuple[Any, dict[str, str]]:
+    def seed(registry: Any, catalog: Any) -> None:
         registry.add_evidence(V1, contract_version="1.2.0", kind="retirement_audit", verdict="fail", figures=FIGURES)
-    root = FastAPI()
-    root.mount("/contracts", create_app())
-    token = create_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
-    with TestClient(root) as test_client:
-        yield test_client, {"Authorization": f"Bearer {token}"}
+
+    return contracts_app(seed, statuses={V1: "proposed"})  # type: ignore[no-any-return]
 
 
 def test_the_contract_page_shows_each_considered_queue_how_it_was_found_and_what_it_held(client) -> None:

@@ -9,8 +9,7 @@ page must show them as text.
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -91,45 +90,9 @@ def _no_management_seed(registry: Any, contract: Any) -> None:
 
 
 @pytest.fixture
-def serve(
-    airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[[Seeder], tuple[Any, dict[str, str]]]]:
+def serve(contracts_app: Any) -> Callable[[Seeder], tuple[Any, dict[str, str]]]:
     """``serve(seed)``: the contracts app over a store holding v1 deprecated and what ``seed`` records."""
-    from airflow.api_fastapi.app import create_auth_manager
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-    from fastapi import FastAPI
-    from fastapi.testclient import TestClient
-
-    from contract_platform.catalog.loading import load_catalog
-    from contract_platform.catalog.model import Status
-    from contract_platform.store import SqlRegistry
-    from contract_platform_airflow.ui import create_app
-
-    catalog = tmp_path / "contracts"
-    shutil.copytree(REPO / "contracts" / "envelope", catalog / "envelope")
-    shutil.copytree(REPO / "contracts" / "billing" / "invoice-issued", catalog / "billing" / "invoice-issued")
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
-    monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
-    contract = load_catalog(catalog).contracts[V1]
-    clients: list[Any] = []
-
-    def start(seed: Seeder) -> tuple[Any, dict[str, str]]:
-        with SqlRegistry.open(url) as registry:
-            state = registry.register(V1, contract.version, actor="test")
-            for status in (Status.ACTIVE, Status.SUPERSEDED, Status.DEPRECATED):
-                state = registry.apply_transition(V1, expected=state, to=status, actor="test", reason="test")
-            seed(registry, contract)
-        root = FastAPI()
-        root.mount("/contracts", create_app())
-        client = TestClient(root)
-        clients.append(client.__enter__())
-        token = create_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
-        return client, {"Authorization": f"Bearer {token}"}
-
-    yield start
-    for client in clients:
-        client.__exit__(None, None, None)
+    return lambda seed: contracts_app(lambda r, catalog: seed(r, catalog.contracts[V1]), statuses={V1: "deprecated"})
 
 
 def _readers_section(page: str) -> str:

@@ -3,8 +3,6 @@ and the contract_change run that recorded it."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -73,23 +71,8 @@ UNKNOWN = REFUSED | {
 
 
 @pytest.fixture
-def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, dict[str, str]]]:
-    from airflow.api_fastapi.app import create_auth_manager
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-    from fastapi import FastAPI
-    from fastapi.testclient import TestClient
-
-    from contract_platform.store import SqlRegistry
-    from contract_platform_airflow.ui import create_app
-
-    catalog = tmp_path / "contracts"
-    shutil.copytree(REPO / "contracts" / "envelope", catalog / "envelope")
-    shutil.copytree(REPO / "contracts" / "order" / "order-created", catalog / "order" / "order-created")
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
-    monkeypatch.setenv("CONTRACT_CATALOG", str(catalog))
-    with SqlRegistry.open(url) as registry:
-        registry.register(ORDER_V1, "1.2.0", actor="test")
+def client(contracts_app: Any) -> tuple[Any, dict[str, str]]:
+    def seed(registry: Any, catalog: Any) -> None:
         for version, verdict, figures, at in (
             ("1.3.0", "pass", REFUSED | {"decision": "confirmed", "rejected": 0}, T0 - timedelta(days=1)),
             ("1.3.0", "fail", REFUSED, T0),
@@ -104,11 +87,8 @@ def client(airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
                 run_id=RUN,
                 collected_at=at,
             )
-    root = FastAPI()
-    root.mount("/contracts", create_app())
-    token = create_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
-    with TestClient(root) as test_client:
-        yield test_client, {"Authorization": f"Bearer {token}"}
+
+    return contracts_app(seed, family="order/order-created", statuses={ORDER_V1: "proposed"})  # type: ignore[no-any-return]
 
 
 def test_the_api_gives_the_latest_replay_of_each_version_linked_to_its_run(client) -> None:
