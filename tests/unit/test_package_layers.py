@@ -80,7 +80,7 @@ ALLOWED = {
     "validation": FOUNDATION | {"days", "patterns", "job_options"},
     "impact": FOUNDATION | {"compat", "migration"},  # which consumers a change breaks
     "retirement": FOUNDATION | {"amqp", "lifecycle", "impact", "migration"},
-    "retention": FOUNDATION,  # the catalogue's retention enforced: the archive's layout, evidence, holds
+    "retention": FOUNDATION | {"amqp"},  # the catalogue's retention enforced: archive, holds, dead letters
     # the checks of a change, over the rules beneath them
     "lint": FOUNDATION | {"impact"},
     "checks": FOUNDATION | {"compat", "impact", "lint"},

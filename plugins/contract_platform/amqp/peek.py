@@ -42,7 +42,7 @@ from contract_platform.amqp.http import NOT_FOUND, describe_owner
 from contract_platform.amqp.inspection import RESOURCE_LOCKED, QueueLocked, passive_queue
 from contract_platform.amqp.types import BrokerConnection
 
-__all__ = ["PeekOutcome", "Visit", "peek", "requeue_risk", "requeues_count"]
+__all__ = ["PeekOutcome", "Visit", "await_return", "peek", "requeue_risk", "requeues_count"]
 
 Visit = Callable[[Any, Any, bytes], None]
 _DEFAULT_DELIVERY_LIMIT_FROM = (4,)
@@ -161,11 +161,11 @@ def peek(
     _read_and_requeue(connection, outcome, min(outcome.depth, limit), visit)
     outcome.delivery_count_raised = outcome.inspected > 0 and queue_type == "quorum"
     if outcome.inspected and queue_type == "quorum" and not outcome.vanished:
-        _await_return(connection, queue, outcome.depth)
+        await_return(connection, queue, outcome.depth)
     return outcome
 
 
-def _await_return(connection: BrokerConnection, queue: str, depth: int) -> None:
+def await_return(connection: BrokerConnection, queue: str, depth: int) -> None:
     """Wait (a few seconds at most) until a quorum queue shows the returned messages as ready again.
 
     A quorum queue applies the nack through its Raft log after the channel has closed, so a look right

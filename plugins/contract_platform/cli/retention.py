@@ -6,6 +6,9 @@
   the exchange carries. Another run holding the archive's lock makes this one a no-op (exit 0, says so).
 - ``hold TYPE --reason R --owner O [--until DATE]`` / ``release TYPE [--owner O]``: an investigation hold
   on TYPE's archive (``<data>/retention/holds.json``); ``holds``: every hold in force, catalogue ones too.
+- ``purge-dead-letters TYPE [--dry-run] [--vhost V]``: remove from TYPE's DLQs and parking lots the messages
+  older than its ``retention.dlq``, the rest kept in order, with evidence of the removed messages' ids
+  (``retention.purge_dead_letters``). A dry run counts and gives every message back.
 
 Exit codes: 0 done; 2 bad input (unknown type, no archive); 3 the registry store is unreachable.
 """
@@ -47,13 +50,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     release.add_argument("type", help="messageType")
     release.add_argument("--owner", default=None, help="only this owner's hold (default: every one on TYPE)")
     listing = actions.add_parser("holds", help="every retention hold in force, from the catalogue and by hand")
-    for sub in (apply, hold, release, listing):
+    purge = actions.add_parser(
+        "purge-dead-letters", help="remove dead letters older than TYPE's retention.dlq, with evidence"
+    )
+    purge.add_argument("type", help="messageType whose DLQs and parking lots are purged")
+    purge.add_argument("--dry-run", action="store_true", help="count what would go; give every message back")
+    purge.add_argument("--vhost", default=None, help="virtual host of the queues (default: the broker URL's)")
+    purge.add_argument("--registry", default=None, help="registry store URL (default $CONTRACT_REGISTRY_URL)")
+    for sub in (apply, hold, release, listing, purge):
         add_catalog_argument(sub, positional=False)
         add_format_argument(sub)
 
 
 def run(args: argparse.Namespace) -> int:
-    return {"apply": _apply, "hold": _hold, "release": _release, "holds": _holds}[args.action](args)
+    verbs = {"apply": _apply, "hold": _hold, "release": _release, "holds": _holds, "purge-dead-letters": _purge}
+    return verbs[args.action](args)
 
 
 def _in_force(catalog: Catalog, now: datetime) -> dict[str, tuple[RetentionHold, ...]]:
@@ -141,4 +152,50 @@ def _holds(args: argparse.Namespace) -> int:
         [[h.message_type, h.source, h.kind, h.until.isoformat() if h.until else "released by hand", h.owner or "-",
           h.reason] for h in rows],  # fmt: skip
     )
+    return 0
+
+
+def _purge(args: argparse.Namespace) -> int:
+    from contract_platform.amqp import open_connection
+    from contract_platform.amqp.connection import close_quietly
+    from contract_platform.amqp.http import management_client_for_url
+    from contract_platform.amqp.urls import vhost_of, with_vhost
+    from contract_platform.retention.dead_letters import purge_dead_letters
+    from contract_platform.store import SqlRegistry
+
+    contract = load(args.catalog).require(args.type)
+    url = settings.rabbitmq_url()
+    if args.vhost:
+        url = with_vhost(url, args.vhost)
+    now, vhost = datetime.now(UTC), vhost_of(url)
+    connection = open_connection(url, name="contractctl retention purge-dead-letters")
+    try:
+        management = management_client_for_url(url)
+        if args.dry_run:
+            result = purge_dead_letters(
+                connection, contract, now=now, vhost=vhost, registry=None, management=management, dry_run=True
+            )
+        else:
+            with SqlRegistry.open(args.registry) as registry:
+                result = purge_dead_letters(
+                    connection, contract, now=now, vhost=vhost, registry=registry, management=management
+                )
+    finally:
+        close_quietly(connection)
+    if args.format == "json":
+        emit_json(result.to_dict())
+        return 0
+    table(
+        ["queue", "role", "depth", "removed" if not result.dry_run else "would remove", "kept", "age unknown",
+         "not read"],
+        [[q.queue, q.role, q.depth, q.removed, q.kept, q.age_unknown,
+          q.skipped or ("absent" if q.absent else (f"{q.unread} past this run's bound" if q.unread else "-"))]
+         for q in result.queues],
+    )  # fmt: skip
+    removed = sum(q.removed for q in result.queues)
+    window = result.to_dict()["window"]
+    if result.dry_run:
+        out(f"dry run: {removed} dead letters older than {window} would be removed; every message was given back")
+    else:
+        out(f"removed {removed} dead letters older than {window} from {contract.message_type}'s queues in {vhost}")
     return 0

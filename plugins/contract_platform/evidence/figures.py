@@ -685,6 +685,7 @@ class DeadLetterPurgeFigures(Figures):
     older_than: str | None = None  # ISO 8601: what was removed had died before this moment
     removed: int = 0
     kept: int = 0  # younger, or of an age nothing tells: requeued in order
+    age_unknown: int = 0  # of the kept: neither a timestamp property nor an x-death time tells their age
     message_ids: tuple[str, ...] = ()  # of the removed; "" for a message without one
 
 
