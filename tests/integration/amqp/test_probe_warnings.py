@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pika.exceptions
 import pika.spec
 import pytest
-from tests.support import broker
+from tests.support import broker, vhosts
 
 from contract_platform.amqp import open_connection
 from contract_platform.amqp.connection import close_quietly
@@ -31,20 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 CLOSE_WARNING = "Received remote Channel.Close"
 
-
-@pytest.fixture
-def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost() as name:
-        yield name
-
-
-@pytest.fixture
-def connection(vhost: str) -> Iterator[BrokerConnection]:
-    opened = open_connection(broker.url_of(vhost))
-    yield opened
-    close_quietly(opened)
+vhost, connection = vhosts.vhost, vhosts.connection  # the fixtures: a private vhost, a connection to it
 
 
 def channel_closes(caplog: pytest.LogCaptureFixture) -> list[str]:
