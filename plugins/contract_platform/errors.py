@@ -29,6 +29,7 @@ jsonschema, PyYAML) are mapped once, at the edge that calls them, with ``raise .
     │   ├── RecorderQueueInUse      the activity recorder's queue has other arguments and another recorder reads it
     │   └── ManagementUnavailable   the management HTTP API does not answer (the message says how to enable it)
     ├── ArchiveError                an archive path is missing or unreadable
+    ├── HousekeepingError           pruning what the platform keeps failed (a folder, or ``airflow db clean``)
     └── SparkJobsMissing            a verb needs the Spark jobs, which are not installed (says how to install them)
 
 ``exit_code`` tells the CLI what to return: 2 for bad input, 1 for findings, 3 for an
@@ -51,6 +52,7 @@ __all__ = [
     "ContractViolation",
     "EnvelopeError",
     "EventExchangeUnavailable",
+    "HousekeepingError",
     "LifecycleError",
     "ManagementUnavailable",
     "MessageNotMigratable",
@@ -339,6 +341,12 @@ class EventExchangeUnavailable(BrokerError):
 
 class ArchiveError(ContractPlatformError):
     """An archive path is missing or cannot be read."""
+
+
+class HousekeepingError(ContractPlatformError):
+    """Pruning what the platform keeps failed: a folder that cannot be emptied, or ``airflow db clean``."""
+
+    exit_code = 3
 
 
 class SparkJobsMissing(ContractPlatformError):

@@ -41,6 +41,7 @@ __all__ = [
     "QUICK_START_JAVA_OPTIONS",
     "ClassArchive",
     "class_archive",
+    "class_cache_folder",
     "driver_java_options",
     "is_local",
     "local_driver_environment",
@@ -144,8 +145,8 @@ def class_archive(environ: Mapping[str, str] | None = None, *, write: bool = Tru
     off, no writable cache, or another JVM is writing it right now). ``write=False``: an existing archive only,
     for a JVM that lives long: the writer's claim would keep every other driver from writing it meanwhile."""
     environ = os.environ if environ is None else environ
-    folder = environ.get(CLASS_CACHE_ENV) or str(Path.home() / ".cache" / "contract-platform")
-    if folder == "off" or any(c.isspace() for c in folder):  # a Java option is one word on the driver's command line
+    folder = class_cache_folder(environ)
+    if folder is None:
         return None
     spark = importlib.util.find_spec("pyspark")
     if spark is None or not spark.submodule_search_locations:
@@ -163,6 +164,16 @@ def class_archive(environ: Mapping[str, str] | None = None, *, write: bool = Tru
         return ClassArchive(archive, _claim(archive.with_name(f"{archive.name}.writing")))
     except OSError:  # another JVM writes it (FileExistsError), or no writable cache: this one starts without
         return None
+
+
+def class_cache_folder(environ: Mapping[str, str] | None = None) -> str | None:
+    """Where class-data archives are kept: ``$CONTRACT_JVM_CLASS_CACHE``, else ``~/.cache/contract-platform``; None
+    when switched off (``off``) or unusable (a Java option is one word on the driver's command line)."""
+    environ = os.environ if environ is None else environ
+    folder = environ.get(CLASS_CACHE_ENV) or str(Path.home() / ".cache" / "contract-platform")
+    if folder == "off" or any(c.isspace() for c in folder):
+        return None
+    return folder
 
 
 def _claim(writing: Path) -> Path:

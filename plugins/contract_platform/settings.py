@@ -25,6 +25,7 @@ __all__ = [
     "recorder_buffer",
     "recorder_heartbeat",
     "redact_url",
+    "retention_setting",
     "registry_url",
     "watched_vhosts",
 ]
@@ -107,6 +108,23 @@ def recorder_heartbeat() -> timedelta:
     except ValueError as exc:
         raise ValueError(f"CONTRACT_RECORDER_HEARTBEAT: {exc}") from exc
     return max(value, timedelta(seconds=1))
+
+
+def retention_setting(name: str, default: timedelta) -> timedelta:
+    """``$<name>`` (a duration such as ``30d``; unset or empty: ``default``): how long the platform keeps one kind
+    of what it writes (the table is ``housekeeping.RETENTIONS``). Raises ValueError naming the variable."""
+    from contract_platform.durations import parse_duration
+
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = parse_duration(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from exc
+    if value <= timedelta(0):
+        raise ValueError(f"{name}: {raw!r} keeps nothing; write a positive duration (e.g. 30d)")
+    return value
 
 
 DEFAULT_RECORDER_MAX_EVENTS = 50_000

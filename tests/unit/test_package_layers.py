@@ -81,6 +81,7 @@ ALLOWED = {
     "impact": FOUNDATION | {"compat", "migration"},  # which consumers a change breaks
     "retirement": FOUNDATION | {"amqp", "lifecycle", "impact", "migration"},
     "retention": FOUNDATION | {"amqp"},  # the catalogue's retention enforced: archive, holds, dead letters
+    "housekeeping": {"errors", "settings", "durations"},  # what the platform keeps itself: files and rows, aged out
     # the checks of a change, over the rules beneath them
     "lint": FOUNDATION | {"impact"},
     "checks": FOUNDATION | {"compat", "impact", "lint"},
