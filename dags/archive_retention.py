@@ -22,22 +22,18 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
+from contract_platform_airflow.dags import platform_dag
 from contract_platform_airflow.runtime import fail_on_bad_input, registry, run_id_of
 
-DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(minutes=2)}
 
-
-@dag(
+@platform_dag(
+    __doc__,
     schedule="@daily",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["contracts", "retention"],
-    doc_md=__doc__,
+    tags=["retention"],
+    retries=3,
+    retry_delay=timedelta(minutes=2),
 )
 def archive_retention() -> None:
     @task

@@ -18,23 +18,19 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
 from contract_platform_airflow.assets import CONTRACT_CATALOG
+from contract_platform_airflow.dags import platform_dag
 from contract_platform_airflow.runtime import fail_on_bad_input, registry
 
-DEFAULT_ARGS = {"owner": "platform-team", "retries": 2, "retry_delay": timedelta(seconds=30)}
 
-
-@dag(
+@platform_dag(
+    __doc__,
     schedule="*/5 * * * *",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["contracts", "lifecycle"],
-    doc_md=__doc__,
+    tags=["lifecycle"],
+    retries=2,
+    retry_delay=timedelta(seconds=30),
 )
 def contract_catalog_watch() -> None:
     @task

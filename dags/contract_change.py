@@ -42,10 +42,10 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, get_current_context, task
 
 from contract_platform_airflow.assets import CONTRACT_CATALOG
+from contract_platform_airflow.dags import platform_dag
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
@@ -59,7 +59,6 @@ from contract_platform_airflow.spark import spark_submit
 
 REPLAY = "{{ ti.xcom_pull(task_ids='plan_replay')"
 STATUSES = ["", "experimental", "active", "superseded", "deprecated", "retired"]
-DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(seconds=20)}
 # Versions whose topology is declared at once, each on a connection of its own (an estate's first import
 # declares ten queues per version; benchmarks/README.md "Estate scale: first import in Airflow").
 PROVISIONING_CONNECTIONS = 4
@@ -80,14 +79,12 @@ def change_scope(catalog: Any, context: Any) -> set[str] | None:
         return affected_contracts(catalog, named) | unseen_contracts(catalog, store)
 
 
-@dag(
+@platform_dag(
+    __doc__,
     schedule=[CONTRACT_CATALOG],
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["contracts", "lifecycle"],
-    doc_md=__doc__,
+    tags=["lifecycle"],
+    retries=3,
+    retry_delay=timedelta(seconds=20),
     params={
         "contract": Param(
             "", type="string", title="Contract", description="messageType, e.g. billing.invoice-issued.v1; empty: all"

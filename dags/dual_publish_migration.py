@@ -49,9 +49,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-import pendulum
-from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
+from airflow.sdk import Param, TriggerRule, get_current_context, task
 
+from contract_platform_airflow.dags import platform_dag
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
@@ -62,7 +62,6 @@ from contract_platform_airflow.runtime import (
 )
 from contract_platform_airflow.spark import spark_submit
 
-DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(minutes=1)}
 MODES = ["bridge", "dual-publish"]  # contract_platform.migration.plan.MODES, without importing the domain to parse
 PLAN = "ti.xcom_pull(task_ids='resolve_migration')"
 AFTER_EITHER_PATH = TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS
@@ -82,14 +81,12 @@ def _amqp_url() -> str:
     return RabbitMQHook().get_url()
 
 
-@dag(
+@platform_dag(
+    __doc__,
     schedule=timedelta(minutes=30),
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,  # one bridge per migration at a time
-    default_args=DEFAULT_ARGS,
-    tags=["contracts", "lifecycle", "migration"],
-    doc_md=__doc__,
+    tags=["lifecycle", "migration"],
+    retries=3,
+    retry_delay=timedelta(minutes=1),
     params={
         "migration": Param(
             "billing.invoice-issued.v2",

@@ -28,14 +28,13 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
+from contract_platform_airflow.dags import platform_dag
 from contract_platform_airflow.intervals import DAILY, archive_param, interval_params, run_range
 from contract_platform_airflow.runtime import actor_of, fail_if, fail_on_bad_input, registry, run_id_of
 from contract_platform_airflow.spark import spark_submit
 
-DEFAULT_ARGS = {"owner": "platform-team", "retries": 2, "retry_delay": timedelta(seconds=30)}
 PLAN = "plan_run"
 
 
@@ -43,14 +42,12 @@ def _planned(key: str) -> str:
     return "{{ ti.xcom_pull(task_ids='" + PLAN + "')['" + key + "'] }}"
 
 
-@dag(
+@platform_dag(
+    __doc__,
     schedule=DAILY,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["contracts", "quality", "spark"],
-    doc_md=__doc__,
+    tags=["quality", "spark"],
+    retries=2,
+    retry_delay=timedelta(seconds=30),
     params={
         **archive_param("archive root, exchange or date folder, or one file"),
         **interval_params(),

@@ -43,9 +43,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, get_current_context, task
 
+from contract_platform_airflow.dags import platform_dag
 from contract_platform_airflow.runtime import (
     actor_of,
     broker,
@@ -55,18 +55,15 @@ from contract_platform_airflow.runtime import (
 )
 from contract_platform_airflow.spark import spark_submit
 
-DEFAULT_ARGS = {"owner": "platform-team", "retries": 3, "retry_delay": timedelta(minutes=2)}
 INPUTS = "ti.xcom_pull(task_ids='locate_inputs')"
 
 
-@dag(
+@platform_dag(
+    __doc__,
     schedule="@daily",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["contracts", "lifecycle", "retirement"],
-    doc_md=__doc__,
+    tags=["lifecycle", "retirement"],
+    retries=3,
+    retry_delay=timedelta(minutes=2),
     params={
         "dead_letter_prefix": Param(
             "",

@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-import pendulum
-from airflow.sdk import dag, get_current_context, task
+from airflow.sdk import get_current_context, task
 
+from contract_platform_airflow.dags import platform_dag
 from contract_platform_airflow.intervals import DAILY, archive_param, interval_params, run_range
 from contract_platform_airflow.runtime import (
     actor_of,
@@ -43,18 +43,15 @@ from contract_platform_airflow.runtime import (
 )
 from contract_platform_airflow.spark import spark_submit
 
-DEFAULT_ARGS = {"owner": "platform-team", "retries": 2, "retry_delay": timedelta(minutes=1)}
 PATHS = "{{ ti.xcom_pull(task_ids='plan_paths')"
 
 
-@dag(
+@platform_dag(
+    __doc__,
     schedule=DAILY,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["contracts", "evidence", "spark"],
-    doc_md=__doc__,
+    tags=["evidence", "spark"],
+    retries=2,
+    retry_delay=timedelta(minutes=1),
     params={
         **archive_param("a folder or one file to validate instead"),
         **interval_params(),
