@@ -1,0 +1,65 @@
+"""housekeeping run in-process (dag.test): what is past its retention goes from the data folder, the class cache and
+the registry store, what readers need stays, Airflow's own history is cleaned through its CLI, and a second run
+changes nothing."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.airflow
+
+
+def _write(path: Path, *, days_old: float) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("x" * 64)
+    at = (datetime.now(UTC) - timedelta(days=days_old)).timestamp()
+    os.utime(path, (at, at))
+    return path
+
+
+def test_the_daily_run_prunes_each_kind_past_its_retention(
+    dagbag, platform_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contract_platform.store import EvidenceKind, SqlRegistry, Verdict
+
+    home: Path = platform_env["home"]  # type: ignore[assignment]
+    cache = tmp_path / "class-cache"
+    monkeypatch.setenv("CONTRACT_JVM_CLASS_CACHE", str(cache))
+    monkeypatch.setenv("CONTRACT_RETENTION_LOGS", "7d")
+    old_log = _write(home / "logs" / "cli" / "validate-archive-old.log", days_old=8)
+    new_log = _write(home / "logs" / "cli" / "validate-archive-new.log", days_old=6)
+    old_report = _write(home / "reports" / "archive-validation" / "scheduled__old.json", days_old=100)
+    new_report = _write(home / "reports" / "archive-validation" / "scheduled__new.json", days_old=1)
+    stamp = (datetime.now(UTC) - timedelta(days=45)).strftime("%Y%m%dT%H%M%S.000000Z")
+    old_run = _write(home / "gx" / "uncommitted" / "validations" / "envelope_quality" / "v1" / "__none__" / stamp /
+                     "r.json", days_old=45).parent  # fmt: skip
+    stamp = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y%m%dT%H%M%S.000000Z")
+    new_run = _write(home / "gx" / "uncommitted" / "validations" / "envelope_quality" / "v1" / "__none__" / stamp /
+                     "r.json", days_old=1).parent  # fmt: skip
+    stale_archive = _write(cache / "spark-classes-0000000000000000.jsa", days_old=60)
+    mt = f"{platform_env['prefix']}.order.order-created.v1"
+    with SqlRegistry.open(platform_env["registry_url"]) as store:
+        for days in (500, 400, 1):
+            store.add_evidence(mt, contract_version="1.0.0", kind=EvidenceKind.ARCHIVE_VALIDATION, verdict=Verdict.PASS,
+                               figures={}, collected_at=datetime.now(UTC) - timedelta(days=days))  # fmt: skip
+
+    dag = dagbag.get_dag("housekeeping")
+    first = dag.test()
+
+    assert str(first.state) == "success"
+    assert not old_log.exists() and new_log.is_file()
+    assert not old_report.exists() and new_report.is_file()
+    assert not old_run.exists() and new_run.is_dir()
+    assert not stale_archive.exists()
+    with SqlRegistry.open(platform_env["registry_url"]) as store:
+        assert len(store.evidence(mt, EvidenceKind.ARCHIVE_VALIDATION)) == 1
+    states = {ti.task_id: str(ti.state) for ti in first.get_task_instances()}
+    assert states == dict.fromkeys(("prune_files", "prune_evidence", "clean_airflow_metadata"), "success")
+
+    second = dag.test()
+    assert str(second.state) == "success"
+    assert new_log.is_file() and new_report.is_file() and new_run.is_dir()
