@@ -22,7 +22,6 @@ which days nobody can see; ``prior`` takes what was read and names what is missi
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contract_platform import settings
+from contract_platform.archive_layout import validation_state_dir
 from contract_platform.catalog.model import Contract, ValidationSettings
 from contract_platform.validation.lookback import Incomplete, LookbackPlan, lookback_days, plan_lookback
 from contract_platform.validation.reading import LINE_BITS, Split
@@ -58,8 +58,7 @@ def dedup_windows(contracts: Iterable[Contract]) -> dict[str, timedelta]:
 
 def default_state_dir(archive: str) -> str:
     """``<data>/state/archive-validation/<digest of the archive path>``: one state per archive validated."""
-    digest = hashlib.sha256(archive.rstrip("/").encode("utf-8")).hexdigest()[:16]
-    return str(settings.data_dir() / "state" / "archive-validation" / digest)
+    return str(validation_state_dir(archive, settings.data_dir()))
 
 
 @dataclass(frozen=True)

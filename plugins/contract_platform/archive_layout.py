@@ -7,6 +7,9 @@
 - a **partition** is a folder named ``date=`` and an ISO day (``partition_name``, ``partition_day``); a
   ``date=`` folder whose name is not a day is no partition;
 - an **archive file** ends in ``.jsonl`` or ``.jsonl.gz`` (case matters); other files are not read;
+- the **validation state** of an archive (what incremental validation keeps between runs, docs/archive-validation.md)
+  is ``<data>/state/archive-validation/<digest of the archive path>`` (``validation_state_dir``), Parquet under
+  ``seen/date=D/`` and ``last/date=D/``: the Spark job writes it, archive retention ages it out;
 - **work**: a gzipped byte costs about ``GZIP_WEIGHT`` plain ones to read and check (it holds several times
   its size in records: 15 times for ``benchmarks/generate_archive.py``'s traffic). The Spark job spreads
   files over its cores by it and ``check --replay`` chooses its engine by it.
@@ -14,7 +17,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import date
+from pathlib import Path
 
 __all__ = [
     "FILE_GLOB",
@@ -26,6 +31,7 @@ __all__ = [
     "is_compressed",
     "partition_day",
     "partition_name",
+    "validation_state_dir",
 ]
 
 PARTITION_PREFIX = "date="
@@ -61,3 +67,9 @@ def is_compressed(name: str) -> bool:
 def file_work(name: str, size: int) -> int:
     """The work of reading and checking a file of ``size`` bytes, in plain bytes (``GZIP_WEIGHT``)."""
     return size * GZIP_WEIGHT if is_compressed(name) else size
+
+
+def validation_state_dir(archive: str | Path, data: Path) -> Path:
+    """``<data>/state/archive-validation/<digest of the archive path>``: one validation state per archive."""
+    digest = hashlib.sha256(str(archive).rstrip("/").encode("utf-8")).hexdigest()[:16]
+    return data / "state" / "archive-validation" / digest

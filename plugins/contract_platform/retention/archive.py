@@ -20,7 +20,8 @@ the daily run. A second run finds nothing past its window any more. A run killed
 the trash: the next run measures it, records it unless it was recorded already, and removes it.
 
 What reads the archive afterwards: docs/archive-validation.md#retention (incremental validation keeps its own
-state; the retention scan's last-seen of a type stays past its window).
+state, whose days no run can read any more the same run removes: ``retention.validation_state``; the retention
+scan's last-seen of a type stays past its window).
 """
 
 from __future__ import annotations
@@ -39,13 +40,21 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from contract_platform.archive_layout import PARTITION_PREFIX, is_archive_file, is_compressed, partition_day
+from contract_platform import settings
+from contract_platform.archive_layout import (
+    PARTITION_PREFIX,
+    is_archive_file,
+    is_compressed,
+    partition_day,
+    validation_state_dir,
+)
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.durations import format_duration
 from contract_platform.errors import ArchiveError
 from contract_platform.evidence import Registry, Verdict, record
 from contract_platform.evidence.figures import ArchiveRetentionFigures
 from contract_platform.retention.holds import RetentionHold
+from contract_platform.retention.validation_state import prune_validation_state
 
 __all__ = [
     "LOCK_NAME",
@@ -117,6 +126,7 @@ class RetentionRun:
     dry_run: bool = False
     busy: bool = False  # another run held the lock: this one did nothing
     evidence_ids: tuple[int, ...] = field(default=())
+    pruned_state: tuple[date, ...] = ()  # validation state days removed (``retention.validation_state``)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +137,7 @@ class RetentionRun:
             "decisions": [d.to_dict() for d in self.decisions],
             "deleted": [d.to_dict() for d in self.deleted],
             "evidence": list(self.evidence_ids),
+            "prunedState": [day.isoformat() for day in self.pruned_state],
         }
 
 
@@ -173,9 +184,12 @@ def apply_archive_retention(
     message_type: str | None = None,
     dry_run: bool = False,
     run_id: str | None = None,
+    validation_state: Path | None = None,
 ) -> RetentionRun:
-    """Delete every partition past its window that no hold keeps, with evidence; the one function the
-    ``archive_retention`` DAG and ``contractctl retention apply`` call. ``registry`` may be None on a dry run only."""
+    """Delete every partition past its window that no hold keeps, with evidence, then the validation state's days
+    no run can read any more; the one function the ``archive_retention`` DAG and ``contractctl retention apply``
+    call. ``registry`` may be None on a dry run only. ``validation_state``: the archive's incremental validation
+    state (default ``archive_layout.validation_state_dir(root, <data>)``, where the Spark job keeps it)."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     root = Path(root)
@@ -195,7 +209,9 @@ def apply_archive_retention(
             if decision.action is Action.DELETE:
                 _move_to_trash(root, trash, decision)
         deleted, evidence = _empty_trash(catalog, trash, registry, now, run_id)
-    return RetentionRun(root, now, decisions, deleted, evidence_ids=evidence)
+        state = validation_state or validation_state_dir(root, settings.data_dir())
+        pruned = prune_validation_state(catalog, root, state, now=now)
+    return RetentionRun(root, now, decisions, deleted, evidence_ids=evidence, pruned_state=pruned)
 
 
 @contextmanager
