@@ -8,7 +8,7 @@ revision it came from (``catalog_revision``).
 Writing a folder: the new files replace the old; a file of an earlier export (its first line is the
 ``Auto-generated - DO NOT EDIT`` header) that this export does not write any more is removed, so a version
 left out of the selection disappears from the code, and the compiler says who still uses it. Anything else in
-the folder is left alone.
+the folder (hand-written files, another language's export) is left alone.
 """
 
 from __future__ import annotations
@@ -23,12 +23,18 @@ from contract_platform.catalog.model import Catalog
 from contract_platform.errors import UsageError
 from contract_platform.export.asyncapi import catalog_fingerprint
 from contract_platform.export.bundle import select_versions
+from contract_platform.export.java_models import HEADER as JAVA_HEADER
+from contract_platform.export.java_models import java_files
 from contract_platform.export.python_models import HEADER, package_module, python_module
 from contract_platform.export.typed_schema import typed_version
+from contract_platform.export.typescript_models import HEADER as TYPESCRIPT_HEADER
+from contract_platform.export.typescript_models import typescript_files
 
 __all__ = ["LANGUAGES", "ModelFiles", "catalog_revision", "export_models", "write_models"]
 
-LANGUAGES = ("python",)
+LANGUAGES = ("python", "typescript", "java")
+_HEADERS = {"python": HEADER, "typescript": TYPESCRIPT_HEADER, "java": JAVA_HEADER}  # a file of an export starts so
+JAVA_PACKAGE = "contracts"
 
 
 @dataclass(frozen=True)
@@ -69,18 +75,28 @@ def catalog_revision(catalog: Catalog) -> str:
 
 
 def export_models(
-    catalog: Catalog, *, language: str, service: str | None = None, message_types: Iterable[str] = ()
+    catalog: Catalog,
+    *,
+    language: str,
+    service: str | None = None,
+    message_types: Iterable[str] = (),
+    java_package: str = JAVA_PACKAGE,
 ) -> ModelFiles:
-    """The model files of the chosen versions, in ``language`` (one of ``LANGUAGES``)."""
+    """The model files of the chosen versions, in ``language`` (one of ``LANGUAGES``); Java's in ``java_package``."""
     if language not in LANGUAGES:
         raise UsageError(f"--lang {language}: models are generated for {', '.join(LANGUAGES)}")
     chosen = sorted(select_versions(catalog, service=service, message_types=message_types))
     revision = catalog_revision(catalog)
+    versions = [typed_version(catalog, catalog.contracts[message_type]) for message_type in chosen]
     files: dict[str, str] = {}
-    for message_type in chosen:
-        typed = typed_version(catalog, catalog.contracts[message_type])
-        files[f"{typed.module}.py"] = python_module(typed, revision=revision)
-    files["__init__.py"] = package_module([name.removesuffix(".py") for name in files], revision=revision)
+    if language == "typescript":
+        files = typescript_files(versions, revision=revision)
+    elif language == "java":
+        files = java_files(versions, revision=revision, package=java_package)
+    else:
+        for typed in versions:
+            files[f"{typed.module}.py"] = python_module(typed, revision=revision)
+        files["__init__.py"] = package_module([name.removesuffix(".py") for name in files], revision=revision)
     return ModelFiles(language, revision, tuple(chosen), files)
 
 
@@ -95,7 +111,7 @@ def write_models(models: ModelFiles, out: Path) -> list[Path]:
             partial.write_text(text, encoding="utf-8")
             os.replace(partial, path)
         for path in sorted(out.iterdir()):
-            if path.name not in models.files and path.is_file() and _generated(path):
+            if path.name not in models.files and path.is_file() and _generated(path, _HEADERS[models.language]):
                 path.unlink()
                 removed.append(path)
     except OSError as exc:
@@ -103,6 +119,6 @@ def write_models(models: ModelFiles, out: Path) -> list[Path]:
     return removed
 
 
-def _generated(path: Path) -> bool:
+def _generated(path: Path, header: str) -> bool:
     with path.open("rb") as stream:
-        return stream.readline().rstrip(b"\r\n") == HEADER.encode()
+        return stream.readline().rstrip(b"\r\n").decode("utf-8", "replace") == header
