@@ -13,8 +13,9 @@ lean on annotations. So each version is one file, ``InvoiceIssuedV2.java``:
   without a jar: map it with a ``PropertyNamingStrategy`` or a mix-in).
 - Types: ``String``, ``Long`` (integer), ``BigDecimal`` (number), ``Boolean``, ``List<T>``, a record, or
   ``Map<String, Object>`` for an object without properties. Values stay as written: decimal strings and
-  date-times are ``String``. ``oneOf``/``anyOf`` of different types is ``Object`` (a sealed interface needs
-  Jackson's annotations to read): the platform's guard checks it.
+  date-times are ``String``. ``oneOf``/``anyOf`` is the one type its branches share (``Map<String, Object>``
+  when each is an object), else ``Object``: a sealed interface needs Jackson's annotations to read, so the
+  platform's guard checks which branch matches. ``allOf`` is one record of every part's fields.
 - The compact constructor checks what Java holds: required (non-null unless the type admits ``null``),
   ``pattern`` (``java.util.regex``, searched as JSON Schema does), lengths in code points, ranges (every draft's
   exclusive forms), ``enum``/``const`` values (an enum with a ``passthrough`` policy has no list in the typed
@@ -285,8 +286,11 @@ class _Version:
         parts += [self._flat(part) for part in schema.get("allOf", []) if isinstance(part, dict)]
         for part in parts:
             for key, value in part.items():
-                if key == "properties":
-                    merged["properties"] = {**value, **merged.get("properties", {})}
+                if key == "properties":  # in the order first named; the schema that names a field first wins
+                    fields = dict(merged.get("properties", {}))
+                    for name, sub in value.items():
+                        fields.setdefault(name, sub)
+                    merged["properties"] = fields
                 elif key == "required":
                     merged["required"] = [*merged.get("required", []), *value]
                 else:
@@ -361,7 +365,9 @@ class _Version:
             components.append((java, json_name, kind, flat, json_name in required, self._kinds(flat)[1]))
         doc = [_comment(str(schema.get("description", "")).strip()) or f"The record {name}."]
         if schema.get("additionalProperties") is False:
-            doc.append("A closed model: a field it does not name is refused (the guard refuses it too).")
+            doc.append("A closed model: the contract refuses a field it does not name (the guard checks it).")
+        else:
+            doc.append("An open model: a later minor may add fields; read it with FAIL_ON_UNKNOWN_PROPERTIES off.")
         for java, json_name, _kind, flat, is_required, _null in components:
             said = _comment(str(flat.get("description", "")).strip())
             named = f" (JSON name: {_comment(json.dumps(json_name))})" if java != json_name else ""
