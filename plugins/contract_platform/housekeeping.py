@@ -104,7 +104,7 @@ RETENTIONS: Mapping[Kind, Retention] = {
         "nothing",
     ),
     Kind.AUDIT_COPIES: Retention(
-        "CONTRACT_RETENTION_AUDIT_COPIES", 365 * DAY,
+        "CONTRACT_RETENTION_AUDIT_COPIES", 180 * DAY,
         "the retirement audit's timestamped copies (<docs>/retirement/<type>/<stamp>.json, .md)",
         "latest.json, latest.md and the newest stamped pair",
     ),
@@ -114,7 +114,7 @@ RETENTIONS: Mapping[Kind, Retention] = {
         "the archive of this machine's Java and Spark",
     ),
     Kind.EVIDENCE: Retention(
-        "CONTRACT_RETENTION_EVIDENCE", 365 * DAY,
+        "CONTRACT_RETENTION_EVIDENCE", 180 * DAY,
         "evidence rows of the registry store (cp_evidence)",
         "the latest of each type and kind, and any a status change names",
     ),
