@@ -9,8 +9,8 @@ archive partitions have their own DAG, `archive_retention`, by each contract's `
    and Data Docs pages (each suite's newest run stays), step and task logs, per-run reports (each folder's newest
    stays), quarantined records, the retirement audit's timestamped copies (`latest.*` and the newest stay), and the
    class-data archives of Java/Spark versions this machine no longer runs.
-2. **prune_evidence** — evidence rows older than `CONTRACT_RETENTION_EVIDENCE`; the latest of each type and kind,
-   and any a status change names, stay.
+2. **prune_evidence** — evidence rows older than `CONTRACT_RETENTION_EVIDENCE`; the latest of each type, kind and
+   contract version, and any a status change names, stay.
 3. **clean_airflow_metadata** — `airflow db clean --clean-before-timestamp <now - CONTRACT_RETENTION_AIRFLOW_METADATA>
    --yes --skip-archive --error-on-cleanup-failure` on the metadata database the worker's environment configures
    (it keeps each DAG's latest scheduled run). A failure is retried.

@@ -7,7 +7,7 @@ setting, and one pruning function per kind. Each function
 - takes the folder (or store) it prunes and a ``now``, and touches nothing outside that folder: it walks without
   following links and never leaves it;
 - always keeps what a reader needs (each suite's newest Data Docs run, each folder's newest report, the class-data
-  archive of this machine's Java and Spark, the latest evidence of each type and kind) however old it is;
+  archive of this machine's Java and Spark, the latest evidence of each type, kind and version) however old it is;
 - returns what it removed (``Pruned``: how many, how many bytes) and is idempotent: a second run removes nothing;
 - is safe at once with another run or a writer: what goes is first renamed into ``<folder>/.housekeeping-trash/``
   (one atomic rename; a file another run took already is skipped), then deleted; a run killed midway leaves its
@@ -116,7 +116,7 @@ RETENTIONS: Mapping[Kind, Retention] = {
     Kind.EVIDENCE: Retention(
         "CONTRACT_RETENTION_EVIDENCE", 180 * DAY,
         "evidence rows of the registry store (cp_evidence)",
-        "the latest of each type and kind, and any a status change names",
+        "the latest of each type, kind and contract version, and any a status change names",
     ),
     Kind.AIRFLOW_METADATA: Retention(
         "CONTRACT_RETENTION_AIRFLOW_METADATA", 90 * DAY,
@@ -243,8 +243,8 @@ class EvidencePruner(Protocol):
 
 
 def prune_evidence(registry: EvidencePruner, *, now: datetime, keep: timedelta) -> Pruned:
-    """Evidence rows collected before ``now - keep``, except the latest of each (type, kind) and any a status change
-    names (``SqlRegistry.prune_evidence``). Broker activity has its own retention (the recorder prunes it)."""
+    """Evidence rows collected before ``now - keep``, except the latest of each (type, kind, contract version) and any
+    a status change names (``SqlRegistry.prune_evidence``). Broker activity has its own retention (the recorder prunes it)."""
     cutoff = _cutoff(now, keep)
     return Pruned(Kind.EVIDENCE, cutoff, registry.prune_evidence(cutoff))
 

@@ -232,13 +232,13 @@ def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlRegi
         yield opened
 
 
-def add(registry: SqlRegistry, message_type: str, kind: EvidenceKind, at: datetime) -> int:
-    record = registry.add_evidence(message_type, contract_version="1.0.0", kind=kind, verdict=Verdict.PASS,
+def add(registry: SqlRegistry, message_type: str, kind: EvidenceKind, at: datetime, version: str = "1.0.0") -> int:
+    record = registry.add_evidence(message_type, contract_version=version, kind=kind, verdict=Verdict.PASS,
                                    figures={"n": 1}, collected_at=at)  # fmt: skip
     return record.id
 
 
-def test_old_evidence_goes_but_the_latest_of_each_kind_and_what_a_status_change_names_stay(
+def test_old_evidence_goes_but_the_latest_of_each_kind_and_version_and_what_a_status_change_names_stay(
     registry: SqlRegistry,
 ) -> None:
     mt = "billing.invoice-issued.v1"
@@ -250,12 +250,13 @@ def test_old_evidence_goes_but_the_latest_of_each_kind_and_what_a_status_change_
     recent = add(registry, mt, EvidenceKind.ARCHIVE_VALIDATION, NOW - 5 * DAYS)
     only_old = add(registry, mt, EvidenceKind.REPLAY, NOW - 900 * DAYS)
     newest_lint = add(registry, mt, EvidenceKind.LINT, NOW - 2 * DAYS)
+    earlier_version = add(registry, mt, EvidenceKind.REPLAY, NOW - 800 * DAYS, version="0.9.0")  # its own latest
 
     pruned = hk.prune_evidence(registry, now=NOW, keep=365 * DAYS)
 
     assert (pruned.kind, pruned.removed) == (hk.Kind.EVIDENCE, 3)
     kept = {r.id for r in registry.evidence(mt, limit=1000)}
-    assert kept == {named, recent, only_old, newest_lint}
+    assert kept == {named, recent, only_old, newest_lint, earlier_version}
     assert not kept & set(old)
     assert hk.prune_evidence(registry, now=NOW, keep=365 * DAYS).removed == 0
 

@@ -282,12 +282,13 @@ class SqlRegistry:
 
     def prune_evidence(self, before: datetime) -> int:
         """Forget evidence collected before ``before`` (``housekeeping``'s evidence retention), except the latest of
-        each (message type, kind), which guards and pages read, and any a status change names as its reason."""
+        each (message type, kind, contract version), which guards and pages read, and any a status change names."""
         query = (
             "DELETE FROM cp_evidence WHERE collected_at < ? "
             "AND id NOT IN (SELECT evidence_id FROM cp_transitions WHERE evidence_id IS NOT NULL) "
             "AND EXISTS (SELECT 1 FROM cp_evidence AS newer WHERE newer.message_type = cp_evidence.message_type "
-            "AND newer.kind = cp_evidence.kind AND (newer.collected_at > cp_evidence.collected_at "
+            "AND newer.kind = cp_evidence.kind AND newer.contract_version = cp_evidence.contract_version "
+            "AND (newer.collected_at > cp_evidence.collected_at "
             "OR (newer.collected_at = cp_evidence.collected_at AND newer.id > cp_evidence.id)))"
         )
         with self._connect("pruning evidence", write=True) as tx:
