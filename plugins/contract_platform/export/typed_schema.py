@@ -44,7 +44,7 @@ from typing import Any
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.client.tolerance import FORWARD_MODES, fallback_of
 
-__all__ = ["FORMAT_PATTERNS", "TypedVersion", "class_stem", "typed_version"]
+__all__ = ["FORMAT_PATTERNS", "TypedVersion", "class_stem", "subschemas", "typed_version"]
 
 _DATE = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
 _TIME = "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
@@ -181,10 +181,10 @@ def _adapt(node: Any, *, forward: bool) -> None:
             "additionalProperties" not in item or (forward and item["additionalProperties"] is False)
         ):
             item["additionalProperties"] = True
-        stack.extend(_subschemas(item))
+        stack.extend(subschemas(item))
 
 
-def _subschemas(schema: dict[str, Any]) -> list[Any]:
+def subschemas(schema: dict[str, Any]) -> list[Any]:
     """The schemas directly inside ``schema``, by keyword (never a property *named* like a keyword)."""
     found: list[Any] = []
     for key in _SCHEMA_MAPS:

@@ -6,7 +6,8 @@ its TypeScript output gives every open object a field ``additionalProperties?: M
 message holds (a ``JSON.parse``'d envelope is not of that type), and it installs some 200 MB for one generator.
 json-schema-to-typescript writes plain interfaces of the JSON as sent: ``oneOf``/``anyOf`` as unions, ``allOf``
 as intersections, ``$ref`` as named interfaces, ``enum``/``const`` as literal types, nullable types
-``X | null``, open models with ``[k: string]: unknown``, descriptions as JSDoc. Nothing is fetched when
+``X | null``, descriptions as JSDoc. An open model's interface names its fields and no index signature
+(``_declared`` says why); its guard still accepts the fields a later minor adds. Nothing is fetched when
 exporting: both npm packages are installed by ``scripts/install-asyncapi-parser`` into ``.cache/asyncapi``
 (or the folder ``CONTRACT_NODE_MODULES`` names), and remote references are not followed.
 
@@ -26,15 +27,17 @@ Each file starts with ``// Auto-generated - DO NOT EDIT`` and the catalogue revi
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from contract_platform.errors import SchemaError, UsageError
-from contract_platform.export.typed_schema import TypedVersion
+from contract_platform.export.typed_schema import TypedVersion, subschemas
 
 __all__ = ["GUARD_MODULE", "HEADER", "node_modules", "typescript_files"]
 
@@ -51,7 +54,7 @@ process.stdin.on("end", async () => {
   const request = JSON.parse(input);
   const { compile } = require(path.join(request.modules, "json-schema-to-typescript"));
   const options = {
-    bannerComment: "", additionalProperties: true, unknownAny: true, strictIndexSignatures: false,
+    bannerComment: "", additionalProperties: false, unknownAny: true, strictIndexSignatures: false,
     declareExternallyReferenced: true, enableConstEnums: false, format: true, ignoreMinAndMaxItems: true,
     $refOptions: { resolve: { external: false, http: false, file: false } },
   };
@@ -254,7 +257,7 @@ def _declarations(versions: Sequence[TypedVersion]) -> dict[str, str]:
             f"export models --lang typescript: {missing}; install Node.js 18+ and run {_INSTALL} "
             "(or name the node_modules folder with CONTRACT_NODE_MODULES)"
         )
-    request = {"modules": str(modules), "schemas": {typed.module: typed.schema for typed in versions}}
+    request = {"modules": str(modules), "schemas": {typed.module: _declared(typed.schema) for typed in versions}}
     try:
         result = subprocess.run(
             [node, "-e", _DRIVER], input=json.dumps(request), capture_output=True, text=True, timeout=300
@@ -274,6 +277,23 @@ def _declarations(versions: Sequence[TypedVersion]) -> dict[str, str]:
         )
     declarations: dict[str, str] = answer["declarations"]
     return declarations
+
+
+def _declared(schema: dict[str, Any]) -> dict[str, Any]:
+    """What the types are written from: ``schema`` without ``additionalProperties: true`` where an object names
+    its fields. Such a type has no ``[k: string]: unknown`` index, so code reading a field a new major removed
+    or renamed fails to compile, naming it, instead of reading ``unknown``. The guard still lets added fields
+    through (it checks ``SCHEMA``, the typed schema as it is), and an object without fields stays a map."""
+    declared = copy.deepcopy(schema)
+    stack: list[Any] = [declared]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if node.get("additionalProperties") is True and isinstance(node.get("properties"), dict) and node["properties"]:
+            del node["additionalProperties"]
+        stack.extend(subschemas(node))
+    return declared
 
 
 def _header(revision: str, what: str) -> str:
