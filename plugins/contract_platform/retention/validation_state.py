@@ -7,11 +7,12 @@ runs are made for days the archive still holds. So, in the same run that deletes
 1. the **horizon** is the archive's oldest partition left (every exchange; today when none is) minus the longest
    dedup window, and no later than today minus ``1 day + the longest retention.archive`` of the catalogue: no run
    of a day the archive still holds reads a day before it;
-2. the **base** is the newest state day before the horizon: it is kept, both ``seen/`` and ``last/``, because
-   ``last/`` is cumulative (a run starts ordering from the latest such day before it) and a kept day is what
-   tells the lookback that the days before it are no gap (``validation.lookback.plan_lookback``);
-3. every state day before the base is removed (``seen/`` and ``last/``, ``_gaps.json`` with it): nothing any run
-   can read depends on it, and what it knew of ordering is in the base's cumulative ``last/``.
+2. the **base** is the newest ``last/`` day before the horizon (a day with traffic), else the newest state day
+   before it: ``last/`` is cumulative and a run starts ordering from the latest such day before its interval,
+   so the first days after the horizon still start from it; and the ``seen/`` days from the base on are what
+   tell the lookback that the days after the base are no gap (``validation.lookback.plan_lookback``);
+3. every state day before the base is removed (``seen/`` and ``last/``, ``_gaps.json`` with it): no run reads
+   it, and what it knew of ordering is in the base's cumulative ``last/``.
 
 A run on days nothing later needs gives the same findings with or without those days (the test in
 ``tests/spark/test_retention_validation.py``). An exchange no contract declares is never deleted: its oldest
@@ -42,12 +43,11 @@ def state_horizon(catalog: Catalog, root: Path, now: datetime) -> date:
 
 def prune_validation_state(catalog: Catalog, root: Path, state: Path, *, now: datetime) -> tuple[date, ...]:
     """Remove the state days no run can read any more (the module's rule); the days removed, oldest first."""
-    days = sorted({day for kind in STATE_KINDS for day in _days(state / kind)})
     horizon = state_horizon(catalog, root, now)
-    before = [day for day in days if day < horizon]
-    if len(before) < 2:
-        return ()
-    removed = tuple(before[:-1])  # the newest day before the horizon is the base: kept
+    days = sorted({day for kind in STATE_KINDS for day in _days(state / kind) if day < horizon})
+    ordered = [day for day in _days(state / "last") if day < horizon]
+    base = max(ordered, default=max(days, default=None))
+    removed = tuple(day for day in days if base is not None and day < base)
     for day in removed:
         for kind in STATE_KINDS:
             folder = state / kind / f"{PARTITION_PREFIX}{day.isoformat()}"
