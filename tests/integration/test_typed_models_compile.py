@@ -353,12 +353,16 @@ ODD_NAMES = {
     "$schema": "http://json-schema.org/draft-04/schema#",
     "title": "Odd",
     "type": "object",
-    "required": ["class", "x-rate", "hashCode", "2fa", "lines"],
+    "required": ["class", "x-rate", "hashCode", "2fa", "lines", "map"],
     "properties": {
         "class": {"type": "string", "enum": ["A", "B"], "description": "A Java keyword as a JSON name."},
         "x-rate": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "description": "Above 0 (draft-04)."},
         "hashCode": {"type": "integer", "enum": [1, 2], "description": "Object's method name."},
         "2fa": {"type": "boolean", "description": "Starts with a digit."},
+        "map": {  # an object named like a type the file uses
+            "type": "object",
+            "properties": {"list": {"type": "array", "items": {"type": "string", "maxLength": 3}}},
+        },
         "lines": {
             "type": "array",
             "minItems": 1,
@@ -380,6 +384,7 @@ import java.util.List;
 public class OddMain {
     static InvoiceIssuedV2.InvoiceIssuedV2Payload odd(String sku, String rate) {
         return InvoiceIssuedV2.InvoiceIssuedV2Payload.builder().class_("A").x_rate(new BigDecimal(rate)).hashCode_(2L)._2fa(true)
+            .map(new InvoiceIssuedV2.Map2(List.of("abc")))
             .lines(List.of(InvoiceIssuedV2.LinesItem.builder().sku(sku).build())).build();
     }
 

@@ -109,6 +109,11 @@ _KEYWORDS = frozenset(
 # a record component may not be named like Object's no-argument methods (JLS 8.10.1)
 _OBJECT_METHODS = frozenset({"clone", "finalize", "getClass", "hashCode", "notify", "notifyAll", "toString", "wait"})
 _SCALARS = {"string": "String", "integer": "Long", "number": "BigDecimal", "boolean": "Boolean"}
+# a nested record of these names would hide the type the file uses (a property "map" of object type, say)
+_TAKEN_TYPES = frozenset(
+    {"BigDecimal", "Boolean", "Builder", "ContractChecks", "ContractRegistry", "List", "Long", "Map", "Object"}
+    | {"Pattern", "Record", "Set", "String", "Override", "Integer", "Number", "Class", "System", "Math"}
+)
 
 _CHECKS = """
 /** The constraint checks of the generated records' compact constructors; a failure names the field, not its value. */
@@ -234,7 +239,7 @@ class _Version:
 
     def source(self, head: str, revision: str) -> str:
         typed = self.typed
-        self.names = {typed.envelope_class, "Builder", "ContractChecks", "ContractRegistry"}
+        self.names = {typed.envelope_class, *_TAKEN_TYPES}
         root = self._flat(typed.schema)
         body = self._record(typed.envelope_class, root, "", nested=False)
         constants = [
