@@ -112,6 +112,8 @@ def _apply(args: argparse.Namespace) -> int:
     else:
         records, size = sum(p.records for p in result.deleted), sum(p.bytes for p in result.deleted)
         out(f"deleted {len(result.deleted)} partitions ({records} records, {size} bytes), {kept} inside their window")
+        if result.pruned_state:
+            out(f"validation state: {len(result.pruned_state)} days no run reads any more removed")
     return 0
 
 
