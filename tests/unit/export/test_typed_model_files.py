@@ -64,3 +64,18 @@ def test_bad_java_options_are_refused_before_anything_is_written(tmp_path, capsy
     assert "drop it for --lang python" in not_java[2]
     assert "python, typescript, java" in no_such_language[2]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_typescript_without_its_generator_says_how_to_install_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CONTRACT_NODE_MODULES", str(tmp_path / "empty"))
+    out = tmp_path / "models"
+
+    code, _out, err = run_cli(
+        capsys,
+        *["export", "models", "--lang", "typescript", "--catalog", CATALOG, "--type", "billing.invoice-issued.v2"],
+        *["--out", str(out)],
+    )
+
+    assert code == 2
+    assert "scripts/install-asyncapi-parser" in err and "CONTRACT_NODE_MODULES" in err
+    assert "Traceback" not in err and not out.exists()
