@@ -4,6 +4,7 @@ whose age nothing tells, stay in their order; a dry run changes nothing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,13 +13,14 @@ from typing import Any
 import pika
 import pytest
 from tests.support import broker
+from tests.support.cli import run_cli
 from tests.support.contracts import V1, V2, build_contract
 
 from contract_platform.amqp import ManagementClient, open_connection, plan_topology
 from contract_platform.amqp.connection import broker_version, close_quietly
 from contract_platform.amqp.peek import peek
 from contract_platform.amqp.topology import dlq_name, dlx_name, parking_lot_name, provision
-from contract_platform.catalog.model import Contract
+from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.evidence import EvidenceKind
 from contract_platform.evidence.figures import DeadLetterPurgeFigures
 from contract_platform.retention.dead_letters import purge_dead_letters
@@ -132,3 +134,31 @@ def test_only_dead_letters_past_the_window_go_and_the_rest_keep_their_order(
 
     assert sum(q.removed for q in again.queues) == 0 and _ids(connection, dlq, queue_type) == KEPT
     assert len(registry.evidence(message_type, EvidenceKind.DEAD_LETTER_PURGE)) == 2  # nothing removed: no record
+
+
+def test_contractctl_purges_the_queues_of_the_vhost_it_is_given(
+    connection: Any, vhost: str, catalog: Catalog, catalog_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    contract = catalog.require("order.order-created.v1")
+    provision(connection, plan_topology(contract), management=ManagementClient.from_amqp_url(broker.url_of(vhost)))
+    queue_type = contract.topology.queue_type
+    dlq = dlq_name(contract.consumers[0].queue)
+    channel = connection.channel()
+    channel.confirm_delivery()
+    for message_id, stamp, died in DEAD[:2]:  # one past retention.dlq, one inside it
+        _dead_letter(channel, contract, dlq, message_id, stamp, died)
+    channel.close()
+    monkeypatch.setenv("CONTRACT_RABBITMQ_URL", broker.url_of("/"))  # the queues are in another vhost
+    argv = ("retention", "purge-dead-letters", contract.message_type, "--vhost", vhost, "--catalog", str(catalog_dir),
+            "--registry", f"sqlite:///{tmp_path / 'registry.db'}", "--format", "json")  # fmt: skip
+
+    code, out, err = run_cli(capsys, *argv, "--dry-run")
+    assert code == 0, err
+    assert {q["queue"]: q["removed"] for q in json.loads(out)["queues"]}[dlq] == 1
+    assert _ids(connection, dlq, queue_type) == ["old-stamped", "young-stamped"]
+
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert {q["queue"]: q["removedIds"] for q in json.loads(out)["queues"]}[dlq] == ["old-stamped"]
+    assert _ids(connection, dlq, queue_type) == ["young-stamped"]
