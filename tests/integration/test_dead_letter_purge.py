@@ -63,7 +63,7 @@ def registry(tmp_path: Path) -> Iterator[SqlRegistry]:
 
 
 def _dead_letter(channel: Any, contract: Contract, queue: str, message_id: str, stamp: Any, died: Any) -> None:
-    headers = {"x-death": [{"time": died, "queue": contract.consumers[0].queue, "reason": "rejected", "count": 1,
+    headers: dict[str, Any] | None = {"x-death": [{"time": died, "queue": contract.consumers[0].queue, "reason": "rejected", "count": 1,
                             "exchange": contract.transport.exchange}]} if died else None  # fmt: skip
     properties = pika.BasicProperties(
         message_id=message_id, delivery_mode=2, headers=headers, timestamp=int(stamp.timestamp()) if stamp else None
