@@ -60,6 +60,34 @@ def test_the_daily_run_prunes_each_kind_past_its_retention(
     states = {ti.task_id: str(ti.state) for ti in first.get_task_instances()}
     assert states == dict.fromkeys(("prune_files", "prune_evidence", "clean_airflow_metadata"), "success")
 
+    _age(first.run_id, days=200)  # the first run, as if it had started 200 days ago
     second = dag.test()
     assert str(second.state) == "success"
     assert new_log.is_file() and new_report.is_file() and new_run.is_dir()
+    assert not _runs_exist(first.run_id)  # airflow db clean removed it, with its task instances
+    assert _runs_exist(second.run_id)
+
+
+def _age(run_id: str, *, days: int) -> None:
+    from airflow.models import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import update
+
+    with create_session() as session:
+        at = datetime.now(UTC) - timedelta(days=days)
+        session.execute(update(DagRun).where(DagRun.dag_id == "housekeeping", DagRun.run_id == run_id)
+                        .values(start_date=at, end_date=at))  # fmt: skip
+
+
+def _runs_exist(run_id: str) -> bool:
+    from airflow.models import DagRun, TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import func, select
+
+    with create_session() as session:
+        runs = session.scalar(select(func.count()).select_from(DagRun).where(DagRun.run_id == run_id,
+                                                                             DagRun.dag_id == "housekeeping"))  # fmt: skip
+        tasks = session.scalar(select(func.count()).select_from(TaskInstance).where(TaskInstance.run_id == run_id,
+                                                                                    TaskInstance.dag_id == "housekeeping"))  # fmt: skip
+    assert (runs == 0) == (tasks == 0), (runs, tasks)
+    return bool(runs)
