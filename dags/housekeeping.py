@@ -12,8 +12,9 @@ archive partitions have their own DAG, `archive_retention`, by each contract's `
 2. **prune_evidence** — evidence rows older than `CONTRACT_RETENTION_EVIDENCE`; the latest of each type, kind and
    contract version, and any a status change names, stay.
 3. **clean_airflow_metadata** — `airflow db clean --clean-before-timestamp <now - CONTRACT_RETENTION_AIRFLOW_METADATA>
-   --yes --skip-archive --error-on-cleanup-failure` on the metadata database the worker's environment configures
-   (it keeps each DAG's latest scheduled run). A failure is retried.
+   --yes --skip-archive --error-on-cleanup-failure` on the metadata database `CONTRACT_AIRFLOW_DB_URL` names (Airflow
+   keeps a task's own `AIRFLOW__DATABASE__SQL_ALCHEMY_CONN` from it); each DAG's latest scheduled run stays. A failure
+   is retried.
 
 Safe to run twice or at once: what goes is renamed aside before it is deleted, and a second run finds nothing.
 """

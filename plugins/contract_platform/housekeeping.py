@@ -261,10 +261,13 @@ def clean_airflow_metadata(
     *, now: datetime, keep: timedelta, environ: Mapping[str, str] | None = None, timeout: float = 3600
 ) -> Pruned:
     """Run ``airflow_clean_command`` against the metadata database the environment configures (``AIRFLOW_HOME``,
-    ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN``). Airflow does not say how many rows it removed (``removed`` is None)."""
+    ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN``; ``$CONTRACT_AIRFLOW_DB_URL`` inside an Airflow task, whose own setting
+    Airflow 3 replaces to keep tasks out of its database). Airflow does not say how many rows it removed (``removed``
+    is None)."""
     command = airflow_clean_command(now=now, keep=keep)
+    env = _metadata_environment(environ if environ is not None else os.environ)
     try:
-        done = subprocess.run(command, env=dict(environ if environ is not None else os.environ), capture_output=True,
+        done = subprocess.run(command, env=env, capture_output=True,
                               text=True, timeout=timeout, check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HousekeepingError(
@@ -277,6 +280,32 @@ def clean_airflow_metadata(
             "(see docs/deploy.md#what-the-platform-keeps) with the scheduler's environment to see why"
         )
     return Pruned(Kind.AIRFLOW_METADATA, _cutoff(now, keep), None)
+
+
+_METADATA_URL = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
+_METADATA_URL_SETTING = "CONTRACT_AIRFLOW_DB_URL"  # the platform's name for it (contract_platform_airflow.metadata_db)
+_BLOCKED = "airflow-db-not-allowed"  # what Airflow 3's task runner puts in a task's environment instead
+
+
+def _metadata_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` for ``airflow db clean``: the configured metadata URL, or, where Airflow blocked it (inside a task),
+    ``$CONTRACT_AIRFLOW_DB_URL``; a blocked URL and no setting raise ``HousekeepingError`` saying what to set."""
+    env = dict(environ)
+    configured = env.get(_METADATA_URL, "")
+    if configured and not configured.startswith(_BLOCKED):
+        return env
+    named = env.get(_METADATA_URL_SETTING, "").strip()
+    if named:
+        env[_METADATA_URL] = named
+        env.pop("AIRFLOW__CORE__SQL_ALCHEMY_CONN", None)
+        return env
+    if configured:
+        raise HousekeepingError(
+            "Airflow keeps its tasks out of its metadata database, so this task cannot clean it: set "
+            f"{_METADATA_URL_SETTING} on the workers to the metadata database's URL (the scheduler's {_METADATA_URL}), "
+            "or run airflow db clean from the scheduler's host (docs/deploy.md#what-the-platform-keeps)"
+        )
+    return env  # nothing in the environment: airflow.cfg says
 
 
 # -- all of it ----------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from contract_platform_airflow.metadata_db import MetadataDatabaseNotAdopted
 from contract_platform_airflow.settings import (
+    AIRFLOW_DB_URL_VARIABLE,
     SQL_ALCHEMY_CONN,
     MetadataDatabase,
     airflow_environment,
@@ -75,6 +76,8 @@ def use_metadata_database(env: dict[str, str]) -> MetadataDatabase:
     data = env.get("CONTRACT_PLATFORM_HOME")
     database = metadata_database(Path(env["AIRFLOW_HOME"]), data=Path(data) if data else None)
     os.environ[SQL_ALCHEMY_CONN] = env[SQL_ALCHEMY_CONN] = database.url
+    # Airflow 3 replaces the first inside a task; the housekeeping DAG's airflow db clean reads this one there.
+    env[AIRFLOW_DB_URL_VARIABLE] = database.url
     return database
 
 

@@ -279,3 +279,16 @@ def test_a_failing_airflow_clean_says_so_without_the_password(tmp_path: Path) ->
         hk.clean_airflow_metadata(now=NOW, keep=90 * DAYS, environ=environ, timeout=300)
     assert "hunter2" not in str(raised.value)
     assert "Traceback" not in str(raised.value) and "refused" in str(raised.value)
+
+
+def test_inside_an_airflow_task_the_platforms_metadata_url_stands_in_for_the_blocked_one(tmp_path: Path) -> None:
+    blocked = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "airflow"),
+               "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "airflow-db-not-allowed:///",
+               "AIRFLOW__CORE__SQL_ALCHEMY_CONN": "airflow-db-not-allowed:///"}  # fmt: skip
+    blocked.pop("CONTRACT_AIRFLOW_DB_URL", None)
+    with pytest.raises(HousekeepingError, match="set CONTRACT_AIRFLOW_DB_URL on the workers"):
+        hk.clean_airflow_metadata(now=NOW, keep=90 * DAYS, environ=blocked)
+    named = {**blocked, "CONTRACT_AIRFLOW_DB_URL": "postgresql+psycopg2://airflow:hunter2@127.0.0.1:1/nowhere"}
+    with pytest.raises(HousekeepingError, match="refused") as raised:  # it went to the named database
+        hk.clean_airflow_metadata(now=NOW, keep=90 * DAYS, environ=named, timeout=300)
+    assert "hunter2" not in str(raised.value)
