@@ -250,6 +250,23 @@ def pull_request_statement(report: dict[str, Any]) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def reporting(counters: Any, bundle: Any) -> Iterator[None]:
+    """A service's runtime evidence while it runs (docs/service-client.md): its guard's counters handed to the
+    registry by an ``EvidenceReporter``, the last period when it stops; the Contracts page shows them under
+    "Validation at services' boundaries"."""
+    from contract_platform.client import EvidenceReporter, registry_sink
+    from contract_platform.store import SqlRegistry
+
+    registry = SqlRegistry.open()
+    reporter = EvidenceReporter([counters], registry_sink(registry, bundle), interval=5.0).start()
+    try:
+        yield
+    finally:
+        reporter.stop()
+        registry.close()
+
+
 def publish_traffic(per_type: int) -> dict[str, int]:
     """The producer side: sample traffic for every version that is live, through the service client's guarded
     publisher (docs/service-client.md): each envelope checked before it leaves, confirms in flight."""
@@ -276,7 +293,10 @@ def publish_traffic(per_type: int) -> dict[str, int]:
     sent: dict[str, int] = {}
     if live:
         bundle = bundle_from_document(export_bundle(catalog, message_types=live), "the main job's producers")
-        with GuardedPublisher(bundle, rabbitmq_url(), connection_name="main job producers") as publisher:
+        with (
+            GuardedPublisher(bundle, rabbitmq_url(), connection_name="main job producers") as publisher,
+            reporting(publisher.counters, bundle),  # what the producers' guard checked, as runtime evidence
+        ):
             for message_type in live:
                 envelopes = list(sample_envelopes(catalog.contracts[message_type], per_type))
                 sent[message_type] = len(publisher.publish_many(envelopes))
@@ -328,7 +348,8 @@ def consume_queues() -> dict[str, int]:
         guarded = GuardedConsumer(bundle, rabbitmq_url(), queues=mine, connection_name=f"{service} (main job)")
         for message_type in bundle.consumes():
             guarded.on(message_type, count)
-        guarded.run(idle_timeout=0.5)
+        with reporting(guarded.counters, bundle):  # what its guard checked, on the Contracts page
+            guarded.run(idle_timeout=0.5)
         if handled[0]:
             read[service] = handled[0]
         dead = sum(guarded.stats.dead_lettered.values()) + guarded.stats.rejected_to_broker
@@ -356,6 +377,7 @@ def evidence_summary() -> list[str]:
                 ("envelope_quality", ("evaluated", "failed")),
                 ("migration_parity", ("parity", "missing", "lag_p99_ms")),
                 ("retirement_audit", ("failed_checks",)),
+                ("runtime_validation", ("checked", "rejected")),
             ):
                 record = registry.latest_evidence(contract.message_type, kind)
                 if record is not None:
@@ -620,7 +642,16 @@ def _lifecycle(
         f"  step logs:   {logs}   (Airflow task logs, Spark output and JSON reports, one file per step)\n"
         f"  recorder:    {data / 'logs' / 'activity-recorder' / (logs.name + '.log')}   (the broker activity recorder)\n"
         f"  contract docs: {data / 'docs' / 'contracts' / 'index.md'}; retirement: {data / 'docs' / 'retirement'}\n"
-        f"  status:      CONTRACT_PLATFORM_HOME={data} .venv/bin/contractctl status --catalog {env['CONTRACT_CATALOG']}"
+        f"  status:      CONTRACT_PLATFORM_HOME={data} .venv/bin/contractctl status --catalog {env['CONTRACT_CATALOG']}\n"
+        "\nWhere each feature shows (the Airflow UI, Browse -> Contracts, one contract's page):\n"
+        "  lifecycle and refusals: the page's history; compatibility and lint: the contract_change runs' evidence\n"
+        "  archive validation, envelope quality: the evidence table, and the quality page above\n"
+        "  services' runtime evidence: 'Validation at services' boundaries' (the guarded producers and consumers\n"
+        "    of this run reported what their guards checked)\n"
+        f"  the v1 -> v2 migration: parity, and per consumer what it must change and whether it moved (also\n"
+        f"    contractctl migration status {NEW})\n"
+        f"  readers and the retirement of {OLD}: the audit's checks, the reader timeline, the recorder's health\n"
+        "    (also contractctl audit and contractctl record-activity --status)"
     )
     if progress.warnings.seen:
         print(f"\nWarnings ({len(progress.warnings.seen)}, each once; in context in the step logs):")

@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from tests.support.environment import user_environment
@@ -123,3 +124,40 @@ def test_main_job_runs_the_whole_lifecycle(tmp_path, vhost, request):
     assert any((data / "retirement-bundles").rglob("*")), "no retirement bundle"
     assert (data / "docs" / "retirement" / "billing.invoice-issued.v1" / "latest.md").exists()
     assert (REPO / "contracts/billing/invoice-issued/v1/contract.yaml").read_text().count("status: deprecated") == 1
+    assert_one_answer_per_surface(workdir / "data", vhost)
+
+
+def assert_one_answer_per_surface(data: Path, vhost: str) -> None:
+    """Who moved, asked of the CLI, the Contracts page (its view, which the API serves too) and the retirement
+    audit on the main job's data: both consumers read v2 after their last v1 read, so both moved, on every
+    surface (docs/consumer-impact.md#has-it-moved); and the guarded services' runtime evidence is on the page."""
+    from contract_platform.catalog import load_catalog
+    from contract_platform.settings import default_registry_url
+    from contract_platform.store import SqlRegistry
+    from contract_platform_airflow.ui.views.contract import contract_view
+
+    old, new = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
+    env = user_environment(vhost, CONTRACT_PLATFORM_HOME=str(data), CONTRACT_CATALOG=str(data / "demo/contracts"))
+    cli = subprocess.run(
+        [str(Path(sys.executable).parent / "contractctl"), "migration", "status", new, "--format", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cli.returncode == 0, cli.stderr
+    by_cli = {m["service"]: m["state"] for m in json.loads(cli.stdout)["consumerMoves"]}
+    audit = json.loads((data / "docs" / "retirement" / old / "latest.json").read_text())
+    successor = audit["checks"]["successor_consumers"]
+    catalog = load_catalog(data / "demo/contracts")
+    # the page as the platform serves it: on the platform's broker URL (its vhost names the consumers' queues)
+    with (
+        mock.patch.dict(os.environ, {"CONTRACT_RABBITMQ_URL": env["CONTRACT_RABBITMQ_URL"]}),
+        SqlRegistry.open(default_registry_url(data.resolve())) as registry,
+    ):
+        view = contract_view(catalog, registry, old)
+        on_page = {m.service: m.state for migration in view.migrations for m in migration.moves}
+        runtime = [contract_view(catalog, registry, c.message_type).runtime for c in catalog]
+    assert by_cli == on_page == {"accounting-service": "moved", "notification-service": "moved"}, (by_cli, on_page)
+    assert successor["figures"]["stillOnSource"] == [], successor  # the audit saw the same
+    assert any(window is not None for window in runtime), "no service reported runtime evidence"
