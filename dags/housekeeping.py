@@ -6,7 +6,7 @@ Each kind is kept for its `CONTRACT_RETENTION_*` setting (defaults in `contract_
 archive partitions have their own DAG, `archive_retention`, by each contract's `retention.archive`.
 
 1. **prune_files** — `contract_platform.housekeeping.housekeep` over the data folder: Great Expectations results
-   and Data Docs pages (each suite's newest run stays), step and task logs, per-run reports (each folder's newest
+   and Data Docs pages (each suite's newest run stays), step logs and Airflow's task logs (its `base_log_folder`), per-run reports (each folder's newest
    stays), quarantined records, the retirement audit's timestamped copies (`latest.*` and the newest stay), and the
    class-data archives of Java/Spark versions this machine no longer runs.
 2. **prune_evidence** — evidence rows older than `CONTRACT_RETENTION_EVIDENCE`; the latest of each type, kind and
@@ -48,13 +48,17 @@ def housekeeping() -> None:
         from datetime import UTC, datetime
         from pathlib import Path
 
+        from airflow.configuration import conf
+
         from contract_platform import jvm, settings
         from contract_platform.housekeeping import housekeep
 
         folder = jvm.class_cache_folder()
         current = jvm.class_archive(write=False)
+        task_logs = conf.get("logging", "base_log_folder", fallback=None)
         pruned = housekeep(
             settings.data_dir(), now=datetime.now(UTC), docs=settings.docs_dir(),
+            airflow_logs=Path(task_logs) if task_logs else None,
             class_cache=Path(folder) if folder else None, current_class_archive=current.path if current else None,
         )  # fmt: skip
         return [p.to_dict() for p in pruned]

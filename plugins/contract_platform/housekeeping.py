@@ -89,8 +89,8 @@ RETENTIONS: Mapping[Kind, Retention] = {
     ),
     Kind.LOGS: Retention(
         "CONTRACT_RETENTION_LOGS", 30 * DAY,
-        "step logs: the main job's, the recorder's, the CLI's Spark logs (<data>/logs/) and the served Airflow's "
-        "task logs (<data>/airflow/logs/)",
+        "step logs: the main job's, the recorder's, the CLI's Spark logs (<data>/logs/) and Airflow's task logs "
+        "(<data>/airflow/logs/, or its base_log_folder)",
         "a log written within the window (one still written is never old)",
     ),
     Kind.REPORTS: Retention(
@@ -171,12 +171,15 @@ def prune_data_docs(gx_root: Path, *, now: datetime, keep: timedelta) -> Pruned:
     return Pruned(Kind.DATA_DOCS, cutoff, removed, size)
 
 
-def prune_logs(data: Path, *, now: datetime, keep: timedelta) -> Pruned:
-    """Log files under ``<data>/logs`` and ``<data>/airflow/logs`` last written before ``now - keep``, and the
-    folders they leave empty."""
+def prune_logs(data: Path, *, now: datetime, keep: timedelta, airflow_logs: Path | None = None) -> Pruned:
+    """Log files under ``<data>/logs`` and ``<data>/airflow/logs`` (and ``airflow_logs``, Airflow's own log folder
+    when it is elsewhere) last written before ``now - keep``, and the folders they leave empty."""
     cutoff = _cutoff(now, keep)
     removed = size = 0
-    for root in (Path(data) / "logs", Path(data) / "airflow" / "logs"):
+    roots = [Path(data) / "logs", Path(data) / "airflow" / "logs"]
+    if airflow_logs is not None and Path(airflow_logs).resolve() != Path(Path(airflow_logs).resolve().anchor):
+        roots.append(Path(airflow_logs))  # never a filesystem's root, whatever the configuration says
+    for root in dict.fromkeys(roots):
         count, weight = _discard(root, [p for p in _files(root) if _mtime(p) < cutoff])
         removed, size = removed + count, size + weight
         _remove_empty_folders(root, cutoff)
@@ -318,11 +321,13 @@ def housekeep(
     keep: Mapping[Kind, timedelta] | None = None,
     docs: Path | None = None,
     class_cache: Path | None = None,
+    airflow_logs: Path | None = None,
     current_class_archive: Path | None = None,
     registry: EvidencePruner | None = None,
 ) -> tuple[Pruned, ...]:
     """Every kind but the Airflow metadata, pruned in the data folder ``data`` (docs: ``<data>/docs`` unless given;
-    class archives only when ``class_cache`` is given; evidence only with a ``registry``). ``keep``: the retentions
+    Airflow's log folder ``airflow_logs`` too when given; class archives only when ``class_cache`` is given; evidence
+    only with a ``registry``). ``keep``: the retentions
     (default: each kind's setting)."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -330,7 +335,7 @@ def housekeep(
     data = Path(data)
     steps: list[Callable[[], Pruned]] = [
         lambda: prune_data_docs(data / "gx", now=now, keep=windows[Kind.DATA_DOCS]),
-        lambda: prune_logs(data, now=now, keep=windows[Kind.LOGS]),
+        lambda: prune_logs(data, now=now, keep=windows[Kind.LOGS], airflow_logs=airflow_logs),
         lambda: prune_reports(data, now=now, keep=windows[Kind.REPORTS]),
         lambda: prune_quarantine(data, now=now, keep=windows[Kind.QUARANTINE]),
         lambda: prune_audit_copies(docs or data / "docs", now=now, keep=windows[Kind.AUDIT_COPIES]),

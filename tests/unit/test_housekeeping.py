@@ -147,6 +147,15 @@ def test_class_archives_of_other_versions_go_and_the_current_one_stays(tmp_path:
 # -- the folder's bounds, twice and at once ---------------------------------------------------------------------
 
 
+def test_airflows_own_log_folder_is_pruned_when_given(tmp_path: Path) -> None:
+    task_logs = tmp_path / "opt" / "airflow" / "logs"
+    old = write(task_logs / "dag_id=d" / "run_id=r" / "task_id=t" / "attempt=1.log", at=NOW - 40 * DAYS)
+    new = write(task_logs / "dag_id=d" / "run_id=s" / "task_id=t" / "attempt=1.log", at=NOW - DAYS)
+    assert hk.prune_logs(tmp_path / "data", now=NOW, keep=30 * DAYS).removed == 0  # not given: not touched
+    assert hk.prune_logs(tmp_path / "data", now=NOW, keep=30 * DAYS, airflow_logs=task_logs).removed == 1
+    assert not old.exists() and new.is_file()
+
+
 def test_nothing_outside_the_data_folder_is_touched_through_a_link(tmp_path: Path) -> None:
     outside = write(tmp_path / "elsewhere" / "old.log", at=NOW - 999 * DAYS)
     data = tmp_path / "data"
