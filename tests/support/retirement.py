@@ -168,12 +168,12 @@ def recorder_thread(
 
 def delete_trace_queues(url: str, registry: SqlRegistry) -> None:
     """The registry's delivery trace queues (``amqp.tracing.trace_queues``) in every virtual host it watched."""
-    from contract_platform.activity.trace_reader import vhost_url
     from contract_platform.amqp.tracing import trace_queues
+    from contract_platform.amqp.urls import with_vhost
 
     for vhost in sorted({watch.vhost for watch in registry.delivery_watches()}):
         try:
-            connection = open_connection(vhost_url(url, vhost))
+            connection = open_connection(with_vhost(url, vhost))
         except BrokerError:  # the test deleted its virtual host, and the queues with it
             continue
         try:

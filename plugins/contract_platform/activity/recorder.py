@@ -36,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import pika
 import pika.exceptions as px
@@ -71,6 +70,7 @@ from contract_platform.amqp.inspection import exchange_exists, passive_queue
 from contract_platform.amqp.management import EVENT_EXCHANGE, event_exchange_problem
 from contract_platform.amqp.tracing import trace_queues
 from contract_platform.amqp.types import BrokerConnection
+from contract_platform.amqp.urls import with_vhost
 from contract_platform.errors import (
     BrokerError,
     BrokerUnavailable,
@@ -186,11 +186,6 @@ _PARKED_ARGUMENTS: dict[str, Any] = {  # the newest events the store refused
 }
 
 
-def _event_url(url: str, vhost: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + quote(vhost, safe=""), parts.query, parts.fragment))
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -207,7 +202,7 @@ class ActivityRecorder:
 
     def __init__(self, url: str, store: ActivityLog, config: RecorderConfig | None = None) -> None:
         self.config = config or RecorderConfig()
-        self._url = _event_url(url, self.config.event_vhost)
+        self._url = with_vhost(url, self.config.event_vhost)
         self._store = store
         self._stop = False
         self.report = RecorderReport()

@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
 
 import pika
 import pika.exceptions as px
@@ -44,10 +43,11 @@ from contract_platform.amqp.tracing import (
     trace_arguments,
     untraceable,
 )
+from contract_platform.amqp.urls import with_vhost
 from contract_platform.evidence.records import Delivery
 from contract_platform.evidence.registry import ActivityLog
 
-__all__ = ["TraceReader", "Traced", "parse_trace", "vhost_url"]
+__all__ = ["TraceReader", "Traced", "parse_trace"]
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +58,6 @@ _STALE_HEARTBEATS = 3
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def vhost_url(url: str, vhost: str) -> str:
-    """``url`` naming ``vhost`` instead of its own."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + quote(vhost, safe=""), parts.query, parts.fragment))
 
 
 @dataclass(frozen=True)
@@ -114,7 +108,7 @@ class TraceReader:
     ) -> None:
         self.vhost, self.store, self.heartbeat, self.management = vhost, store, heartbeat, management
         self.trace, self.dropped_queue, self.canary_queue = names
-        self._url = vhost_url(url, vhost)
+        self._url = with_vhost(url, vhost)
         self._identity = identity
         self.nonce = uuid.uuid4().hex
         self.queues: set[str] = set()
