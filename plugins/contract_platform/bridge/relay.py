@@ -39,9 +39,10 @@ import pika
 import pika.exceptions as px
 from pika.spec import Basic
 
-from contract_platform.amqp.asynchronous import JoinedWritesConnection, async_parameters
+from contract_platform.amqp.asynchronous import async_parameters
 from contract_platform.amqp.confirms import ConfirmTracker, SettleKind
 from contract_platform.amqp.connection import map_error
+from contract_platform.amqp.encoded import DeferredPropertiesConnection
 from contract_platform.bridge.offload import OffloadWorker
 from contract_platform.errors import BrokerError, BrokerUnavailable, PublishRefused, QueueMissing
 from contract_platform.settings import redact_url
@@ -146,7 +147,9 @@ class Relay:
             self._worker = OffloadWorker(self.translate.prepare)
             self._worker.start()  # forked before the connection exists: the helper holds no broker socket
         try:
-            self._connection = JoinedWritesConnection(
+            # deliveries' properties stay encoded until read: a migrated message never reads them (only a parked
+            # copy does), and its own properties come already encoded from the translator (amqp/encoded.py)
+            self._connection = DeferredPropertiesConnection(
                 params,
                 on_open_callback=self._on_connection_open,
                 on_open_error_callback=self._on_connection_open_error,

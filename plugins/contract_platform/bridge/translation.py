@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+import struct
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import orjson
-import pika
+import pika.exceptions as px
 
+from contract_platform.amqp.encoded import EncodedProperties, encode_properties
 from contract_platform.amqp.publisher import encode_compact, plain_properties
 from contract_platform.bridge.relay import Outgoing
 from contract_platform.catalog.model import Catalog, Contract
@@ -110,10 +111,11 @@ def park_headers(
 
 
 class Migrated(NamedTuple):
-    """A message the target will get: its body and AMQP properties (``amqp_properties`` of the envelope)."""
+    """A message the target will get: its body and AMQP properties (``amqp_properties`` of the envelope), the
+    properties already in pika's wire form (``amqp.encoded``): encoded where ``prepare`` runs, in the helper."""
 
     body: bytes
-    properties: Mapping[str, Any]
+    properties: bytes
     message_id: str
 
 
@@ -168,19 +170,20 @@ class Translator:
         try:
             new_body = encode_compact(migrated)
             properties = amqp_properties(migrated)
-        except (KeyError, TypeError, ValueError) as exc:
+            encoded = encode_properties(properties)
+        except (KeyError, TypeError, ValueError, struct.error, px.AMQPError) as exc:
             return Unmigratable(
                 ParkReason.INVALID_TARGET, "", f"cannot be encoded as an AMQP message ({type(exc).__name__})"
             )
         if len(new_body) > target.max_body_bytes:
             detail = f"{len(new_body)} bytes once migrated, over the {target.max_body_bytes} bytes of maxBodyBytes"
             return Unmigratable(ParkReason.OVERSIZE, "", detail)
-        return Migrated(new_body, properties, str(properties["message_id"]))
+        return Migrated(new_body, encoded, str(properties["message_id"]))
 
     def finish(self, prepared: Migrated | Unmigratable, properties: Any, body: bytes) -> Outgoing:
         if isinstance(prepared, Migrated):
             transport = self.route.target.transport
-            new_properties = pika.BasicProperties(**prepared.properties)  # = basic_properties(migrated envelope)
+            new_properties = EncodedProperties(prepared.properties)  # = basic_properties(migrated envelope)
             return Outgoing(
                 transport.exchange, transport.routing_key, prepared.body, new_properties, prepared.message_id, PUBLISHED
             )

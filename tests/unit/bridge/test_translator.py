@@ -12,8 +12,9 @@ import pika
 import pytest
 
 from contract_platform.amqp import basic_properties, encode_body
+from contract_platform.amqp.encoded import EncodedProperties, encode_properties
 from contract_platform.bridge.translation import PUBLISHED, Migrated, ParkReason, Translator, Unmigratable
-from contract_platform.envelope import EnvelopeValidator
+from contract_platform.envelope import EnvelopeValidator, amqp_properties
 
 PARKING_LOT = "bridge.billing.invoice-issued.v1.parking-lot"
 FAMILY = Path(__file__).resolve().parents[3] / "contracts" / "billing" / "invoice-issued"
@@ -74,6 +75,22 @@ def test_an_amount_with_too_many_decimals_is_parked_with_reason_and_pointer(tran
         properties.correlation_id,
     )
     assert "x-park-reason" not in properties.headers  # the delivery's own properties are not changed
+
+
+def test_a_parked_copy_of_a_delivery_read_as_the_relay_reads_it_carries_the_park_headers(
+    translator: Translator,
+) -> None:
+    envelope = copy.deepcopy(fixtures("v1")[0])
+    envelope["payload"]["amount"] = "129.955"
+    delivered = EncodedProperties(encode_properties(amqp_properties(envelope)))  # as DeferredPropertiesConnection
+
+    outgoing = translator(encode_body(envelope), delivered)
+
+    sent = pika.BasicProperties()
+    sent.decode(b"".join(outgoing.properties.encode()))  # what goes on the wire
+    assert sent.headers is not None
+    assert sent.headers["x-park-reason"] == "not-migratable" and sent.headers["schema-version"] == 1
+    assert sent.message_id == envelope["metadata"]["messageId"]
 
 
 def test_a_body_that_is_not_json_is_parked(translator: Translator) -> None:
