@@ -82,12 +82,46 @@ _PROPERTIES_START = _HEADER_START + 12  # class id (2), weight (2), body size (8
 _FRAME_END = bytes([spec.FRAME_END])
 
 
+class _EncodedMethod:
+    """A method frame's arguments as pika encodes them (``frame.Method.marshal`` asks only these two)."""
+
+    __slots__ = ("INDEX", "_encoded")
+
+    def __init__(self, method: Any) -> None:
+        self.INDEX = method.INDEX
+        self._encoded = b"".join(method.encode())
+
+    def encode(self) -> list[bytes]:
+        return [self._encoded]  # a fresh list: marshal inserts the method's index into it
+
+
+_PUBLISH_FORMS = 64  # (exchange, routing key, flags) remembered per connection: a relay publishes to two
+
+
 class DeferredPropertiesConnection(JoinedWritesConnection):
     """A ``JoinedWritesConnection`` whose deliveries carry ``EncodedProperties``: a consumer that republishes
-    most messages without reading their properties never pays for decoding them.
+    most messages without reading their properties never pays for decoding them. Its publishes' Basic.Publish
+    arguments (ticket, exchange, routing key, mandatory, immediate: the same for every message to one place)
+    are encoded once per place, not once per message.
 
     Every other frame, and a content header of another class than Basic's, is decoded by pika as always.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._publish_forms: dict[tuple[Any, ...], _EncodedMethod] = {}
+        super().__init__(*args, **kwargs)
+
+    def _send_message(self, channel_number: int, method_frame: Any, content: Any) -> None:
+        if type(method_frame) is spec.Basic.Publish:
+            method = method_frame
+            key = (method.ticket, method.exchange, method.routing_key, method.mandatory, method.immediate)
+            encoded = self._publish_forms.get(key)
+            if encoded is None:
+                if len(self._publish_forms) >= _PUBLISH_FORMS:
+                    self._publish_forms.clear()
+                encoded = self._publish_forms[key] = _EncodedMethod(method)
+            method_frame = encoded
+        super()._send_message(channel_number, method_frame, content)  # type: ignore[misc]  # pika's, not in its stubs
 
     def _read_frame(self) -> tuple[int, Any]:
         data = self._frame_buffer  # type: ignore[attr-defined]  # pika's private buffer, not in its stubs

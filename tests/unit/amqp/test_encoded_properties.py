@@ -12,7 +12,12 @@ import pytest
 from pika import frame, spec
 from pika.exceptions import InvalidFrameError
 
-from contract_platform.amqp.encoded import DeferredPropertiesConnection, EncodedProperties, encode_properties
+from contract_platform.amqp.encoded import (
+    DeferredPropertiesConnection,
+    EncodedProperties,
+    _EncodedMethod,
+    encode_properties,
+)
 
 PROPERTIES: dict[str, Any] = {
     "message_id": "9f0c6a52-6f5b-4d7e-9d43-3a8c1d2e7b10",
@@ -105,3 +110,10 @@ def test_the_relays_connection_reads_other_frames_and_partial_ones_as_pika_does(
     assert _read(header[:-1]) == (0, None)  # not all there yet: wait for more
     with pytest.raises(InvalidFrameError):
         _read(header[:-1] + b"\x00")
+
+
+def test_a_publish_method_encoded_once_marshals_as_pika_marshals_it() -> None:
+    publish = spec.Basic.Publish(exchange="billing.events", routing_key="billing.invoice.issued.v2", mandatory=True)
+    once = _EncodedMethod(publish)
+    assert frame.Method(1, once).marshal() == frame.Method(1, publish).marshal()
+    assert frame.Method(1, once).marshal() == frame.Method(1, publish).marshal()  # marshal must not consume it
