@@ -15,8 +15,11 @@ through its own writers where they are cheap, and otherwise with its layout:
 
 Then it runs, with that day's ``now``, what the platform schedules daily: ``retention.apply_archive_retention`` (the
 ``archive_retention`` DAG) and ``housekeeping.housekeep`` (the ``housekeeping`` DAG), every retention at its default.
-It prints the data folder's size (by area), the store's rows and the store file's size every ``--every`` days.
-Airflow's metadata is not simulated (``airflow db clean`` runs in the DAG's test, tests/airflow/test_housekeeping.py).
+It prints the data folder's size (by area), the store's rows and the store file's size every ``--every`` days. With
+``--airflow-clean-every N`` (default 14), Airflow's metadata database is simulated too: a SQLite one beside the data
+folder, migrated by ``airflow db migrate``, gets each day's DAG runs, task instances and log-table events for the
+four daily DAGs, and ``housekeeping.clean_airflow_metadata`` (``airflow db clean``) runs every N simulated days
+(the DAG runs it daily; each run is a 2-3 s process, so the soak runs it less often); its size and rows are printed.
 Nothing is asserted; benchmarks/README.md has the figures.
 """
 
@@ -28,9 +31,11 @@ import json
 import os
 import random
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,18 +58,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=30, help="print the figures every N simulated days")
     parser.add_argument("--out", type=Path, help="the data folder (default: a temporary one, removed)")
     parser.add_argument("--json", action="store_true", help="one JSON line per sample instead of a table")
+    parser.add_argument("--airflow-clean-every", type=int, default=14, metavar="DAYS",
+                        help="simulate Airflow's metadata and clean it every DAYS days (0: not simulated; default 14)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.out is not None:
-        soak(args.out, args.days, args.every, args.json)
+        soak(args.out, args.days, args.every, args.json, airflow_clean_every=args.airflow_clean_every)
         return 0
     with tempfile.TemporaryDirectory(prefix="year-soak-") as folder:
-        soak(Path(folder) / "data", args.days, args.every, args.json)
+        soak(Path(folder) / "data", args.days, args.every, args.json, airflow_clean_every=args.airflow_clean_every)
     return 0
 
 
-def soak(data: Path, days: int, every: int, as_json: bool) -> list[dict[str, Any]]:
-    """Run ``days`` simulated days in the data folder ``data``; the figures sampled every ``every`` days."""
+def soak(data: Path, days: int, every: int, as_json: bool, *, airflow_clean_every: int = 0) -> list[dict[str, Any]]:
+    """Run ``days`` simulated days in the data folder ``data``; the figures sampled every ``every`` days. With
+    ``airflow_clean_every``, an Airflow metadata database (SQLite, beside ``data``) gets each day's runs and is
+    cleaned by ``housekeeping.clean_airflow_metadata`` every that many days."""
     data.mkdir(parents=True, exist_ok=True)
+    metadata = _AirflowMetadata(data.parent / "airflow-metadata") if airflow_clean_every else None
     os.environ["CONTRACT_PLATFORM_HOME"] = str(data)  # the retention's default validation state lives below it
     for name in [n for n in os.environ if n.startswith("CONTRACT_RETENTION_")]:
         del os.environ[name]  # the defaults
@@ -101,8 +111,12 @@ def soak(data: Path, days: int, every: int, as_json: bool) -> list[dict[str, Any
             _logs_and_reports(data, run, now, blobs)
             apply_archive_retention(catalog, archive, now=now, holds={}, registry=store, run_id=run)
             housekeep(data, now=now, registry=store)
+            if metadata is not None:
+                metadata.add_day(now)
+                if (day + 1) % airflow_clean_every == 0:
+                    metadata.clean(now)
             if (day + 1) % every == 0 or day + 1 == days:
-                samples.append(_sample(data, day + 1))
+                samples.append({**_sample(data, day + 1), **(metadata.sample() if metadata else {})})
                 _show(samples[-1], as_json, first=len(samples) == 1)
     elapsed = time.perf_counter() - started
     print(f"# {days} simulated days in {elapsed:.0f} s wall, {time.process_time() - cpu:.0f} s CPU", file=sys.stderr)
@@ -120,6 +134,52 @@ class _Blobs:
         self.gx_result, self.gx_page = b"{}" + b" " * 12_000, b"<html>" + b" " * 40_000
         self.log, self.spark_log, self.report = b"l" * 20_000, b"s" * 60_000, b"{}" + b" " * 6_000
         self.quarantine, self.audit = rng.randbytes(8_000), b"{}" + b" " * 4_000
+
+
+class _AirflowMetadata:
+    """Airflow's metadata database (SQLite, migrated by ``airflow db migrate``) with each day's DAG runs, task
+    instances and log-table events written as Airflow writes them, cleaned by the platform's own function."""
+
+    def __init__(self, home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.file = home / "airflow.db"
+        self.env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.file}"}  # fmt: skip
+        airflow = Path(sys.executable).with_name("airflow")
+        done = subprocess.run(
+            [str(airflow), "db", "migrate"], env=self.env, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"airflow db migrate failed: {done.stderr[-2000:]}")
+
+    def add_day(self, now: datetime) -> None:
+        at = now.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
+        with sqlite3.connect(self.file) as db:
+            for dag_id, tasks in DAILY_TASKS.items():
+                run = f"scheduled__{now.date().isoformat()}T00:00:00+00:00"
+                db.execute("INSERT INTO dag_run (dag_id, run_id, run_type, run_after, logical_date, queued_at, start_date, "
+                           "end_date, state) VALUES (?, ?, 'scheduled', ?, ?, ?, ?, ?, 'success')",
+                           (dag_id, run, at, at, at, at, at))  # fmt: skip
+                for task_id in tasks:
+                    db.execute("INSERT INTO task_instance (id, task_id, dag_id, run_id, try_number, pool, pool_slots, "
+                               "start_date, end_date, state, hostname, operator) VALUES (?, ?, ?, ?, 1, 'default_pool', "
+                               "1, ?, ?, 'success', 'worker-1', '@task')",
+                               (uuid.uuid4().hex, task_id, dag_id, run, at, at))  # fmt: skip
+                    for event in ("running", "success"):
+                        db.execute("INSERT INTO log (dttm, dag_id, task_id, run_id, event) VALUES (?, ?, ?, ?, ?)",
+                                   (at, dag_id, task_id, run, event))  # fmt: skip
+
+    def clean(self, now: datetime) -> None:
+        from contract_platform import housekeeping as hk
+
+        hk.clean_airflow_metadata(now=now, keep=hk.retention(hk.Kind.AIRFLOW_METADATA), environ=self.env)
+
+    def sample(self) -> dict[str, Any]:
+        with sqlite3.connect(f"file:{self.file}?mode=ro", uri=True) as db:
+            rows = {
+                t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("dag_run", "task_instance", "log")
+            }
+        return {"airflowBytes": sum(_size(p) for p in self.file.parent.glob("airflow.db*")), "airflowRows": rows}
 
 
 def _put(path: Path, content: bytes, at: datetime) -> None:
@@ -187,11 +247,12 @@ def _show(sample: dict[str, Any], as_json: bool, *, first: bool) -> None:
         print(json.dumps(sample), flush=True)
         return
     if first:
-        print(f"{'day':>4} {'data MiB':>9} {'files':>6} {'store MiB':>9} {'evidence':>8} {'rows':>6}  "
-              + " ".join(f"{a[:8]:>8}" for a in AREAS))  # fmt: skip
-    mib = 2**20
+        print(f"{'day':>4} {'data MiB':>9} {'files':>6} {'store MiB':>9} {'evidence':>8} {'rows':>6} {'af MiB':>6} "
+              f"{'af runs':>7} {'af tis':>6} {'af log':>6}  " + " ".join(f"{a[:8]:>8}" for a in AREAS))  # fmt: skip
+    mib, af = 2**20, sample.get("airflowRows", {})
     print(f"{sample['day']:>4} {sample['dataBytes'] / mib:>9.1f} {sample['files']:>6} {sample['storeBytes'] / mib:>9.2f} "
-          f"{sample['evidenceRows']:>8} {sample['storeRows']:>6}  "
+          f"{sample['evidenceRows']:>8} {sample['storeRows']:>6} {sample.get('airflowBytes', 0) / mib:>6.2f} "
+          f"{af.get('dag_run', '-'):>7} {af.get('task_instance', '-'):>6} {af.get('log', '-'):>6}  "
           + " ".join(f"{sample['areas'][a] / mib:>8.1f}" for a in AREAS), flush=True)  # fmt: skip
 
 
