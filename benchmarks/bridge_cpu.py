@@ -9,12 +9,13 @@ that a loaded machine slows the figures down less than it would a rate:
 * **helper** (``bridge/offload.py``): unpickle the batch of bodies, ``Translator.prepare`` (parse, depth
   check, migrate, v2 validation, encode the body and its AMQP properties), pickle the results;
 * **relay** (``bridge/relay.py``): decode the delivery's frames as its connection does (Basic.Deliver,
-  content header, body: ``DeferredPropertiesConnection._read_frame``), pickle the bodies for the helper and unpickle its results,
-  ``Translator.finish``, and marshal the publish's frames as pika's ``_send_message`` does.
+  content header, body: ``amqp.encoded.DeferredPropertiesConnection``), pickle the bodies for the helper and
+  unpickle its results, ``Translator.finish``, and marshal the publish's frames as its connection does.
 
 Left out: the sockets, pika's IO loop, and the confirm and acknowledgement frames (batched, ``multiple``), so
 ``bridge_throughput.py``'s figures per message are higher. Each figure is the best of ``--repeat`` passes, in
 microseconds. ``--profile`` prints cProfile's top functions of one side instead. Prints one JSON line.
+Set ``PYTHONPATH`` to another checkout's ``plugins`` to measure that code with the same script.
 """
 
 from __future__ import annotations
@@ -39,9 +40,13 @@ from typing import Any
 from pika import frame, spec
 
 from contract_platform.amqp import basic_properties, encode_body
-from contract_platform.amqp.encoded import DeferredPropertiesConnection
 from contract_platform.bridge.translation import Translator, resolve_route, target_validator
 from contract_platform.catalog import load_catalog
+
+try:
+    from contract_platform.amqp import encoded
+except ImportError:  # an older checkout (PYTHONPATH=<it>/plugins): its relay used pika's frames as they are
+    encoded = None  # type: ignore[assignment]
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = "billing.invoice-issued.v2"
@@ -80,8 +85,12 @@ def sides(translator: Translator, bodies: list[bytes], wire: list[bytes]) -> dic
     results = [pickle.dumps([translator.prepare(body) for body in batch]) for batch in _batches(bodies)]
     publish = spec.Basic.Publish(exchange="x", routing_key="rk", mandatory=True)
 
-    def read_frame(data: bytes) -> Any:  # the connection's own method: it reads only self._frame_buffer
-        return DeferredPropertiesConnection._read_frame(SimpleNamespace(_frame_buffer=data))  # type: ignore[arg-type]
+    publish_method: Any = publish if encoded is None else encoded._EncodedMethod(publish)  # as the relay's connection
+
+    def read_frame(data: bytes) -> Any:  # the relay's connection's own method: it reads only self._frame_buffer
+        if encoded is None:
+            return frame.decode_frame(data)
+        return encoded.DeferredPropertiesConnection._read_frame(SimpleNamespace(_frame_buffer=data))  # type: ignore[arg-type]
 
     def helper() -> None:
         for message in sent:
@@ -98,7 +107,7 @@ def sides(translator: Translator, bodies: list[bytes], wire: list[bytes]) -> dic
             pickle.dumps([body for _, _, body in delivered])
             for (_, properties, body), prepared in zip(delivered, pickle.loads(answer), strict=True):
                 outgoing = translator.finish(prepared, properties, body)
-                frame.Method(CHANNEL, publish).marshal()  # pika's _send_message
+                frame.Method(CHANNEL, publish_method).marshal()  # pika's _send_message
                 frame.Header(CHANNEL, len(outgoing.body), outgoing.properties).marshal()
                 frame.Body(CHANNEL, outgoing.body).marshal()
 
