@@ -80,6 +80,7 @@ class EncodedProperties(pika.BasicProperties):
 _HEADER_START = spec.FRAME_HEADER_SIZE  # type (1), channel (2), size (4)
 _PROPERTIES_START = _HEADER_START + 12  # class id (2), weight (2), body size (8)
 _FRAME_END = bytes([spec.FRAME_END])
+_SMALLEST_HEADER = 14  # class id, weight, body size and one 16-bit word of property flags
 
 
 class _EncodedMethod:
@@ -129,7 +130,8 @@ class DeferredPropertiesConnection(JoinedWritesConnection):
             channel_number, size = struct.unpack_from(">HL", data, 1)
             end = _HEADER_START + size + spec.FRAME_END_SIZE
             class_id, _weight, body_size = struct.unpack_from(">HHQ", data, _HEADER_START)
-            if end <= len(data) and class_id == pika.BasicProperties.INDEX:
+            # a header too short for its own flags is left to pika, which refuses it at once as it always has
+            if end <= len(data) and class_id == pika.BasicProperties.INDEX and size >= _SMALLEST_HEADER:
                 if data[end - 1 : end] != _FRAME_END:
                     raise InvalidFrameError("Invalid FRAME_END marker")
                 properties = EncodedProperties(bytes(data[_PROPERTIES_START : end - 1]))

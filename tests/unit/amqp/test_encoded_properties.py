@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import struct
 from types import SimpleNamespace
 from typing import Any
 
@@ -114,6 +115,14 @@ def test_the_relays_connection_reads_other_frames_and_partial_ones_as_pika_does(
 
 def test_a_publish_method_encoded_once_marshals_as_pika_marshals_it() -> None:
     publish = spec.Basic.Publish(exchange="billing.events", routing_key="billing.invoice.issued.v2", mandatory=True)
-    once = _EncodedMethod(publish)
+    once: Any = _EncodedMethod(publish)  # duck-typed as a method: INDEX and encode()
     assert frame.Method(1, once).marshal() == frame.Method(1, publish).marshal()
     assert frame.Method(1, once).marshal() == frame.Method(1, publish).marshal()  # marshal must not consume it
+
+
+def test_a_content_header_too_short_for_its_flags_is_refused_as_pika_refuses_it() -> None:
+    stub = struct.pack(">BHL", spec.FRAME_HEADER, 1, 12) + struct.pack(">HHQ", 60, 0, 5) + bytes([spec.FRAME_END])
+    with pytest.raises(struct.error):
+        frame.decode_frame(stub)
+    with pytest.raises(struct.error):
+        _read(stub)
