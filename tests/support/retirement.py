@@ -195,7 +195,7 @@ def delete_recorder_queues(url: str, queue: str) -> None:
 
 def shift_activity(registry_url: str, by: timedelta) -> None:
     """Time passes: everything recorded so far (observations, reader sessions, broker changes, counters,
-    coverage) happened ``by`` earlier. A recorder still running keeps extending its segment to now."""
+    coverage, delivery watches) happened ``by`` earlier. A recorder still running keeps extending its segment to now."""
     from sqlalchemy import create_engine, update
 
     from contract_platform.store import tables
@@ -207,6 +207,7 @@ def shift_activity(registry_url: str, by: timedelta) -> None:
         tables.queue_counters: ("observed_at", "idle_since", "own_until"),
         tables.coverage_segments: ("started_at", "covered_from"),
         tables.coverage_gaps: ("start", "end"),
+        tables.delivery_watches: ("requested_at", "traced_from"),  # the recorder keeps confirming up to now
     }
     engine = create_engine(registry_url)
     try:
@@ -215,8 +216,8 @@ def shift_activity(registry_url: str, by: timedelta) -> None:
                 for row in conn.execute(table.select()).mappings().all():
                     values = {c: row[c] - by for c in columns if row[c] is not None}
                     if values:
-                        key = next(iter(table.primary_key.columns))
-                        conn.execute(update(table).where(key == row[key.name]).values(**values))
+                        same = [key == row[key.name] for key in table.primary_key.columns]
+                        conn.execute(update(table).where(*same).values(**values))
     finally:
         engine.dispose()
 

@@ -148,7 +148,7 @@ def audit_version(
         coverage = recorded_coverage(  # read once: the readers check and the consumers' moves both judge it
             registry, readers_since(contract, now), now=now, wait=wait
         )
-        if record and any(segment.ended_at is None for segment in coverage[0]):  # a recorder runs: its trace too
+        if any(segment.ended_at is None for segment in coverage[0]):  # a recorder runs: wait for its trace too
             left = wait - timedelta(seconds=time.monotonic() - waited)
             wait_for_trace(registry, [q.key for q in queues], now=now, wait=max(left, timedelta(seconds=1)))
         readers = judge_readers(

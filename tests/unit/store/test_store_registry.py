@@ -331,6 +331,7 @@ CALLS: dict[str, Callable[[SqlRegistry], object]] = {
     "restart_delivery_watches": lambda r: r.restart_delivery_watches("/", traced_from=T0, reason="lost"),
     "confirm_delivery_watches": lambda r: r.confirm_delivery_watches("/", until=T0),
     "delivery_watches": lambda r: r.delivery_watches(),
+    "prune_evidence": lambda r: r.prune_evidence(T0),
 }
 
 
