@@ -1,5 +1,5 @@
 """The Contracts page shows retention: the holds in force on a version's archive (catalogue and investigation holds)
-and the partitions retention deleted, with their counts."""
+the partitions retention deleted, with their counts, and the dead letters purged past ``retention.dlq``."""
 
 from __future__ import annotations
 
@@ -44,3 +44,24 @@ def test_the_page_shows_holds_and_deletions(contracts_app, tmp_path: Path, monke
     v2 = _section(client.get(f"/contracts/c/{V2}", headers=auth).text)
     assert "investigation hold on billing.invoice-issued.v2 until released (INC-9 chargeback, owner erin)" in v2
     assert "<code>billing.events/date=2026-03-01</code>" in v2  # the exchange's partition held v2's messages too
+
+
+def test_the_page_shows_dead_letter_purges(contracts_app) -> None:
+    from contract_platform.evidence import Verdict, record
+    from contract_platform.evidence.figures import DeadLetterPurgeFigures
+
+    def seed(registry: Any, catalog: Any) -> None:
+        purge = DeadLetterPurgeFigures(
+            queue="billing.invoice-issued.v1.ledger.dlq", vhost="/", window="14d",
+            older_than="2026-06-26T00:00:00+00:00", removed=1234, kept=5, age_unknown=2, message_ids=("m-1",),
+        )  # fmt: skip
+        record(registry, V1, catalog.contracts[V1].version, purge, verdict=Verdict.PASS, collected_at=NOW)
+
+    client, auth = contracts_app(seed)
+
+    v1 = _section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    assert "<code>billing.invoice-issued.v1.ledger.dlq</code>" in v1
+    assert "<td>1,234</td><td>5</td><td>2</td>" in v1  # removed, kept, of unknown age
+    assert "2026-06-26T00:00:00+00:00" in v1
+    v2 = _section(client.get(f"/contracts/c/{V2}", headers=auth).text)
+    assert "No dead letter of this version has been purged." in v2  # a purge is the purged version's alone

@@ -10,7 +10,11 @@ from typing import Any
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.docs import FieldRow, field_rows, render_contract_page
 from contract_platform.evidence import EvidenceKind, Registry
-from contract_platform.evidence.figures import ArchiveRetentionFigures, RuntimeValidationFigures
+from contract_platform.evidence.figures import (
+    ArchiveRetentionFigures,
+    DeadLetterPurgeFigures,
+    RuntimeValidationFigures,
+)
 from contract_platform.evidence.runtime import RuntimeWindow, runtime_window
 from contract_platform.migration.readers import readers_over_time, version_sessions
 from contract_platform.retirement.readers_seen import platform_vhost
@@ -72,6 +76,8 @@ class ContractView:
     runtime: RuntimeWindow | None = None  # what services' guards judged over the validation window, if any guard did
     # archive partitions retention deleted (when, and what: counts only), newest first
     deletions: tuple[tuple[datetime, ArchiveRetentionFigures], ...] = field(default=())
+    # dead letters past retention.dlq removed from the version's DLQs and parking lots (counts and ids), newest first
+    purges: tuple[tuple[datetime, DeadLetterPurgeFigures], ...] = field(default=())
 
 
 def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: datetime | None = None) -> ContractView:
@@ -98,6 +104,10 @@ def contract_view(catalog: Catalog, registry: Registry, message_type: str, now: 
         deletions=tuple(
             (r.collected_at, ArchiveRetentionFigures.of(r))
             for r in registry.evidence(message_type, EvidenceKind.ARCHIVE_RETENTION, limit=20)
+        ),
+        purges=tuple(
+            (r.collected_at, DeadLetterPurgeFigures.of(r))
+            for r in registry.evidence(message_type, EvidenceKind.DEAD_LETTER_PURGE, limit=20)
         ),
         replays=tuple(ReplayView.of(shown) for shown in status["replay"]),
         readers=latest_readers(registry, message_type),
