@@ -51,8 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status",
         action="store_true",
-        help="do not record: which recorder is active, until when coverage is confirmed, what waits in the queue, "
-        "the gaps of the last day; exit 1 when coverage is older than 3 heartbeats",
+        help="do not record: which recorder is active, until when coverage is confirmed, what waits in the queue "
+        "and in its parked queue, the delivery traces per vhost, the gaps of the last day; exit 1 when coverage "
+        "is older than 3 heartbeats",
     )
     add_format_argument(parser)
 
@@ -115,12 +116,15 @@ def run(args: argparse.Namespace) -> int:
 def _status(registry: Any, queue: str, heartbeat: timedelta, form: str) -> int:
     """Which recorder is active and since when, until when coverage is confirmed (fresh within three heartbeats),
     what the store holds and what waits in the queue, and the gaps of the last day."""
-    from contract_platform.activity.queues import management_for, queue_state
+    from contract_platform.activity.queues import management_for, parked_queue, queue_state
     from contract_platform.retirement.readers import recorder_health
 
     health = recorder_health(registry, heartbeat=heartbeat, now=datetime.now(UTC))
     covered, fresh, gaps, events = health.covered_until, health.fresh, health.gaps, health.events_last_day
-    state = queue_state(management_for(settings.rabbitmq_url(), None, settings.event_vhost()), queue)
+    management = management_for(settings.rabbitmq_url(), None, settings.event_vhost())
+    state = queue_state(management, queue)
+    parked = management.queue(parked_queue(queue))  # declared only once an event was parked
+    watches = _watches_by_vhost(registry.delivery_watches())
     document = {
         "queue": queue,
         "coveredUntil": covered.isoformat() if covered else None,
@@ -136,6 +140,8 @@ def _status(registry: Any, queue: str, heartbeat: timedelta, form: str) -> int:
         "eventsStoredLastDay": events,
         "newestEventStored": health.newest_event.isoformat() if health.newest_event else None,
         "broker": state,
+        "parkedWaiting": parked.get("messages") if isinstance(parked, dict) else None,
+        "deliveryWatches": watches,
         "gapsToday": [{"start": g.start.isoformat(), "end": g.end.isoformat(), "reason": g.reason} for g in gaps],
     }
     if form == "json":
@@ -157,7 +163,37 @@ def _status(registry: Any, queue: str, heartbeat: timedelta, form: str) -> int:
             f"(limit {state['limits']['messages']} messages, {state['limits']['bytes']} bytes); "
             f"{len(state['consumers']) - len(waiting)} active and {len(waiting)} waiting recorder(s)"
         )
+    if parked is not None:
+        out(f"queue {printable(parked_queue(queue))}: {document['parkedWaiting']} event(s) the store refused, parked")
+    for watch in watches:
+        until = watch["confirmedUntil"] or "not yet"
+        problem = f"; {printable(watch['problem'])}" if watch["problem"] else ""
+        out(
+            f"delivery trace of vhost {printable(watch['vhost'])}: {watch['queues']} queue(s) watched, "
+            f"confirmed until {until}{problem}"
+        )
     for gap in gaps:
         start, end = gap.start.isoformat(timespec="seconds"), gap.end.isoformat(timespec="seconds")
         out(f"gap: {start} to {end}: {printable(gap.reason)}")
     return 0 if fresh else 1
+
+
+def _watches_by_vhost(watches: list[Any]) -> list[dict[str, Any]]:
+    """The delivery watches per virtual host: how many queues, confirmed until the earliest of their moments
+    (None while one of them has none yet) and the problems the recorder noted."""
+    by_vhost: dict[str, list[Any]] = {}
+    for watch in watches:
+        by_vhost.setdefault(watch.vhost, []).append(watch)
+    summary = []
+    for vhost, found in sorted(by_vhost.items()):
+        moments = [w.confirmed_until for w in found]
+        problems = sorted({w.problem for w in found if w.problem})
+        summary.append(
+            {
+                "vhost": vhost,
+                "queues": len(found),
+                "confirmedUntil": None if None in moments else min(moments).isoformat(),
+                "problem": "; ".join(problems) or None,
+            }
+        )
+    return summary
