@@ -131,16 +131,19 @@ def describe(env: dict[str, str], address: str, password: str) -> str:
 
 
 def start_recorder(log: Path) -> Path:
-    """``contractctl record-activity`` as a child that gets SIGTERM when this process (soon Airflow) ends."""
+    """``contractctl record-activity`` as a child that gets SIGTERM when this process (soon Airflow) ends.
+
+    Its log goes to ``log``, which the recorder rotates (``--log-file``); its output (a start-up error, the
+    summary when it stops) to ``log`` with the suffix ``.out``, emptied at each start: neither grows with time."""
     log.parent.mkdir(parents=True, exist_ok=True)
 
     def die_with_parent() -> None:  # Linux: the child is told when its parent exits, whatever the parent runs
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
-    with log.open("ab") as output:
+    with log.with_suffix(".out").open("wb") as output:
         subprocess.Popen(  # our own console script, no shell
-            [str(Path(sys.executable).with_name("contractctl")), "record-activity"],
+            [str(Path(sys.executable).with_name("contractctl")), "record-activity", "--log-file", str(log)],
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -6,6 +6,8 @@ SIGTERM/SIGINT (or ``--max-seconds``). Any number may run for one registry: one 
 and take over; a recorder that starts continues from the last confirmed moment when it can prove nothing
 was lost meanwhile, else records the gap (docs/retirement-audit.md#restarts-standby-and-the-buffer).
 ``--status`` says which recorder is active, how far coverage is confirmed and what waits in the queue.
+``--log-file PATH`` writes the log there, rotated at ``LOG_FILE_BYTES`` with ``LOG_FILES_KEPT`` older files: a
+recorder runs for months and its log must not grow with it.
 
 Exit codes: 0 stopped as asked; 2 bad input; 3 the event exchange plugin is off (the message gives the
 command that enables it), or the broker or the store cannot be reached when it starts.
@@ -17,6 +19,8 @@ import argparse
 import logging
 import time
 from datetime import UTC, datetime, timedelta
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
 from typing import Any
 
 from contract_platform import settings
@@ -25,6 +29,8 @@ from contract_platform.cli.output import emit_json, out
 from contract_platform.errors import UsageError, printable
 
 HELP = "record who reads which queue on the broker, continuously (the retirement audit's reader evidence)"
+LOG_FILE_BYTES = 10 * 1024 * 1024  # --log-file: rotated at this size ...
+LOG_FILES_KEPT = 3  # ... keeping this many older files (PATH.1 to PATH.3): at most 40 MiB in all
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--retention", default="90d", metavar="DURATION", help="forget activity older than this (default 90d)"
+    )
+    parser.add_argument(
+        "--log-file",
+        default=None,
+        metavar="PATH",
+        help=f"write the log to PATH, rotated at {LOG_FILE_BYTES // 2**20} MiB with {LOG_FILES_KEPT} older files kept "
+        "(default: warnings to stderr)",
     )
     parser.add_argument(
         "--status",
@@ -84,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig
 
     logging.getLogger("contract_platform.activity").setLevel(logging.INFO)
+    if args.log_file:
+        log_to(Path(args.log_file))
     config = RecorderConfig(
         queue=queue,
         heartbeat=heartbeat.total_seconds(),
@@ -111,6 +126,21 @@ def run(args: argparse.Namespace) -> int:
     for gap in report.gaps:
         out(f"gap: {printable(gap)}")  # a reason may quote what a client chose
     return 0
+
+
+def log_to(path: Path, max_bytes: int = LOG_FILE_BYTES, kept: int = LOG_FILES_KEPT) -> None:
+    """Every log record of this process (the recorder's, pika's) into ``path``, rotated at ``max_bytes`` with
+    ``kept`` older files. Raises ``UsageError`` when ``path`` cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = RotatingFileHandler(path, maxBytes=max_bytes, backupCount=kept, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"contractctl record-activity: cannot write the log file {path}: {exc.strerror or exc}; "
+            "give a --log-file in a writable folder"
+        ) from exc
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
 
 
 def _status(registry: Any, queue: str, heartbeat: timedelta, form: str) -> int:
