@@ -33,6 +33,8 @@ PLATFORM_DAGS = {
     "envelope_quality",
     "retirement_audit",
     "dual_publish_migration",
+    "archive_retention",
+    "housekeeping",
 }
 
 
