@@ -146,7 +146,7 @@ def audit_version(
         waited = time.monotonic()
         wait = recorder_wait() if wait_for_recorder is None else wait_for_recorder
         coverage = recorded_coverage(  # read once: the readers check and the consumers' moves both judge it
-            registry, readers_since(contract, now), now=now, wait=wait
+            registry, history_since(contract, now), now=now, wait=wait
         )
         if any(segment.ended_at is None for segment in coverage[0]):  # a recorder runs: wait for its trace too
             left = wait - timedelta(seconds=time.monotonic() - waited)
@@ -319,11 +319,6 @@ def recorder_wait() -> timedelta:
     return max(settings.recorder_heartbeat() * 3, AUDIT_RECORDER_WAIT)
 
 
-def readers_since(contract: Contract, now: datetime) -> datetime:
-    """How far back the readers check reads the stored evidence (``readers.history_since``)."""
-    return history_since(contract, now)
-
-
 def judge_readers(
     contract: Contract,
     registry: Registry,
@@ -335,8 +330,8 @@ def judge_readers(
     coverage: Coverage | None = None,
 ) -> CheckResult:
     """The ``readers`` check on the stored evidence; waits (at most ``wait``) for a running recorder to reach
-    ``now``, unless the caller read the coverage since ``readers_since`` already (``coverage``)."""
-    since = readers_since(contract, now)
+    ``now``, unless the caller read the coverage since ``history_since`` already (``coverage``)."""
+    since = history_since(contract, now)
     keys = [queue.key for queue in queues]
     segments, gaps = coverage if coverage is not None else recorded_coverage(registry, since, now=now, wait=wait)
     evidence = ReaderEvidence(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,7 +32,7 @@ from contract_platform.amqp.tracing import untraceable
 from contract_platform.evidence import Verdict
 from contract_platform.evidence.records import DeliveryWatch, QueueCounters, ReaderSession
 from contract_platform.evidence.registry import Registry
-from contract_platform.retirement.model import iso
+from contract_platform.retirement.model import Obstacle, iso
 
 __all__ = ["OWN_CONNECTION_PREFIX", "TRACE_TOLERANCE", "delivery_obstacles", "explained", "wait_for_trace"]
 
@@ -90,56 +91,46 @@ def _meets(session: ReaderSession, start: datetime, end: datetime) -> bool:
 
 
 def _with_count(session: ReaderSession, count: int) -> ReaderSession:
-    from dataclasses import replace
-
     return replace(session, deliveries=count)
 
 
 def delivery_obstacles(
     labels: dict[tuple[str, str], str], watches: Sequence[DeliveryWatch], *, now: datetime
-) -> list[tuple[str, Verdict, datetime | None, datetime, str, str]]:
-    """What the trace leaves unknown of each queue: (kind, verdict, start, end, text, label) for ``readers``."""
+) -> list[Obstacle]:
+    """What the trace leaves unknown of each queue, for the ``readers`` check."""
     by_key = {(w.vhost, w.queue): w for w in watches}
-    found: list[tuple[str, Verdict, datetime | None, datetime, str, str]] = []
+    found: list[Obstacle] = []
+
+    def unknown(start: datetime | None, end: datetime, text: str, label: str) -> None:
+        found.append(Obstacle("untraced", Verdict.UNKNOWN, start, end, text, label))
+
     for key, label in labels.items():
         watch = by_key.get(key)
         why = untraceable(key[1])
         if why is not None:
-            found.append(
-                (
-                    "untraced",
-                    Verdict.UNKNOWN,
-                    None,
-                    now,
-                    f"{label}: its deliveries cannot be traced: {why} (a reader polling it with basic.get could go "
-                    "unseen); rename the queue, or delete it if nothing needs it",
-                    label,
-                )
+            unknown(
+                None,
+                now,
+                f"{label}: its deliveries cannot be traced: {why} (a reader polling it with basic.get could go "
+                "unseen); rename the queue, or delete it if nothing needs it",
+                label,
             )
             continue
         if watch is None or watch.traced_from is None:
-            found.append(
-                (
-                    "untraced",
-                    Verdict.UNKNOWN,
-                    None,
-                    now,
-                    f"{label}: its deliveries are not traced (a reader polling with basic.get could go unseen): run the "
-                    "audit with --record, which traces them",
-                    label,
-                )
-            )
-            continue
-        found.append(
-            (
-                "untraced",
-                Verdict.UNKNOWN,
+            unknown(
                 None,
-                watch.traced_from,
-                f"{label}: its deliveries were not traced before {iso(watch.traced_from)} (only the delivery counters "
-                "judged a reader polling with basic.get then)",
+                now,
+                f"{label}: its deliveries are not traced (a reader polling with basic.get could go unseen): run the "
+                "audit with --record, which traces them",
                 label,
             )
+            continue
+        unknown(
+            None,
+            watch.traced_from,
+            f"{label}: its deliveries were not traced before {iso(watch.traced_from)} (only the delivery counters "
+            "judged a reader polling with basic.get then)",
+            label,
         )
         confirmed = watch.confirmed_until
         if confirmed is None or confirmed < now:  # no tolerance: a poller in the last second must not pass
@@ -147,14 +138,10 @@ def delivery_obstacles(
             why = watch.problem or (
                 "is the broker activity recorder running? (contractctl record-activity; it stores the trace)"
             )
-            found.append(
-                (
-                    "untraced",
-                    Verdict.UNKNOWN,
-                    confirmed or watch.traced_from,
-                    now,
-                    f"{label}: the deliveries traced from it are not confirmed stored {since}: {why}",
-                    label,
-                )
+            unknown(
+                confirmed or watch.traced_from,
+                now,
+                f"{label}: the deliveries traced from it are not confirmed stored {since}: {why}",
+                label,
             )
     return found

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from contract_platform.evidence import Verdict
-from contract_platform.evidence.figures import RetirementAuditFigures
+from contract_platform.evidence.figures import ObstacleFigures, RetirementAuditFigures
 
 __all__ = ["AuditResult", "CheckName", "CheckResult", "iso", "require_aware"]
 
@@ -145,3 +145,24 @@ class AuditResult:
             "runId": self.run_id,
             **self.figures(),
         }
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """Something that keeps the span from being clean: a reader (fail) or something not known (unknown)."""
+
+    kind: str  # reader | counters | gap | uncovered | deleted | untraced
+    verdict: Verdict
+    start: datetime | None  # None: since before anything was known
+    end: datetime
+    text: str
+    queue: str | None = None
+    who: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.figures().to_json()
+
+    def figures(self) -> ObstacleFigures:
+        return ObstacleFigures(
+            self.kind, str(self.verdict), iso(self.start), iso(self.end), self.text, self.queue, self.who or None
+        )

@@ -30,7 +30,6 @@ from contract_platform.durations import format_duration
 from contract_platform.evidence import Verdict
 from contract_platform.evidence.figures import (
     CoverageSpanFigures,
-    ObstacleFigures,
     ReaderSessionFigures,
     ReadersFigures,
 )
@@ -44,7 +43,7 @@ from contract_platform.evidence.records import (
 )
 from contract_platform.evidence.registry import Registry
 from contract_platform.retirement.deliveries import delivery_obstacles, explained
-from contract_platform.retirement.model import CheckName, CheckResult, iso, require_aware
+from contract_platform.retirement.model import CheckName, CheckResult, Obstacle, iso, require_aware
 
 __all__ = [
     "DEFAULT_CADENCE",
@@ -59,6 +58,7 @@ __all__ = [
     "confirmed_until",
     "counter_obstacles",
     "history_since",
+    "merged_coverage",
     "coverage_obstacles",
 ]
 
@@ -80,27 +80,6 @@ class VersionQueue:
     @property
     def key(self) -> tuple[str, str]:
         return (self.vhost, self.queue)
-
-
-@dataclass(frozen=True)
-class Obstacle:
-    """Something that keeps the span from being clean: a reader (fail) or something not known (unknown)."""
-
-    kind: str  # reader | counters | gap | uncovered | deleted | untraced
-    verdict: Verdict
-    start: datetime | None  # None: since before anything was known
-    end: datetime
-    text: str
-    queue: str | None = None
-    who: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.figures().to_json()
-
-    def figures(self) -> ObstacleFigures:
-        return ObstacleFigures(
-            self.kind, str(self.verdict), iso(self.start), iso(self.end), self.text, self.queue, self.who or None
-        )
 
 
 @dataclass(frozen=True)
@@ -176,21 +155,26 @@ def confirmed_until(segments: Iterable[CoverageSegment]) -> datetime | None:
 # -- obstacles ------------------------------------------------------------------------------------------------
 
 
+def merged_coverage(segments: Iterable[CoverageSegment]) -> list[tuple[datetime, datetime]]:
+    """The stretches the recorder's segments confirmed, merged, oldest first: what lies between two is a gap."""
+    merged: list[tuple[datetime, datetime]] = []
+    for start, end in sorted(
+        (s.covered_from, s.covered_until)
+        for s in segments
+        if s.covered_from is not None and s.covered_until is not None
+    ):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def coverage_obstacles(
     segments: Iterable[CoverageSegment], gaps: Iterable[CoverageGap], since: datetime, now: datetime
 ) -> list[Obstacle]:
     """Every stretch of ``since``..``now`` no segment covered, with the recorded reason where there is one."""
-    spans = sorted(
-        (s.covered_from, s.covered_until)
-        for s in segments
-        if s.covered_from is not None and s.covered_until is not None and s.covered_until > since
-    )
-    merged: list[list[datetime]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
+    merged = merged_coverage(s for s in segments if s.covered_until is not None and s.covered_until > since)
     known = list(gaps)
     found: list[Obstacle] = []
     cursor = since
@@ -235,40 +219,20 @@ def _uncovered(start: datetime, end: datetime, gaps: Sequence[CoverageGap], *, h
 
 
 def session_obstacle(session: ReaderSession, label: str, now: datetime) -> Obstacle:
-    who = session.describe()
+    who: dict[str, Any] = {"connection": session.connection_name, "peerHost": session.peer_host, "user": session.user}
     if session.source == "delivery":
         count = session.deliveries or 1
+        who["deliveries"] = count
         text = (
-            f"{label} handed {count} message{'s' if count != 1 else ''} to {who} (channel {session.channel}) between "
-            f"{iso(session.attached_at)} and {iso(session.detached_at)}: a reader the delivery trace saw (basic.get "
-            "or a consumer)"
+            f"{label} handed {count} message{'s' if count != 1 else ''} to {session.describe()} (channel "
+            f"{session.channel}) between {iso(session.attached_at)} and {iso(session.detached_at)}: a reader the "
+            "delivery trace saw (basic.get or a consumer)"
         )
-        return Obstacle(
-            "reader",
-            Verdict.FAIL,
-            session.attached_at,
-            session.detached_at or now,
-            text,
-            label,
-            {
-                "connection": session.connection_name,
-                "peerHost": session.peer_host,
-                "user": session.user,
-                "deliveries": count,
-            },
-        )
-    since = f"from {iso(session.attached_at)}" if session.attached_at else "since before the recorder saw it"
-    until = f"until {iso(session.detached_at)}" if session.detached_at else "and is still attached"
-    text = f"{label} was read by {who} (consumer {session.consumer_tag!r}) {since} {until}"
-    return Obstacle(
-        "reader",
-        Verdict.FAIL,
-        session.attached_at,
-        session.detached_at or now,
-        text,
-        label,
-        {"connection": session.connection_name, "peerHost": session.peer_host, "user": session.user},
-    )
+    else:
+        since = f"from {iso(session.attached_at)}" if session.attached_at else "since before the recorder saw it"
+        until = f"until {iso(session.detached_at)}" if session.detached_at else "and is still attached"
+        text = f"{label} was read by {session.describe()} (consumer {session.consumer_tag!r}) {since} {until}"
+    return Obstacle("reader", Verdict.FAIL, session.attached_at, session.detached_at or now, text, label, who)
 
 
 def counter_obstacles(queue: VersionQueue, series: Sequence[QueueCounters]) -> list[Obstacle]:
@@ -445,10 +409,7 @@ def check_readers(
         session_obstacle(session, labels.get((session.vhost, session.queue), session.queue), now)
         for session in sessions
     ]
-    obstacles += [
-        Obstacle(kind, verdict, start, end, text, label)
-        for kind, verdict, start, end, text, label in delivery_obstacles(labels, evidence.watches, now=now)
-    ]
+    obstacles += delivery_obstacles(labels, evidence.watches, now=now)
     obstacles += _change_obstacles(evidence.changes, labels)
     by_queue: dict[tuple[str, str], list[QueueCounters]] = {}
     for row in sorted(evidence.counters, key=lambda r: r.observed_at):

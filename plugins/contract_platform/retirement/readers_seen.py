@@ -27,7 +27,7 @@ from contract_platform.errors import ContractPlatformError
 from contract_platform.evidence.records import CoverageGap, CoverageSegment, ReaderSession
 from contract_platform.impact import ObservedReaders
 from contract_platform.impact.moves import ReadHistory
-from contract_platform.retirement.readers import TAIL_TOLERANCE, confirmed_until, history_since
+from contract_platform.retirement.readers import TAIL_TOLERANCE, confirmed_until, history_since, merged_coverage
 
 if TYPE_CHECKING:
     from contract_platform.amqp.types import BrokerConnection
@@ -41,7 +41,6 @@ __all__ = [
     "ReadersSource",
     "broker_readers",
     "observe_readers",
-    "merged_coverage",
     "observed_moves",
     "platform_vhost",
     "recorded_coverage",
@@ -269,7 +268,7 @@ def observed_moves(
     segments, _gaps = (
         coverage_since(coverage, since) if coverage is not None else recorded_coverage(registry, since, now=now)
     )
-    covered = merged_coverage(segments)
+    covered = merged_coverage(segments)  # what lies between two stretches is a gap
     if not covered:
         return consumer_moves(catalog, source, target, spec, history=None, unknown=NO_RECORDER)
     vhost = platform_vhost()
@@ -281,18 +280,3 @@ def observed_moves(
         now=now,
     )
     return consumer_moves(catalog, source, target, spec, history=history)
-
-
-def merged_coverage(segments: Sequence[CoverageSegment]) -> list[tuple[datetime, datetime]]:
-    """The stretches the recorder's segments confirmed, merged, oldest first: what lies between two is a gap."""
-    merged: list[tuple[datetime, datetime]] = []
-    for start, end in sorted(
-        (s.covered_from, s.covered_until)
-        for s in segments
-        if s.covered_from is not None and s.covered_until is not None
-    ):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged

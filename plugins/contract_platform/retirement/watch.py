@@ -4,6 +4,7 @@ the trace saw; ``amqp.tracing`` is the mechanism; docs/retirement-audit.md#every
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -34,8 +35,6 @@ __all__ = ["vhost_connections", "watch_deliveries"]
 def vhost_connections(connection: BrokerConnection, home_vhost: str) -> Iterator[Callable[[str], Any]]:
     """``connect(vhost)``: ``connection`` for its own virtual host, a sibling with its parameters (and so its
     name) for any other, closed after."""
-    import copy
-
     opened: dict[str, Any] = {}
 
     def connect(vhost: str) -> Any:
