@@ -92,6 +92,44 @@ def remove(found: Iterable[str]) -> None:
                 httpx.delete(f"{broker.API}/queues/%2F/{quote(name, safe='')}", auth=broker.AUTH, timeout=10)
 
 
+_TRACING = pytest.StashKey["tuple[bool | None, frozenset[str]]"]()
+_TRACE_QUEUES = "contract-platform.deliveries."  # amqp.tracing.trace_queues: one per registry and virtual host
+
+
+def tracing_state() -> tuple[bool | None, frozenset[str]]:
+    """Whether tracing is on in ``/`` (None: not known) and the delivery trace queues there now."""
+    with contextlib.suppress(httpx.HTTPError, ValueError):
+        vhost = httpx.get(f"{broker.API}/vhosts/%2F", auth=broker.AUTH, timeout=10).json()
+        queues = httpx.get(f"{broker.API}/queues/%2F?columns=name", auth=broker.AUTH, timeout=10).json()
+        names = {str(q.get("name")) for q in queues if isinstance(q, dict)}
+        return vhost.get("tracing"), frozenset(n for n in names if n.startswith(_TRACE_QUEUES))
+    return None, frozenset()
+
+
+def restore_tracing(before: tuple[bool | None, frozenset[str]]) -> None:
+    """Recording audits under test switch tracing on in ``/`` and declare delivery trace queues there, as they do
+    in production: at the end of the run the shared broker gets back the tracing it had, and loses the trace
+    queues the run made that nobody reads (each test deletes its own; a served Airflow's audits cannot)."""
+    was_on, queues = before
+    if was_on is None:
+        return
+    with contextlib.suppress(httpx.HTTPError, ValueError):
+        now_on, now_queues = tracing_state()
+        for name in sorted(now_queues - queues):
+            found = httpx.get(f"{broker.API}/queues/%2F/{quote(name, safe='')}", auth=broker.AUTH, timeout=10)
+            if found.status_code == 200 and not found.json().get("consumers"):
+                httpx.delete(f"{broker.API}/queues/%2F/{quote(name, safe='')}", auth=broker.AUTH, timeout=10)
+        if now_on and not was_on:
+            vhost = httpx.get(f"{broker.API}/vhosts/%2F", auth=broker.AUTH, timeout=10).json()
+            tags = vhost.get("tags")
+            body = {
+                "tracing": False,
+                "description": str(vhost.get("description") or ""),
+                "tags": ",".join(map(str, tags)) if isinstance(tags, list) else str(tags or ""),
+            }
+            httpx.put(f"{broker.API}/vhosts/%2F", auth=broker.AUTH, json=body, timeout=10)
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -103,6 +141,8 @@ class _Plugin:
         with contextlib.suppress(OSError), socket.create_connection((broker.HOST, 15672), timeout=0.5):
             answers = True
         session.config.stash[_NOTED] = noted() if answers else None
+        if answers and not _is_worker(session.config):
+            session.config.stash[_TRACING] = tracing_state()
 
     @staticmethod
     def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -114,6 +154,7 @@ class _Plugin:
         if _is_worker(config):
             config.workeroutput["broker_leftovers"] = found  # type: ignore[attr-defined]
             return
+        restore_tracing(config.stash.get(_TRACING, (None, frozenset())))  # after every worker is done
         found += config.stash.get(_FROM_WORKERS, [])
         if not found:
             return

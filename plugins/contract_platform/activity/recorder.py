@@ -678,7 +678,7 @@ class _Segment:
         self._trace_round()
         return sent
 
-    # -- delivery traces (amqp.tracing, activity.trace_reader): the queues of versions under retirement -----------------------
+    # -- delivery traces (amqp.tracing, activity.trace_reader): the queues of versions under retirement --------
 
     def _trace_round(self) -> None:
         """Every heartbeat: the watches the recording audits asked for, each virtual host's trace open and
