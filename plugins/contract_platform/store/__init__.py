@@ -6,17 +6,16 @@ imported only then). Queries run on the driver itself (``store/sql.py``). Rows c
 dataclasses with aware UTC datetimes; every database failure is a ``StoreError`` that never shows a password.
 """
 
-from contract_platform.store.migrations import LATEST_VERSION
-from contract_platform.store.records import (
-    EvidenceKind,
+from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence.records import (
     EvidenceRecord,
     Observation,
     ObservationSource,
     RefusalRecord,
     TransitionRecord,
-    Verdict,
     VersionState,
 )
+from contract_platform.store.migrations import LATEST_VERSION
 from contract_platform.store.registry import SqlRegistry
 from contract_platform.store.values import schema_fingerprint
 

@@ -8,7 +8,7 @@ stored again after a crash (the broker redelivers what was not acked) changes no
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from contract_platform.evidence.records import (
     QueueCounters,
     ReaderSession,
 )
+from contract_platform.store.rows import record_of
 from contract_platform.store.sql import Row, Transaction, marks
 
 __all__ = [
@@ -401,33 +402,11 @@ def watches_of(tx: Transaction, queues: Iterable[tuple[str, str]] | None = None)
             chunk = pairs[start : start + 200]
             which = " OR ".join(["(vhost = ? AND queue = ?)"] * len(chunk))
             rows += tx.rows(f"SELECT * FROM cp_delivery_watches WHERE {which}", [v for pair in chunk for v in pair])
-    return [
-        DeliveryWatch(
-            vhost=row["vhost"],
-            queue=row["queue"],
-            requested_at=row["requested_at"],
-            traced_from=row["traced_from"],
-            confirmed_until=row["confirmed_until"],
-            problem=row["problem"],
-        )
-        for row in rows
-    ]
+    return [record_of(DeliveryWatch, row) for row in rows]
 
 
 def _session(row: Mapping[str, Any]) -> ReaderSession:
-    return ReaderSession(
-        vhost=row["vhost"],
-        queue=row["queue"],
-        consumer_tag=row["consumer_tag"],
-        channel=row["channel"],
-        attached_at=row["attached_at"],
-        detached_at=row["detached_at"],
-        connection_name=row["connection_name"],
-        peer_host=row["peer_host"],
-        user=row["user"],
-        source=row["source"],
-        deliveries=row.get("deliveries"),
-    )
+    return record_of(ReaderSession, row, deliveries=row.get("deliveries"))
 
 
 def changes_of(tx: Transaction, queues: Iterable[tuple[str, str]], since: datetime) -> list[BrokerChange]:
@@ -438,10 +417,7 @@ def changes_of(tx: Transaction, queues: Iterable[tuple[str, str]], since: dateti
         which = " OR ".join(["(vhost = ? AND name = ?)"] * len(chunk))
         query = f"SELECT * FROM cp_broker_changes WHERE ({which}) AND at >= ? ORDER BY at"
         params = [value for pair in chunk for value in pair]
-        found += [
-            BrokerChange(row["kind"], row["vhost"], row["name"], row["at"], row["detail"])
-            for row in tx.rows(query, [*params, since])
-        ]
+        found += [record_of(BrokerChange, row) for row in tx.rows(query, [*params, since])]
     return sorted(found, key=lambda change: change.at)
 
 
@@ -452,71 +428,22 @@ def segments_between(tx: Transaction, since: datetime) -> list[CoverageSegment]:
 
 
 def segment(row: Mapping[str, Any]) -> CoverageSegment:
-    return CoverageSegment(
-        id=row["id"],
-        started_at=row["started_at"],
-        covered_from=row["covered_from"],
-        covered_until=row["covered_until"],
-        ended_at=row["ended_at"],
-        end_reason=row["end_reason"],
-        host=row["host"],
-    )
+    return record_of(CoverageSegment, row)
 
 
 def gaps_between(tx: Transaction, since: datetime) -> list[CoverageGap]:
     query = 'SELECT * FROM cp_coverage_gaps WHERE "end" >= ? ORDER BY "start"'
-    return [CoverageGap(row["start"], row["end"], row["reason"]) for row in tx.rows(query, [since])]
+    return [record_of(CoverageGap, row) for row in tx.rows(query, [since])]
 
 
 def insert_counters(tx: Transaction, rows: Sequence[QueueCounters]) -> None:
-    tx.insert_many(
-        "cp_queue_counters",
-        [
-            {
-                "message_type": r.message_type,
-                "vhost": r.vhost,
-                "queue": r.queue,
-                "observed_at": r.observed_at,
-                "present": r.present,
-                "deliver_get": r.deliver_get,
-                "get_empty": r.get_empty,
-                "ack": r.ack,
-                "redeliver": r.redeliver,
-                "own_deliver_get": r.own_deliver_get,
-                "own_get_empty": r.own_get_empty,
-                "own_redeliver": r.own_redeliver,
-                "run_id": r.run_id,
-                "publish": r.publish,
-                "idle_since": r.idle_since,
-                "own_until": r.own_until,
-            }
-            for r in rows
-        ],
-    )
+    tx.insert_many("cp_queue_counters", [asdict(r) for r in rows])  # one column per field, of the same name
 
 
 def counters_of(tx: Transaction, message_type: str, since: datetime) -> list[QueueCounters]:
     query = "SELECT * FROM cp_queue_counters WHERE message_type = ? AND observed_at >= ? ORDER BY observed_at, id"
     return [
-        QueueCounters(
-            message_type=row["message_type"],
-            vhost=row["vhost"],
-            queue=row["queue"],
-            observed_at=row["observed_at"],
-            present=bool(row["present"]),
-            deliver_get=row["deliver_get"],
-            get_empty=row["get_empty"],
-            ack=row["ack"],
-            redeliver=row["redeliver"],
-            own_deliver_get=row["own_deliver_get"],
-            own_get_empty=row["own_get_empty"],
-            own_redeliver=row["own_redeliver"],
-            run_id=row["run_id"],
-            publish=row["publish"],
-            idle_since=row["idle_since"],
-            own_until=row["own_until"],
-        )
-        for row in tx.rows(query, [message_type, since])
+        record_of(QueueCounters, row, present=bool(row["present"])) for row in tx.rows(query, [message_type, since])
     ]
 
 

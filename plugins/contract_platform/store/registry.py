@@ -15,16 +15,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract_platform.catalog.model import Status
 from contract_platform.errors import ConcurrentTransition, SnapshotConflict, StoreError
-from contract_platform.settings import redact_url, registry_url
-from contract_platform.store import activity, migrations, rows, values
-from contract_platform.store.records import (
+from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.evidence.records import (
     BrokerChange,
     BrokerEvent,
     CoverageGap,
     CoverageSegment,
     Delivery,
     DeliveryWatch,
-    EvidenceKind,
     EvidenceMark,
     EvidenceRecord,
     Observation,
@@ -33,9 +31,10 @@ from contract_platform.store.records import (
     ReaderSession,
     RefusalRecord,
     TransitionRecord,
-    Verdict,
     VersionState,
 )
+from contract_platform.settings import redact_url, registry_url
+from contract_platform.store import activity, migrations, rows, values
 from contract_platform.store.sql import Database, Row, Transaction, is_integrity_error, marks
 
 if TYPE_CHECKING:
@@ -359,13 +358,7 @@ class SqlRegistry:
         )
         with self._connect("reading the evidence of runs") as tx:
             return [
-                EvidenceMark(
-                    row["message_type"],
-                    EvidenceKind(row["kind"]),
-                    Verdict(row["verdict"]),
-                    row["collected_at"],
-                    row["run_id"],
-                )
+                rows.record_of(EvidenceMark, row, kind=EvidenceKind(row["kind"]), verdict=Verdict(row["verdict"]))
                 for row in tx.rows(f"{query} ORDER BY id", params)
             ]
 

@@ -1,87 +1,68 @@
-"""Database rows -> the typed records of ``records`` (with enums and aware datetimes already in place)."""
+"""Database rows -> the typed records of ``evidence.records`` (with enums and aware datetimes already in place)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract_platform.catalog.model import Status
+from contract_platform.evidence import EvidenceKind, Verdict
 from contract_platform.evidence.figures import in_key_style
-from contract_platform.store.records import (
-    EvidenceKind,
+from contract_platform.evidence.records import (
     EvidenceRecord,
     Observation,
     ObservationSource,
     RefusalRecord,
     TransitionRecord,
-    Verdict,
     VersionState,
 )
 
-__all__ = ["evidence_record", "observation", "refusal_record", "transition_record", "version_state"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["evidence_record", "observation", "record_of", "refusal_record", "transition_record", "version_state"]
+
+R = TypeVar("R", bound="DataclassInstance")
+
+
+def record_of(record: type[R], row: Mapping[Any, Any], **converted: Any) -> R:
+    """``row`` as a ``record``: each field from the column of its name, unless ``converted`` gives its value."""
+    return record(**{f.name: converted[f.name] if f.name in converted else row[f.name] for f in fields(record)})
+
+
+def _status(value: str | None) -> Status | None:
+    return Status(value) if value else None
 
 
 def version_state(row: Mapping[Any, Any]) -> VersionState:
-    return VersionState(
-        message_type=row["message_type"],
-        status=Status(row["effective_status"]),
-        contract_version=row["contract_version"],
-        revision=row["revision"],
-        updated_at=row["updated_at"],
-    )
+    return record_of(VersionState, row, status=Status(row["effective_status"]))
 
 
 def transition_record(row: Mapping[Any, Any]) -> TransitionRecord:
-    return TransitionRecord(
-        id=row["id"],
-        message_type=row["message_type"],
-        revision=row["revision"],
-        from_status=Status(row["from_status"]) if row["from_status"] else None,
-        to_status=Status(row["to_status"]),
-        at=row["at"],
-        actor=row["actor"],
-        run_id=row["run_id"],
-        reason=row["reason"],
-        evidence_id=row["evidence_id"],
-    )
+    return record_of(TransitionRecord, row, from_status=_status(row["from_status"]), to_status=Status(row["to_status"]))
 
 
 def refusal_record(values: Mapping[Any, Any]) -> RefusalRecord:
-    return RefusalRecord(
-        id=values["id"],
-        message_type=values["message_type"],
-        from_status=Status(values["from_status"]) if values["from_status"] else None,
+    return record_of(
+        RefusalRecord,
+        values,
+        from_status=_status(values["from_status"]),
         to_status=Status(values["to_status"]),
-        at=values["at"],
-        actor=values["actor"],
-        run_id=values["run_id"],
         reasons=tuple(values["reasons"]),
     )
 
 
 def evidence_record(values: Mapping[Any, Any]) -> EvidenceRecord:
-    return EvidenceRecord(
-        id=values["id"],
-        message_type=values["message_type"],
-        contract_version=values["contract_version"],
-        kind=EvidenceKind(values["kind"]),
-        collected_at=values["collected_at"],
+    kind = EvidenceKind(values["kind"])
+    return record_of(
+        EvidenceRecord,
+        values,
+        kind=kind,
         verdict=Verdict(values["verdict"]),
-        figures=in_key_style(EvidenceKind(values["kind"]), values["figures"]),
-        reference=values["reference"],
-        run_id=values["run_id"],
+        figures=in_key_style(kind, values["figures"]),
     )
 
 
 def observation(values: Mapping[Any, Any]) -> Observation:
-    return Observation(
-        id=values["id"],
-        message_type=values["message_type"],
-        queue=values["queue"],
-        observed_at=values["observed_at"],
-        consumers=values["consumers"],
-        ready=values["ready"],
-        unacked=values["unacked"],
-        source=ObservationSource(values["source"]),
-        run_id=values["run_id"],
-    )
+    return record_of(Observation, values, source=ObservationSource(values["source"]))

@@ -336,19 +336,19 @@ CALLS: dict[str, Callable[[SqlRegistry], object]] = {
 
 
 def _delivery() -> Any:
-    from contract_platform.store.records import Delivery
+    from contract_platform.evidence.records import Delivery
 
     return Delivery("/", "q", "127.0.0.1:1 -> 127.0.0.1:5672", "1", "guest", T0, T0, 1)
 
 
 def _event() -> Any:
-    from contract_platform.store.records import BrokerEvent
+    from contract_platform.evidence.records import BrokerEvent
 
     return BrokerEvent("k", "queue.created", T0, "/", {"name": "q"})
 
 
 def _counters() -> Any:
-    from contract_platform.store.records import QueueCounters
+    from contract_platform.evidence.records import QueueCounters
 
     return QueueCounters(MT, "/", "q", T0, True, 0, 0, 0, 0)
 
