@@ -30,6 +30,7 @@ from tests.support import broker
 from tests.support.broker import API, AUTH, url_of
 from tests.support.databases import registry_on
 from tests.support.retirement import recorder_thread
+from tests.support.vhosts import private_vhost
 from tests.support.waiting import wait_until
 
 from contract_platform.activity.recorder import ActivityRecorder
@@ -86,9 +87,7 @@ def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlRegi
 
 @pytest.fixture
 def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost(f"t-{uuid.uuid4().hex[:8]}-\u202e\x07") as name:
+    with private_vhost(f"t-{uuid.uuid4().hex[:8]}-\u202e\x07") as name:
         yield name
 
 
@@ -99,12 +98,7 @@ def user(vhost: str) -> Iterator[str]:
     quoted = quote(name, safe="")
     httpx.put(f"{API}/users/{quoted}", auth=AUTH, json={"password": "pw", "tags": ""}, timeout=10).raise_for_status()
     try:
-        httpx.put(
-            f"{API}/permissions/{quote(vhost, safe='')}/{quoted}",
-            auth=AUTH,
-            json={"configure": ".*", "write": ".*", "read": ".*"},
-            timeout=10,
-        ).raise_for_status()
+        broker.grant_all(vhost, name)
         yield name
     finally:
         httpx.delete(f"{API}/users/{quoted}", auth=AUTH, timeout=10)

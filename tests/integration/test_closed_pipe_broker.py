@@ -14,10 +14,9 @@ import pytest
 from tests.support import broker
 from tests.support.cli import into_closed_pipe
 from tests.support.environment import user_environment
+from tests.support.vhosts import private_vhost, provision_catalog
 
 from contract_platform.activity.recorder import recorder_queues
-from contract_platform.amqp import open_connection, plan_topology, provision
-from contract_platform.amqp.connection import close_quietly
 from contract_platform.catalog.model import Catalog
 from contract_platform.cli.main import READER_GONE
 
@@ -46,15 +45,8 @@ CASES: dict[str, list[str]] = {
 @pytest.fixture(scope="module")
 def vhost(catalog: Catalog, rabbitmq_url: str) -> Iterator[str]:
     """A private virtual host holding the topology of every contract of the catalogue."""
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost() as name:
-        connection = open_connection(broker.url_of(name))
-        try:
-            for contract in catalog:
-                provision(connection, plan_topology(contract))
-        finally:
-            close_quietly(connection)
+    with private_vhost() as name:
+        provision_catalog(name, catalog)
         yield name
 
 

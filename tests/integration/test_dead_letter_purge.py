@@ -15,9 +15,10 @@ import pytest
 from tests.support import broker
 from tests.support.cli import run_cli
 from tests.support.contracts import V1, V2, build_contract
+from tests.support.vhosts import connection, vhost
 
-from contract_platform.amqp import ManagementClient, open_connection, plan_topology
-from contract_platform.amqp.connection import broker_version, close_quietly
+from contract_platform.amqp import ManagementClient, plan_topology
+from contract_platform.amqp.connection import broker_version
 from contract_platform.amqp.peek import peek
 from contract_platform.amqp.topology import dlq_name, dlx_name, parking_lot_name, provision
 from contract_platform.catalog.model import Catalog, Contract
@@ -25,6 +26,8 @@ from contract_platform.evidence import EvidenceKind
 from contract_platform.evidence.figures import DeadLetterPurgeFigures
 from contract_platform.retention.dead_letters import purge_dead_letters
 from contract_platform.store import SqlRegistry
+
+__all__ = ["connection", "vhost"]  # the fixtures of a private vhost (tests.support.vhosts)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -39,21 +42,6 @@ DEAD = [
     ("old-edge", NOW - timedelta(days=14, minutes=5), None),
 ]
 KEPT = ["young-stamped", "ageless", "young-died"]
-
-
-@pytest.fixture
-def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost() as name:
-        yield name
-
-
-@pytest.fixture
-def connection(vhost: str) -> Iterator[Any]:
-    conn = open_connection(broker.url_of(vhost))
-    yield conn
-    close_quietly(conn)
 
 
 @pytest.fixture

@@ -63,8 +63,13 @@ def create_vhost(name: str) -> None:
     """A virtual host with full permissions for guest (``delete_vhost`` removes it with all it holds)."""
     _VHOSTS.add(name)
     httpx.put(f"{API}/vhosts/{quote(name, safe='')}", auth=AUTH, timeout=10).raise_for_status()
+    grant_all(name, "guest")
+
+
+def grant_all(vhost: str, user: str) -> None:
+    """``user`` may configure, write and read everything in ``vhost``."""
     httpx.put(
-        f"{API}/permissions/{quote(name, safe='')}/guest",
+        f"{API}/permissions/{quote(vhost, safe='')}/{quote(user, safe='')}",
         auth=AUTH,
         json={"configure": ".*", "write": ".*", "read": ".*"},
         timeout=10,

@@ -6,9 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 from tests.support.broker import private_vhost, url_of
+from tests.support.vhosts import provision_catalog
 
-from contract_platform.amqp import open_connection, plan_topology, provision
-from contract_platform.amqp.connection import close_quietly
 from contract_platform.catalog.model import Catalog
 from contract_platform.client.bundle import Bundle, bundle_from_document
 from contract_platform.export.bundle import export_bundle
@@ -18,14 +17,8 @@ from contract_platform.export.bundle import export_bundle
 def vhost_url(rabbitmq_url: str, catalog: Catalog) -> Iterator[str]:
     """The URL of a fresh virtual host holding every exchange, queue and dead-letter queue of the catalogue."""
     with private_vhost() as vhost:
-        url = url_of(vhost)
-        connection = open_connection(url)
-        try:
-            for contract in catalog:
-                provision(connection, plan_topology(contract))
-        finally:
-            close_quietly(connection)
-        yield url
+        provision_catalog(vhost, catalog)
+        yield url_of(vhost)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from tests.support import broker
 from tests.support.broker import API, AUTH, STATS_INTERVAL, url_of
 from tests.support.contracts import V1, V2, family_copy
 from tests.support.retirement import provision_family, running_recorder, seed_quiet_history
+from tests.support.vhosts import private_vhost
 from tests.support.waiting import wait_until
 
 from contract_platform.amqp import ManagementClient, open_connection
@@ -51,9 +52,7 @@ def family(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Catal
 
 @pytest.fixture
 def vhost(rabbitmq_url: str) -> Iterator[str]:
-    if not broker.management_answers():
-        pytest.skip("the RabbitMQ management API is not answering on 15672")
-    with broker.private_vhost(f"t-retire-{uuid.uuid4().hex[:8]}") as name:
+    with private_vhost(f"t-retire-{uuid.uuid4().hex[:8]}") as name:
         yield name
 
 
