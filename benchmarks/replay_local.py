@@ -36,6 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate_archive import ArchiveSpec, generate_archive  # noqa: E402
+from tests.support.replay import check_replay_args  # noqa: E402
 
 __all__ = ["main", "prepare", "run_check"]
 
@@ -76,15 +77,7 @@ def run_check(catalog_dir: Path, archive: Path, url: str, engine: str, work: Pat
     """Wall seconds of one ``contractctl check --replay`` process; messages replayed per version."""
     command = [
         str(Path(sys.executable).with_name("contractctl")),
-        "check",
-        str(catalog_dir),
-        "--registry-url",
-        url,
-        "--replay",
-        str(archive),
-        "--no-in-flight",
-        "--format",
-        "json",
+        *check_replay_args(catalog_dir, url, archive),
         "--engine",
         engine,
     ]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.replay import NOW, ORDER, tighten, write_archive
+from tests.support.replay import NOW, ORDER, check_replay_args, tighten, write_archive
 
 from contract_platform.catalog import load_catalog
 from contract_platform.cli.main import main as contractctl
@@ -136,19 +136,7 @@ def test_check_replay_format_json_shows_the_figures_per_version_and_fails(spark,
     registry.snapshot_schema(ORDER, "1.2.0", old)
     registry.close()
 
-    code = contractctl(
-        [
-            "check",
-            str(catalog_dir),
-            "--registry-url",
-            url,
-            "--replay",
-            str(archive),
-            "--no-in-flight",
-            "--format",
-            "json",
-        ]
-    )
+    code = contractctl(check_replay_args(catalog_dir, url, archive))
 
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["ok"] is False

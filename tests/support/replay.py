@@ -15,7 +15,17 @@ from benchmarks.generate_archive import archive_record
 
 from contract_platform.catalog import load_catalog
 
-__all__ = ["NOW", "OLD_PATTERN", "ORDER", "STRICTER", "mixed_archive", "tighten", "write_archive", "write_order_day"]
+__all__ = [
+    "NOW",
+    "OLD_PATTERN",
+    "ORDER",
+    "STRICTER",
+    "check_replay_args",
+    "mixed_archive",
+    "tighten",
+    "write_archive",
+    "write_order_day",
+]
 
 ORDER = "order.order-created.v1"
 FIXTURE = (
@@ -25,6 +35,21 @@ FIXTURE = (
 OLD_PATTERN = "^ord-[0-9]+$"
 STRICTER = "^ord-[0-9]{5,}$"  # every order number of five digits or more
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def check_replay_args(catalog_dir: Path | str, url: str, archive: Path | str) -> list[str]:
+    """``contractctl check``'s arguments replaying ``archive`` for the catalogue, in-flight messages left out, as JSON."""
+    return [
+        "check",
+        str(catalog_dir),
+        "--registry-url",
+        url,
+        "--replay",
+        str(archive),
+        "--no-in-flight",
+        "--format",
+        "json",
+    ]
 
 
 def tighten(catalog_dir: Path, *, compatibility: Any = "BACKWARD") -> tuple[Path, dict[str, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.replay import NOW, ORDER, mixed_archive, tighten, write_archive
+from tests.support.replay import NOW, ORDER, check_replay_args, mixed_archive, tighten, write_archive
 
 from contract_platform.catalog import load_catalog
 from contract_platform.errors import ArchiveError, UsageError
@@ -188,15 +188,7 @@ def _check_in_a_fresh_process(
         sys.executable,
         "-c",
         probe,
-        "check",
-        str(catalog_path),
-        "--registry-url",
-        url,
-        "--replay",
-        str(archive),
-        "--no-in-flight",
-        "--format",
-        "json",
+        *check_replay_args(catalog_path, url, archive),
         *extra,
     ]
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CONTRACT_", "PYSPARK_", "SPARK_"))}
