@@ -5,21 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.unit.compat.diffs import directions_of, rules_of
 
 from contract_platform.compat import Change, RuleId, diff_schemas
 
 
 def _diff(old: Any, new: Any) -> list[Change]:
     return diff_schemas(old, new)
-
-
-def _rules(old: Any, new: Any) -> list[RuleId]:
-    return [c.rule for c in _diff(old, new)]
-
-
-def _directions(old: Any, new: Any) -> tuple[bool, bool]:
-    changes = _diff(old, new)
-    return all(c.backward for c in changes), all(c.forward for c in changes)
 
 
 def _arr(**keywords: Any) -> dict[str, Any]:
@@ -56,7 +48,7 @@ def test_each_draft_reads_its_own_array_keywords() -> None:
     assert _meaning(_diff(_arr(items={"type": "string"}), _arr(additionalItems=False, items={"type": "string"}))) == []
     # prefixItems means nothing in draft-07: adding it changes nothing there, but narrows in 2020-12
     assert _meaning(_diff(_arr07(), _arr07(prefixItems=[{"type": "string"}]))) == []
-    assert _rules(_arr(), _arr(prefixItems=[{"type": "string"}])) == [RuleId.TYPE_NARROWED]
+    assert rules_of(_arr(), _arr(prefixItems=[{"type": "string"}])) == [RuleId.TYPE_NARROWED]
 
 
 def test_tuple_position_appended_where_extra_items_were_forbidden() -> None:
@@ -64,31 +56,31 @@ def test_tuple_position_appended_where_extra_items_were_forbidden() -> None:
     new = _arr(prefixItems=[{"type": "string"}, {"type": "integer"}], items=False)
     [change] = _diff(old, new)
     assert (change.rule, change.path) == (RuleId.SCHEMA_FALSE_RELAXED, "/prefixItems/1")
-    assert _directions(old, new) == (True, False)
+    assert directions_of(old, new) == (True, False)
 
 
 def test_tuple_positions_swapped_break_both_ways() -> None:
     old = _arr07(items=[{"type": "number"}, {"type": "string"}])
-    assert _directions(old, _arr07(items=[{"type": "string"}, {"type": "number"}])) == (False, False)
+    assert directions_of(old, _arr07(items=[{"type": "string"}, {"type": "number"}])) == (False, False)
 
 
 def test_additional_items() -> None:
     old = _arr07(items=[{"type": "string"}], additionalItems={"type": "integer"})
-    assert _directions(old, _arr07(items=[{"type": "string"}], additionalItems={"type": "number"})) == (True, False)
-    assert _directions(old, _arr07(items=[{"type": "string"}], additionalItems={"type": "boolean"})) == (False, False)
-    assert _directions(old, _arr07(items=[{"type": "string"}], additionalItems=False)) == (False, True)
+    assert directions_of(old, _arr07(items=[{"type": "string"}], additionalItems={"type": "number"})) == (True, False)
+    assert directions_of(old, _arr07(items=[{"type": "string"}], additionalItems={"type": "boolean"})) == (False, False)
+    assert directions_of(old, _arr07(items=[{"type": "string"}], additionalItems=False)) == (False, True)
     [change] = _diff(old, _arr07(items=[{"type": "string"}], additionalItems=False))
     assert change.path == "/additionalItems"  # reported where the schema as written says it
 
 
 def test_contains() -> None:
-    assert _rules(_arr(), _arr(contains={"type": "integer"})) == [RuleId.CONTAINS_ADDED]
-    assert _rules(_arr(contains={"type": "integer"}), _arr()) == [RuleId.CONTAINS_REMOVED]
-    relaxed = _directions(
+    assert rules_of(_arr(), _arr(contains={"type": "integer"})) == [RuleId.CONTAINS_ADDED]
+    assert rules_of(_arr(contains={"type": "integer"}), _arr()) == [RuleId.CONTAINS_REMOVED]
+    relaxed = directions_of(
         _arr(contains={"type": "integer", "minimum": 10}), _arr(contains={"type": "integer", "minimum": 5})
     )
     assert relaxed == (True, False)
-    more = _rules(_arr(contains={"type": "integer"}), _arr(contains={"type": "integer"}, minContains=2))
+    more = rules_of(_arr(contains={"type": "integer"}), _arr(contains={"type": "integer"}, minContains=2))
     assert more == [RuleId.MIN_CONTAINS_ADDED]  # minContains 1 is the default
     assert _diff(_arr(contains={}, minContains=1), _arr(contains={})) == []
 
@@ -106,8 +98,8 @@ def test_contains() -> None:
     ],
 )
 def test_array_bounds(old: Any, new: Any, rule: RuleId, directions: tuple[bool, bool]) -> None:
-    assert _rules(_arr(**old), _arr(**new)) == [rule]
-    assert _directions(_arr(**old), _arr(**new)) == directions
+    assert rules_of(_arr(**old), _arr(**new)) == [rule]
+    assert directions_of(_arr(**old), _arr(**new)) == directions
 
 
 def test_array_keywords_on_a_value_that_cannot_be_an_array_do_not_matter() -> None:

@@ -15,6 +15,7 @@ import itertools
 from typing import Any
 
 import pytest
+from tests.unit.compat.diffs import directions_of
 
 from contract_platform.catalog.schemas import DRAFTS, read_dialect, schema_problems, validator_for
 from contract_platform.compat import Mode, check_compatibility, diff_schemas
@@ -131,11 +132,6 @@ def _witness_holds(source: Any, target: Any, instance: Any) -> None:
     assert not validator_for(target).is_valid(instance), f"{instance!r} should be rejected by {target}"
 
 
-def _directions(old: Any, new: Any) -> tuple[bool, bool]:
-    changes = diff_schemas(old, new)
-    return all(c.backward for c in changes), all(c.forward for c in changes)
-
-
 @pytest.mark.parametrize("declared", list(LEGACY_DRAFTS))
 @pytest.mark.parametrize(
     ("case", "old", "new", "backward", "forward"), KEYWORD_PAIRS, ids=[p[0] for p in KEYWORD_PAIRS]
@@ -145,7 +141,7 @@ def test_draft_keywords_keep_their_meaning(
 ) -> None:
     uri = LEGACY_DRAFTS[declared]
     old, new = _declare(old, uri), _declare(new, uri)
-    assert _directions(old, new) == (backward is NONE, forward is NONE), diff_schemas(old, new)
+    assert directions_of(old, new) == (backward is NONE, forward is NONE), diff_schemas(old, new)
     if backward is not NONE:
         _witness_holds(old, new, backward)
     if forward is not NONE:
@@ -180,7 +176,7 @@ def test_2019_and_2020_keywords_keep_their_meaning(
         spellings.append(None)  # their own keywords say 2019-09/2020-12
     for uri in spellings:
         o, n = _declare(old, uri), _declare(new, uri)
-        assert _directions(o, n) == (backward is NONE, forward is NONE), (uri, diff_schemas(o, n))
+        assert directions_of(o, n) == (backward is NONE, forward is NONE), (uri, diff_schemas(o, n))
         if backward is not NONE:
             _witness_holds(o, n, backward)
         if forward is not NONE:
@@ -190,7 +186,7 @@ def test_2019_and_2020_keywords_keep_their_meaning(
 def test_a_draft04_boolean_exclusive_minimum_without_schema_is_read_as_draft04() -> None:
     old = {"type": "number", "minimum": 0}
     new = {"type": "number", "minimum": 0, "exclusiveMinimum": True}
-    assert _directions(old, new) == (False, True)
+    assert directions_of(old, new) == (False, True)
     _witness_holds(old, new, 0)
 
 
@@ -205,7 +201,7 @@ def test_the_same_schema_with_and_without_its_schema_keyword_differs_in_nothing(
 def test_a_draft07_tuple_and_its_2020_spelling_are_the_same_schema() -> None:
     draft07 = {"type": "array", "items": [STR], "additionalItems": False}
     draft2020 = {"type": "array", "prefixItems": [STR], "items": False}
-    assert _directions(draft07, draft2020) == (True, True)
+    assert directions_of(draft07, draft2020) == (True, True)
 
 
 # -- combinators: decided by the branches' instance sets --------------------------------------------
@@ -254,7 +250,7 @@ def test_combinator_changes_follow_the_instances_their_branches_accept(
     declared: str | None, case: str, old: dict[str, Any], new: dict[str, Any], backward: Any, forward: Any
 ) -> None:
     old, new = _declare(old, declared), _declare(new, declared)
-    assert _directions(old, new) == (backward is NONE, forward is NONE), diff_schemas(old, new)
+    assert directions_of(old, new) == (backward is NONE, forward is NONE), diff_schemas(old, new)
     if backward is not NONE:
         _witness_holds(old, new, backward)
     if forward is not NONE:
@@ -294,7 +290,7 @@ def test_the_default_dialect_reads_a_schema_whose_keywords_do_not_say() -> None:
     # draft-07 ignores the siblings of $ref; 2020-12 applies them
     old = {"definitions": {"s": STR}, "properties": {"p": {"$ref": "#/definitions/s"}}}
     new = {"definitions": {"s": STR}, "properties": {"p": {"$ref": "#/definitions/s", "maxLength": 2}}}
-    assert _directions(old, new) == (False, True)
+    assert directions_of(old, new) == (False, True)
     _witness_holds(old, new, {"p": "abc"})
     draft07 = diff_schemas(old, new, default_dialect="draft-07")
     assert all(c.backward and c.forward for c in draft07)

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.unit.compat.diffs import directions_of, rules_of
+
 from contract_platform.compat import Change, RuleId, diff_schemas
 
 
 def _diff(old: Any, new: Any) -> list[Change]:
     return diff_schemas(old, new)
-
-
-def _rules(old: Any, new: Any) -> list[RuleId]:
-    return [c.rule for c in _diff(old, new)]
-
-
-def _directions(old: Any, new: Any) -> tuple[bool, bool]:
-    changes = _diff(old, new)
-    return all(c.backward for c in changes), all(c.forward for c in changes)
 
 
 STRING, INTEGER, NULL = {"type": "string"}, {"type": "integer"}, {"type": "null"}
@@ -30,10 +23,10 @@ def test_one_of_branch_reorder_is_no_change() -> None:
 
 
 def test_any_of_branch_added_widens_and_removed_narrows() -> None:
-    assert _rules({"anyOf": [STRING]}, {"anyOf": [STRING, INTEGER]}) == [RuleId.ANY_OF_BRANCH_ADDED]
-    assert _directions({"anyOf": [STRING]}, {"anyOf": [STRING, INTEGER]}) == (True, False)
-    assert _rules({"oneOf": [STRING, INTEGER]}, {"oneOf": [INTEGER]}) == [RuleId.ONE_OF_BRANCH_REMOVED]
-    assert _directions({"oneOf": [STRING, INTEGER]}, {"oneOf": [INTEGER]}) == (False, True)
+    assert rules_of({"anyOf": [STRING]}, {"anyOf": [STRING, INTEGER]}) == [RuleId.ANY_OF_BRANCH_ADDED]
+    assert directions_of({"anyOf": [STRING]}, {"anyOf": [STRING, INTEGER]}) == (True, False)
+    assert rules_of({"oneOf": [STRING, INTEGER]}, {"oneOf": [INTEGER]}) == [RuleId.ONE_OF_BRANCH_REMOVED]
+    assert directions_of({"oneOf": [STRING, INTEGER]}, {"oneOf": [INTEGER]}) == (False, True)
 
 
 def test_changed_branch_is_matched_to_its_old_counterpart() -> None:
@@ -44,33 +37,33 @@ def test_changed_branch_is_matched_to_its_old_counterpart() -> None:
 
 
 def test_all_of_branches_conjoin() -> None:
-    assert _rules({"allOf": [STRING]}, {"allOf": [STRING, {"maxLength": 3}]}) == [RuleId.ALL_OF_BRANCH_ADDED]
-    assert _directions({"allOf": [STRING]}, {"allOf": [STRING, {"maxLength": 3}]}) == (False, True)
-    assert _directions({"allOf": [STRING, {"maxLength": 3}]}, {"allOf": [STRING]}) == (True, False)
+    assert rules_of({"allOf": [STRING]}, {"allOf": [STRING, {"maxLength": 3}]}) == [RuleId.ALL_OF_BRANCH_ADDED]
+    assert directions_of({"allOf": [STRING]}, {"allOf": [STRING, {"maxLength": 3}]}) == (False, True)
+    assert directions_of({"allOf": [STRING, {"maxLength": 3}]}, {"allOf": [STRING]}) == (True, False)
 
 
 def test_combinator_kind_changes() -> None:
     branches = [{"maximum": 100}, {"multipleOf": 6}]
-    assert _rules({"allOf": branches}, {"anyOf": branches}) == [RuleId.ALL_OF_TO_ANY_OF]
-    assert _directions({"allOf": branches}, {"anyOf": branches}) == (True, False)
-    assert _directions({"anyOf": branches}, {"oneOf": branches}) == (False, True)
+    assert rules_of({"allOf": branches}, {"anyOf": branches}) == [RuleId.ALL_OF_TO_ANY_OF]
+    assert directions_of({"allOf": branches}, {"anyOf": branches}) == (True, False)
+    assert directions_of({"anyOf": branches}, {"oneOf": branches}) == (False, True)
     assert _diff({"anyOf": [STRING]}, {"allOf": [STRING]}) == []
 
 
 def test_wrapping_a_type_into_a_nullable_any_of_is_a_widening() -> None:
     old = {"type": "object", "properties": {"note": STRING}}
     new = {"type": "object", "properties": {"note": {"anyOf": [STRING, NULL]}}}
-    assert _rules(old, new) == [RuleId.NULL_ALLOWED, RuleId.COMPOSITION_ADDED_IMPLIED]
-    assert _directions(old, new) == (True, False)
-    assert _directions(new, old) == (False, True)
+    assert rules_of(old, new) == [RuleId.NULL_ALLOWED, RuleId.COMPOSITION_ADDED_IMPLIED]
+    assert directions_of(old, new) == (True, False)
+    assert directions_of(new, old) == (False, True)
 
 
 def test_a_new_composition_old_data_may_not_meet_narrows() -> None:
     old = {"type": "string"}
     new = {"type": "string", "anyOf": [{"maxLength": 3}, {"pattern": "^x"}]}
-    assert _rules(old, new) == [RuleId.COMPOSITION_ADDED]
-    assert _directions(old, new) == (False, True)
-    assert _rules(new, old) == [RuleId.COMPOSITION_REMOVED]
+    assert rules_of(old, new) == [RuleId.COMPOSITION_ADDED]
+    assert directions_of(old, new) == (False, True)
+    assert rules_of(new, old) == [RuleId.COMPOSITION_REMOVED]
 
 
 def test_narrowing_inside_not_widens() -> None:
@@ -78,16 +71,16 @@ def test_narrowing_inside_not_widens() -> None:
     new = {"not": {"type": "string", "maxLength": 5}}
     [change] = _diff(old, new)
     assert (change.rule, change.backward, change.forward) == (RuleId.MAX_LENGTH_DECREASED, True, False)
-    assert _rules({}, {"not": STRING}) == [RuleId.NOT_ADDED]
-    assert _directions({"not": STRING}, {}) == (True, False)
+    assert rules_of({}, {"not": STRING}) == [RuleId.NOT_ADDED]
+    assert directions_of({"not": STRING}, {}) == (True, False)
 
 
 def test_conditionals() -> None:
     base = {"type": "object", "if": {"properties": {"kind": {"const": "a"}}}}
     old = {**base, "then": {"required": ["x"]}}
     assert _diff(old, {**base, "then": {"required": ["x"]}}) == []
-    assert _rules(old, {**base, "then": {}}) == [RuleId.REQUIRED_REMOVED]
+    assert rules_of(old, {**base, "then": {}}) == [RuleId.REQUIRED_REMOVED]
     changed_if = {**old, "if": {"properties": {"kind": {"enum": ["a", "b"]}}}}
-    assert _rules(old, changed_if) == [RuleId.CONDITION_CHANGED]
-    assert _directions(old, changed_if) == (False, False)
-    assert _rules({"type": "object"}, old) == [RuleId.CONDITIONAL_ADDED]
+    assert rules_of(old, changed_if) == [RuleId.CONDITION_CHANGED]
+    assert directions_of(old, changed_if) == (False, False)
+    assert rules_of({"type": "object"}, old) == [RuleId.CONDITIONAL_ADDED]

@@ -5,21 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.unit.compat.diffs import directions_of, rules_of
 
 from contract_platform.compat import Change, Policy, RuleId, diff_schemas
 
 
 def _diff(old: Any, new: Any, policy: Policy = Policy.STRICT) -> list[Change]:
     return diff_schemas(old, new, policy=policy)
-
-
-def _rules(old: Any, new: Any, policy: Policy = Policy.STRICT) -> list[RuleId]:
-    return [c.rule for c in _diff(old, new, policy)]
-
-
-def _directions(old: Any, new: Any, policy: Policy = Policy.STRICT) -> tuple[bool, bool]:
-    changes = _diff(old, new, policy)
-    return all(c.backward for c in changes), all(c.forward for c in changes)
 
 
 def _obj(props: dict[str, Any], **keywords: Any) -> dict[str, Any]:
@@ -43,7 +35,7 @@ def test_required_added_breaks_backward() -> None:
 
 
 def test_required_removed_breaks_forward_and_reorder_is_no_change() -> None:
-    assert _directions(_obj({}, required=["a", "b"]), _obj({}, required=["b"])) == (True, False)
+    assert directions_of(_obj({}, required=["a", "b"]), _obj({}, required=["b"])) == (True, False)
     assert _diff(_obj({}, required=["a", "b"]), _obj({}, required=["b", "a"])) == []
 
 
@@ -56,37 +48,37 @@ def test_optional_property_added_to_open_model_strict_breaks_backward() -> None:
 
 def test_optional_property_added_to_open_model_lenient_is_allowed() -> None:
     old, new = _obj({"id": STRING}), _obj({"id": STRING, "note": STRING})
-    assert _rules(old, new, Policy.LENIENT) == [RuleId.PROPERTY_ADDED_OPEN_MODEL]
-    assert _directions(old, new, Policy.LENIENT) == (True, True)
+    assert rules_of(old, new, Policy.LENIENT) == [RuleId.PROPERTY_ADDED_OPEN_MODEL]
+    assert directions_of(old, new, Policy.LENIENT) == (True, True)
 
 
 def test_optional_property_added_to_closed_model_is_backward_compatible_but_forward_breaking() -> None:
     old = _obj({"id": STRING}, additionalProperties=False)
     new = _obj({"id": STRING, "note": STRING}, additionalProperties=False)
     for policy in Policy:
-        assert _rules(old, new, policy) == [RuleId.PROPERTY_ADDED_CLOSED_MODEL]
-        assert _directions(old, new, policy) == (True, False)
+        assert rules_of(old, new, policy) == [RuleId.PROPERTY_ADDED_CLOSED_MODEL]
+        assert directions_of(old, new, policy) == (True, False)
 
 
 def test_property_removed_from_open_model_depends_on_policy() -> None:
     old, new = _obj({"id": STRING, "legacy": STRING}), _obj({"id": STRING})
-    assert _rules(old, new) == [RuleId.PROPERTY_REMOVED_OPEN_MODEL]
+    assert rules_of(old, new) == [RuleId.PROPERTY_REMOVED_OPEN_MODEL]
     assert _diff(old, new)[0].path == "/properties/legacy"
-    assert _directions(old, new, Policy.STRICT) == (True, False)
-    assert _directions(old, new, Policy.LENIENT) == (True, True)
+    assert directions_of(old, new, Policy.STRICT) == (True, False)
+    assert directions_of(old, new, Policy.LENIENT) == (True, True)
 
 
 def test_property_removed_from_closed_model_breaks_backward() -> None:
     old = _obj({"id": STRING, "legacy": STRING}, additionalProperties=False)
     new = _obj({"id": STRING}, additionalProperties=False)
-    assert _rules(old, new) == [RuleId.PROPERTY_REMOVED_CLOSED_MODEL]
-    assert _directions(old, new, Policy.LENIENT) == (False, True)
+    assert rules_of(old, new) == [RuleId.PROPERTY_REMOVED_CLOSED_MODEL]
+    assert directions_of(old, new, Policy.LENIENT) == (False, True)
 
 
 def test_property_added_is_compared_with_the_additional_properties_schema_it_replaces() -> None:
     old = _obj({}, additionalProperties=STRING)
-    assert _directions(old, _obj({"a": STRING}, additionalProperties=STRING)) == (True, True)
-    assert _rules(old, _obj({"a": {"type": "integer"}}, additionalProperties=STRING)) == [
+    assert directions_of(old, _obj({"a": STRING}, additionalProperties=STRING)) == (True, True)
+    assert rules_of(old, _obj({"a": {"type": "integer"}}, additionalProperties=STRING)) == [
         RuleId.PROPERTY_ADDED, RuleId.TYPE_CHANGED,
     ]  # fmt: skip
 
@@ -98,7 +90,7 @@ def test_property_added_where_a_pattern_governed_the_name() -> None:
         patternProperties={"^x-": {"type": "integer"}},
         additionalProperties=False,
     )
-    assert _rules(old, new) == [RuleId.PROPERTY_ADDED, RuleId.MINIMUM_ADDED]
+    assert rules_of(old, new) == [RuleId.PROPERTY_ADDED, RuleId.MINIMUM_ADDED]
 
 
 @pytest.mark.parametrize(
@@ -120,31 +112,31 @@ def test_additional_properties(old: Any, new: Any, rule: RuleId, directions: tup
 def test_pattern_properties() -> None:
     old = _obj({}, patternProperties={"^S_": STRING, "^I_": {"type": "integer"}})
     swapped = _obj({}, patternProperties={"^S_": {"type": "integer"}, "^I_": STRING})
-    assert _directions(old, swapped) == (False, False)
-    assert _rules(old, _obj({}, patternProperties={"^S_": STRING})) == [RuleId.PROPERTY_REMOVED_OPEN_MODEL]
+    assert directions_of(old, swapped) == (False, False)
+    assert rules_of(old, _obj({}, patternProperties={"^S_": STRING})) == [RuleId.PROPERTY_REMOVED_OPEN_MODEL]
 
 
 def test_property_names() -> None:
     old = _obj({}, propertyNames={"maxLength": 5})
-    assert _rules(old, _obj({}, propertyNames={"maxLength": 8})) == [RuleId.MAX_LENGTH_INCREASED]
-    assert _directions(old, _obj({})) == (True, False)
+    assert rules_of(old, _obj({}, propertyNames={"maxLength": 8})) == [RuleId.MAX_LENGTH_INCREASED]
+    assert directions_of(old, _obj({})) == (True, False)
 
 
 def test_dependent_required_in_both_spellings() -> None:
     draft07 = _obj({}, dependencies={"street": ["city"]}, **D07)
     draft2020 = _obj({}, dependentRequired={"street": ["city"]})
     assert [c.rule for c in _diff(draft07, draft2020)] == [RuleId.DIALECT_CHANGED]  # $schema only
-    assert _rules(draft2020, _obj({}, dependentRequired={"street": ["city", "zip"]})) == [
+    assert rules_of(draft2020, _obj({}, dependentRequired={"street": ["city", "zip"]})) == [
         RuleId.DEPENDENT_REQUIRED_ADDED
     ]
-    assert _rules(draft07, _obj({}, **D07)) == [RuleId.DEPENDENT_REQUIRED_REMOVED]
+    assert rules_of(draft07, _obj({}, **D07)) == [RuleId.DEPENDENT_REQUIRED_REMOVED]
     assert _diff(draft07, _obj({}, **D07))[0].path == "/dependencies/street"
-    assert _directions(draft07, _obj({})) == (True, False)
+    assert directions_of(draft07, _obj({})) == (True, False)
     # 2020-12 has no "dependencies" keyword: where $schema says 2020-12 it asserts nothing
     d2020 = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
-    assert _directions(_obj({}, **d2020), _obj({}, dependencies={"street": ["city"]}, **d2020)) == (True, True)
+    assert directions_of(_obj({}, **d2020), _obj({}, dependencies={"street": ["city"]}, **d2020)) == (True, True)
     # without $schema, "dependencies" is draft-07's keyword and means what draft-07 says
-    assert _directions(_obj({}), _obj({}, dependencies={"street": ["city"]})) == (False, True)
+    assert directions_of(_obj({}), _obj({}, dependencies={"street": ["city"]})) == (False, True)
 
 
 def test_dependent_schemas_in_both_spellings() -> None:
@@ -153,10 +145,10 @@ def test_dependent_schemas_in_both_spellings() -> None:
     assert [c.rule for c in _diff(draft07, _obj({}, dependentSchemas={"street": dependent}))] == [
         RuleId.DIALECT_CHANGED
     ]
-    assert _rules(_obj({}, **D07), draft07) == [RuleId.DEPENDENT_SCHEMA_ADDED]
-    assert _directions(_obj({}), draft07) == (False, True)
+    assert rules_of(_obj({}, **D07), draft07) == [RuleId.DEPENDENT_SCHEMA_ADDED]
+    assert directions_of(_obj({}), draft07) == (False, True)
     relaxed = _obj({}, dependentSchemas={"street": {}})
-    assert _rules(draft07, relaxed) == [RuleId.DIALECT_CHANGED, RuleId.REQUIRED_REMOVED]
+    assert rules_of(draft07, relaxed) == [RuleId.DIALECT_CHANGED, RuleId.REQUIRED_REMOVED]
 
 
 @pytest.mark.parametrize(
@@ -168,8 +160,8 @@ def test_dependent_schemas_in_both_spellings() -> None:
     ],
 )
 def test_object_size_and_unevaluated(old: Any, new: Any, rule: RuleId, directions: tuple[bool, bool]) -> None:
-    assert _rules(_obj({}, **old), _obj({}, **new)) == [rule]
-    assert _directions(_obj({}, **old), _obj({}, **new)) == directions
+    assert rules_of(_obj({}, **old), _obj({}, **new)) == [rule]
+    assert directions_of(_obj({}, **old), _obj({}, **new)) == directions
 
 
 def test_nested_change_points_into_the_new_schema_and_names_the_field() -> None:
@@ -188,4 +180,4 @@ def test_property_declaring_an_already_implied_type_in_a_conditional_is_no_chang
     }
     old = {**base, "then": {"properties": {"data": {"pattern": "^[a-z]+$"}}}}
     new = {**base, "then": {"properties": {"data": {"type": "string"}}}}
-    assert _rules(old, new) == [RuleId.PATTERN_REMOVED]
+    assert rules_of(old, new) == [RuleId.PATTERN_REMOVED]

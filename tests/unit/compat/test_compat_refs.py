@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.unit.compat.diffs import directions_of
 
 from contract_platform.compat import Change, RuleId, diff_schemas
 from contract_platform.errors import SchemaError
@@ -12,11 +13,6 @@ from contract_platform.errors import SchemaError
 
 def _diff(old: Any, new: Any) -> list[Change]:
     return diff_schemas(old, new)
-
-
-def _directions(old: Any, new: Any) -> tuple[bool, bool]:
-    changes = _diff(old, new)
-    return all(c.backward for c in changes), all(c.forward for c in changes)
 
 
 def _address(min_length: int) -> dict[str, Any]:
@@ -64,7 +60,7 @@ def test_recursive_ref_terminates_and_finds_deep_changes() -> None:
     assert _diff(tree(5), tree(5)) == []
     [change] = _diff(tree(5), tree(3))
     assert change.path == "/$defs/Node/properties/name/maxLength"
-    assert _directions(tree(5), {}) == (True, False)
+    assert directions_of(tree(5), {}) == (True, False)
 
 
 def test_mutual_recursion_terminates() -> None:
@@ -114,9 +110,9 @@ def test_draft07_ignores_ref_siblings_2020_applies_them() -> None:
         "definitions": {"S": {"type": "string"}},
         "properties": {"a": {"$ref": "#/definitions/S", "maxLength": 3}},
     }
-    assert _directions(old, new) == (True, True)  # maxLength beside $ref asserts nothing in draft-07
+    assert directions_of(old, new) == (True, True)  # maxLength beside $ref asserts nothing in draft-07
     new2020 = {"$defs": {"S": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/S", "maxLength": 3}}}
-    assert _directions(old, new2020) == (False, True)
+    assert directions_of(old, new2020) == (False, True)
 
 
 def test_refs_with_the_root_id_and_escaped_pointers_resolve() -> None:
@@ -158,7 +154,7 @@ def test_a_circular_reference_in_a_valid_schema_gets_a_conservative_verdict_not_
     circular = {"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}
     changes = _diff({}, circular)
     assert RuleId.KEYWORD_UNMODELLED in {c.rule for c in changes}
-    assert _directions({}, circular) == (False, False)
+    assert directions_of({}, circular) == (False, False)
 
 
 def test_a_draft07_reference_into_a_tuple_item_follows_it_after_the_rewrite() -> None:

@@ -5,21 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.unit.compat.diffs import directions_of, rules_of
 
 from contract_platform.compat import Change, Policy, RuleId, diff_schemas
 
 
 def _diff(old: Any, new: Any) -> list[Change]:
     return diff_schemas(old, new, policy=Policy.STRICT)
-
-
-def _rules(old: Any, new: Any) -> list[RuleId]:
-    return [c.rule for c in _diff(old, new)]
-
-
-def _directions(old: Any, new: Any) -> tuple[bool, bool]:
-    changes = _diff(old, new)
-    return all(c.backward for c in changes), all(c.forward for c in changes)
 
 
 def _obj(**props: Any) -> dict[str, Any]:
@@ -37,13 +29,13 @@ def test_integer_to_number_is_a_widening_at_the_type_keyword() -> None:
 
 
 def test_number_to_integer_is_a_narrowing() -> None:
-    assert _rules({"type": "number"}, {"type": "integer"}) == [RuleId.TYPE_NARROWED]
-    assert _directions({"type": "number"}, {"type": "integer"}) == (False, True)
+    assert rules_of({"type": "number"}, {"type": "integer"}) == [RuleId.TYPE_NARROWED]
+    assert directions_of({"type": "number"}, {"type": "integer"}) == (False, True)
 
 
-def test_unrelated_types_break_both_directions() -> None:
-    assert _rules({"type": "string"}, {"type": "number"}) == [RuleId.TYPE_CHANGED]
-    assert _directions({"type": "string"}, {"type": "number"}) == (False, False)
+def test_unrelated_types_break_bothdirections_of() -> None:
+    assert rules_of({"type": "string"}, {"type": "number"}) == [RuleId.TYPE_CHANGED]
+    assert directions_of({"type": "string"}, {"type": "number"}) == (False, False)
 
 
 @pytest.mark.parametrize(
@@ -57,8 +49,8 @@ def test_unrelated_types_break_both_directions() -> None:
     ],
 )
 def test_type_lists_and_nullability(old: Any, new: Any, rule: RuleId, directions: tuple[bool, bool]) -> None:
-    assert _rules(old, new) == [rule]
-    assert _directions(old, new) == directions
+    assert rules_of(old, new) == [rule]
+    assert directions_of(old, new) == directions
 
 
 def test_reordered_type_list_is_no_change() -> None:
@@ -81,8 +73,8 @@ def test_enum_widening_is_backward_compatible_only() -> None:
 
 
 def test_enum_value_removed_breaks_backward() -> None:
-    assert _rules({"enum": ["NEW", "PAID"]}, {"enum": ["NEW"]}) == [RuleId.ENUM_VALUE_REMOVED]
-    assert _directions({"enum": ["NEW", "PAID"]}, {"enum": ["NEW"]}) == (False, True)
+    assert rules_of({"enum": ["NEW", "PAID"]}, {"enum": ["NEW"]}) == [RuleId.ENUM_VALUE_REMOVED]
+    assert directions_of({"enum": ["NEW", "PAID"]}, {"enum": ["NEW"]}) == (False, True)
 
 
 def test_enum_reorder_and_const_as_single_value_enum_are_no_change() -> None:
@@ -92,12 +84,12 @@ def test_enum_reorder_and_const_as_single_value_enum_are_no_change() -> None:
 
 
 def test_enum_and_const_appearing_or_disappearing() -> None:
-    assert _rules({"type": "string"}, {"type": "string", "enum": ["a"]}) == [RuleId.ENUM_ADDED]
-    assert _rules({"type": "string", "const": "a"}, {"type": "string"}) == [RuleId.ENUM_REMOVED]
+    assert rules_of({"type": "string"}, {"type": "string", "enum": ["a"]}) == [RuleId.ENUM_ADDED]
+    assert rules_of({"type": "string", "const": "a"}, {"type": "string"}) == [RuleId.ENUM_REMOVED]
 
 
 def test_true_and_one_are_different_enum_values() -> None:
-    assert _rules({"enum": [True]}, {"enum": [1]}) == [
+    assert rules_of({"enum": [True]}, {"enum": [1]}) == [
         RuleId.TYPE_CHANGED,
         RuleId.ENUM_VALUE_ADDED,
         RuleId.ENUM_VALUE_REMOVED,
@@ -135,8 +127,8 @@ def test_true_and_one_are_different_enum_values() -> None:
 )
 def test_string_keywords(old: Any, new: Any, rule: RuleId, directions: tuple[bool, bool]) -> None:
     old, new = {"type": "string", **old}, {"type": "string", **new}
-    assert _rules(old, new) == [rule]
-    assert _directions(old, new) == directions
+    assert rules_of(old, new) == [rule]
+    assert directions_of(old, new) == directions
 
 
 def test_min_length_zero_is_the_same_as_no_min_length() -> None:
@@ -168,8 +160,8 @@ def test_string_bounds_on_a_value_that_cannot_be_a_string_do_not_matter() -> Non
 )
 def test_number_keywords(old: Any, new: Any, rule: RuleId, directions: tuple[bool, bool]) -> None:
     old, new = {"type": "number", **old}, {"type": "number", **new}
-    assert _rules(old, new) == [rule]
-    assert _directions(old, new) == directions
+    assert rules_of(old, new) == [rule]
+    assert directions_of(old, new) == directions
 
 
 D04 = {"$schema": "http://json-schema.org/draft-04/schema#"}
@@ -179,8 +171,8 @@ def test_draft04_and_draft2020_exclusive_bounds_are_the_same_bound() -> None:
     draft04 = {"type": "number", "maximum": 10, "exclusiveMaximum": True, **D04}
     assert [c.rule for c in _diff(draft04, {"type": "number", "exclusiveMaximum": 10})] == [RuleId.DIALECT_CHANGED]
     old, new = {"minimum": 10, "exclusiveMinimum": True, **D04}, {"minimum": 10, **D04}
-    assert _rules(old, new) == [RuleId.MINIMUM_MADE_INCLUSIVE]
-    assert _directions(old, new) == (True, False)
+    assert rules_of(old, new) == [RuleId.MINIMUM_MADE_INCLUSIVE]
+    assert directions_of(old, new) == (True, False)
     assert _diff(old, new)[0].path == "/minimum"  # the draft-04 spelling, as written
 
 
@@ -226,14 +218,14 @@ def test_an_unknown_keyword_is_reported_with_its_pointer_and_judged_conservative
 def test_dialect_change_alone_is_neutral() -> None:
     old = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"}
     new = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string"}
-    assert _rules(old, new) == [RuleId.DIALECT_CHANGED]
-    assert _directions(old, new) == (True, True)
+    assert rules_of(old, new) == [RuleId.DIALECT_CHANGED]
+    assert directions_of(old, new) == (True, True)
 
 
 def test_boolean_schemas() -> None:
-    assert _rules(_obj(a=False), _obj(a={"type": "string"})) == [RuleId.SCHEMA_FALSE_RELAXED]
-    assert _directions(_obj(a=False), _obj(a={"type": "string"})) == (True, False)
-    assert _rules(True, False) == [RuleId.SCHEMA_MADE_FALSE]
+    assert rules_of(_obj(a=False), _obj(a={"type": "string"})) == [RuleId.SCHEMA_FALSE_RELAXED]
+    assert directions_of(_obj(a=False), _obj(a={"type": "string"})) == (True, False)
+    assert rules_of(True, False) == [RuleId.SCHEMA_MADE_FALSE]
     assert _diff(True, {}) == []
     assert _diff(False, False) == []
-    assert _directions({"type": "string"}, True) == (True, False)
+    assert directions_of({"type": "string"}, True) == (True, False)
