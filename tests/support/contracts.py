@@ -8,6 +8,7 @@ test's own names on the shared broker; ``consumers`` names the reading services 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
@@ -170,3 +171,13 @@ def family_copy(target: Path, source: Path = REPO_ROOT / "contracts") -> Path:
     shutil.copytree(source / "envelope", target / "envelope")
     shutil.copytree(source / "billing" / "invoice-issued", target / "billing" / "invoice-issued")
     return target
+
+
+def schema_with(schema: dict[str, Any], *path: Any, value: Any) -> dict[str, Any]:
+    """A deep copy of ``schema`` whose value at ``path`` (keys and indexes) is ``value``."""
+    out = copy.deepcopy(schema)
+    node = out
+    for token in path[:-1]:
+        node = node[token]
+    node[path[-1]] = value
+    return out

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
+from tests.support.contracts import schema_with
 
 from contract_platform.catalog.model import Consumer, Owner
 from contract_platform.compat import Mode, check_compatibility
@@ -23,15 +23,6 @@ INVOICE: dict[str, Any] = {
     "$defs": {"Line": {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}}}},
 }
 BILLING = Owner(team="billing-platform", service="billing-service", contact="billing@example.com")
-
-
-def _edit(schema: dict[str, Any], *path: Any, value: Any) -> dict[str, Any]:
-    out = copy.deepcopy(schema)
-    node = out
-    for token in path[:-1]:
-        node = node[token]
-    node[path[-1]] = value
-    return out
 
 
 def _impact(old: Any, new: Any, consumers: list[Consumer], mode: Mode = Mode.BACKWARD, **kw: Any) -> ConsumerImpact:
@@ -64,7 +55,7 @@ THREE = [
 def test_a_breaking_change_breaks_the_consumers_whose_reads_cover_it(
     path: tuple[Any, ...], value: Any, broken: list[str]
 ) -> None:
-    impact = _impact(INVOICE, _edit(INVOICE, *path, value=value), THREE)
+    impact = _impact(INVOICE, schema_with(INVOICE, *path, value=value), THREE)
     [change] = impact.changes
     assert change.change.compatible is False
     assert list(change.broken) == broken
@@ -78,7 +69,7 @@ def test_one_consumer_of_three_broken_is_named_with_its_owner_and_contact() -> N
         Consumer("billing-service", "q2", reads=("/payload/invoiceId",)),  # owns a contract: the catalogue's entry
         Consumer("mailer-service", "q3", reads=("/payload/customer/name",)),  # nothing known: the contract's owner
     ]
-    new = _edit(INVOICE, "$defs", "Line", "properties", "sku", "pattern", value="^[A-Z]+$")
+    new = schema_with(INVOICE, "$defs", "Line", "properties", "sku", "pattern", value="^[A-Z]+$")
     impact = _impact(INVOICE, new, consumers, services={"billing-service": BILLING})
     assert [(c.service, c.team, c.contact) for c in impact.broken] == [
         ("ledger-service", "ledger", "ledger@example.com")
@@ -95,7 +86,7 @@ def test_one_consumer_of_three_broken_is_named_with_its_owner_and_contact() -> N
 
 def test_a_consumer_without_reads_reads_everything_and_any_breaking_change_breaks_it() -> None:
     everyone = Consumer("legacy-service", "legacy.q")
-    new = _edit(INVOICE, "$defs", "Line", "properties", "qty", "minimum", value=1)
+    new = schema_with(INVOICE, "$defs", "Line", "properties", "qty", "minimum", value=1)
     impact = _impact(INVOICE, new, [everyone, *THREE])
     assert [c.service for c in impact.broken] == ["legacy-service"]
     assert impact.consumer("legacy-service").declares == "everything"  # type: ignore[union-attr]
@@ -105,7 +96,7 @@ def test_a_consumer_without_reads_reads_everything_and_any_breaking_change_break
 
 
 def test_removing_a_read_field_is_allowed_by_backward_but_the_reader_is_listed_as_reading_it() -> None:
-    new = _edit(INVOICE, "properties", value={k: v for k, v in INVOICE["properties"].items() if k != "amount"})
+    new = schema_with(INVOICE, "properties", value={k: v for k, v in INVOICE["properties"].items() if k != "amount"})
     impact = _impact(INVOICE, new, THREE)
     [change] = [c for c in impact.changes if c.change.path == "/properties/amount"]
     assert change.change.compatible is True
@@ -135,7 +126,7 @@ CLOSED_WRITER: dict[str, Any] = {
 def test_a_reader_schema_is_judged_forward_against_what_the_new_writer_may_send(
     reader: dict[str, Any], broken: bool
 ) -> None:
-    new = _edit(CLOSED_WRITER, "properties", "note", value={"type": "string"})
+    new = schema_with(CLOSED_WRITER, "properties", "note", value={"type": "string"})
     consumer = Consumer("reader-service", "q", reader_schema="reader.schema.json", reader_schema_document=reader)
     impact = _impact(CLOSED_WRITER, new, [consumer])
     [change] = impact.changes
@@ -146,7 +137,7 @@ def test_a_reader_schema_is_judged_forward_against_what_the_new_writer_may_send(
 
 def test_a_reader_schema_that_could_not_be_read_is_judged_as_reading_everything() -> None:
     consumer = Consumer("reader-service", "q", reader_schema="gone.json", reader_schema_problem="file is missing")
-    new = _edit(INVOICE, "$defs", "Line", "properties", "qty", "minimum", value=1)
+    new = schema_with(INVOICE, "$defs", "Line", "properties", "qty", "minimum", value=1)
     impact = _impact(INVOICE, new, [consumer])
     [report] = impact.consumers
     assert report.broken and report.note and "reading everything" in report.note
@@ -164,7 +155,7 @@ def test_a_change_inside_one_oneof_branch_breaks_only_that_branch_s_readers() ->
         "required": ["kind"],
     }
     old = {"oneOf": [card, iban]}
-    new = _edit(old, "oneOf", 1, "properties", "iban", "maxLength", value=34)
+    new = schema_with(old, "oneOf", 1, "properties", "iban", "maxLength", value=34)
     consumers = [
         Consumer("cards-service", "q1", reads=("/payload/card",)),
         Consumer("sepa-service", "q2", reads=("/payload/iban",)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.support.contracts import schema_with
 
 from contract_platform.compat import Mode, check_compatibility
 from contract_platform.impact.pointers import PositionIndex, covers, format_pointer, instance_paths, parse_read
@@ -52,17 +53,6 @@ def _landed(old: Any, new: Any) -> dict[str, list[str]]:
     }
 
 
-def _with(schema: dict[str, Any], *path: str, value: Any) -> dict[str, Any]:
-    import copy
-
-    out = copy.deepcopy(schema)
-    node = out
-    for token in path[:-1]:
-        node = node[token]
-    node[path[-1]] = value
-    return out
-
-
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [
@@ -78,17 +68,17 @@ def _with(schema: dict[str, Any], *path: str, value: Any) -> dict[str, Any]:
 def test_an_engine_path_lands_on_the_envelope_pointer_it_constrains(
     path: tuple[Any, ...], value: Any, expected: str
 ) -> None:
-    landed = _landed(ORDER, _with(ORDER, *path, value=value))
+    landed = _landed(ORDER, schema_with(ORDER, *path, value=value))
     assert [pointers for pointers in landed.values()] == [[expected]]
 
 
 def test_a_required_change_lands_on_the_property_it_names_not_on_the_whole_object() -> None:
-    new = _with(ORDER, "$defs", "Line", "required", value=["qty"])
+    new = schema_with(ORDER, "$defs", "Line", "required", value=["qty"])
     assert _landed(ORDER, new) == {"required-added /$defs/Line/required": ["/payload/lines/*/qty"]}
 
 
 def test_a_property_removed_is_placed_through_the_old_schema() -> None:
-    new = _with(ORDER, "properties", "customer", "properties", value={})
+    new = schema_with(ORDER, "properties", "customer", "properties", value={})
     assert _landed(ORDER, new) == {
         "property-removed-open-model /properties/customer/properties/email": ["/payload/customer/email"]
     }
@@ -108,7 +98,7 @@ IBAN = {
 
 def test_a_change_inside_a_oneof_branch_lands_on_the_field_that_branch_declares() -> None:
     payment = {"oneOf": [CARD, IBAN]}  # disjoint branches: kind tells them apart
-    new = _with(payment, "oneOf", 1, "properties", "iban", "maxLength", value=34)
+    new = schema_with(payment, "oneOf", 1, "properties", "iban", "maxLength", value=34)
     assert _landed(payment, new) == {"max-length-added /oneOf/1/properties/iban/maxLength": ["/payload/iban"]}
 
 
@@ -118,7 +108,7 @@ def test_draft07_tuple_items_land_on_their_index() -> None:
         "type": "array",
         "items": [{"type": "string"}, {"type": "integer"}],
     }
-    new = _with(old, "items", 1, value={"type": "integer", "maximum": 9})
+    new = schema_with(old, "items", 1, value={"type": "integer", "maximum": 9})
     assert _landed(old, new) == {"maximum-added /items/1/maximum": ["/payload/1"]}
 
 
