@@ -4,21 +4,19 @@ its own gets typed messages, published as generated instances; the guard still j
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.support.broker import drain
+from tests.support.models import generated_package
 
 from contract_platform.amqp import open_connection
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.catalog.model import Catalog
 from contract_platform.client import ContractViolation, GuardedConsumer, GuardedPublisher, Message, StopReason
-from contract_platform.export.models import export_models, write_models
 
 pytestmark = pytest.mark.integration
 
@@ -29,15 +27,7 @@ Q2 = "accounting-service.billing.invoice-issued.v2"
 @pytest.fixture
 def models(catalog: Catalog, tmp_path: Path) -> Any:
     """The models of invoice-issued v1 and v2, generated into a package of the test's own."""
-    out = tmp_path / "models"
-    write_models(export_models(catalog, language="python", message_types=[INVOICE_V1, INVOICE_V2]), out)
-    name = f"invoice_models_{uuid.uuid4().hex}"
-    spec = importlib.util.spec_from_file_location(name, out / "__init__.py", submodule_search_locations=[str(out)])
-    assert spec is not None and spec.loader is not None
-    package = importlib.util.module_from_spec(spec)
-    sys.modules[name] = package
-    spec.loader.exec_module(package)
-    return package
+    return generated_package(catalog, tmp_path / "models", [INVOICE_V1, INVOICE_V2])
 
 
 def test_a_consumer_on_a_generated_type_gets_published_generated_instances(vhost_url, billing, accounting, models):

@@ -9,10 +9,7 @@ built catalogue asserts where each of its invalid fixtures is refused.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from tests.support.cli import run_cli
 from tests.support.contracts import ENVELOPE_SCHEMA_FILE, REPO_ROOT
+from tests.support.models import generated_package
 
 from contract_platform.catalog.loading import load_catalog
 from contract_platform.catalog.model import Catalog
@@ -28,7 +26,6 @@ from contract_platform.client.bundle import bundle_from_document
 from contract_platform.client.guard import Guard, Rejection
 from contract_platform.client.testkit import delivery_of
 from contract_platform.export.bundle import export_bundle
-from contract_platform.export.models import export_models, write_models
 from contract_platform.export.python_models import HEADER
 
 DRAFTS = {
@@ -38,19 +35,6 @@ DRAFTS = {
     "2019-09": "https://json-schema.org/draft/2019-09/schema",
     "2020-12": "https://json-schema.org/draft/2020-12/schema",
 }
-
-
-def generated_package(catalog: Catalog, out: Path) -> Any:
-    """Every version of ``catalog`` generated into ``out`` and imported as a package of its own name."""
-    models = export_models(catalog, language="python", message_types=list(catalog.contracts))
-    write_models(models, out)
-    name = f"generated_{uuid.uuid4().hex}"
-    spec = importlib.util.spec_from_file_location(name, out / "__init__.py", submodule_search_locations=[str(out)])
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def refused_by(catalog: Catalog, registry: dict[str, type[BaseModel]]) -> dict[str, str]:
