@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 import pytest
+from tests.support.pages import page_section
 from tests.support.ui_seed import retire_with_late_traffic
 
 pytestmark = pytest.mark.airflow
@@ -19,26 +20,21 @@ def _late_traffic(registry: Any, catalog: Any) -> None:
     retire_with_late_traffic(registry, catalog.contracts[V1], late=(("billing-service", 2), ("", 1)))
 
 
-def _section(page: str, marker: str) -> str:
-    assert marker in page, f"no {marker} on the page"
-    return page.split(marker, 1)[1].split("</section>", 1)[0]
-
-
 def test_traffic_after_retirement_is_an_alarm_and_parity_is_the_one_that_held(contracts_app) -> None:
     client, auth = contracts_app(_late_traffic)
 
     page = client.get(f"/contracts/c/{V1}", headers=auth)
 
     assert page.status_code == 200, page.text
-    alarm = _section(page.text, 'id="retired-traffic"')
+    alarm = page_section(page.text, 'id="retired-traffic"')
     assert "3 messages received after the retirement" in alarm
     rows = alarm.split("<tr>")[2:]  # after the header row
     assert "<code>billing-service</code>" in rows[0] and '<td class="num">2</td>' in rows[0]
     assert "not named in the message" in rows[1]
     assert page.text.index('id="retired-traffic"') < page.text.index("<p>Retired.</p>")
-    migration = _section(page.text, '<section id="migration">')
+    migration = page_section(page.text, '<section id="migration">')
     assert "parity <span" in migration and "verdict-pass" in migration and "verdict-fail" not in migration
-    successor = _section(client.get(f"/contracts/c/{V2}", headers=auth).text, '<section id="migration">')
+    successor = page_section(client.get(f"/contracts/c/{V2}", headers=auth).text, '<section id="migration">')
     assert "verdict-pass" in successor and "verdict-fail" not in successor  # v2's page shows v1's parity too
     assert 'id="retired-traffic"' not in client.get(f"/contracts/c/{V2}", headers=auth).text
 

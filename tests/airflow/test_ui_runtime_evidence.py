@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from tests.integration.client.sample_service import INVOICE_V2, Ledger, consumer
 from tests.support.broker import private_vhost, url_of
+from tests.support.pages import page_section
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
 
@@ -44,18 +45,13 @@ def _guarded_traffic(registry: Any, catalog: Any) -> None:
         reporter.stop()
 
 
-def _section(page: str, marker: str) -> str:
-    assert marker in page, f"no {marker} on the page"
-    return page.split(marker, 1)[1].split("</section>", 1)[0]
-
-
 def test_a_services_runtime_rejections_show_beside_archive_validation(contracts_app) -> None:
     client, auth = contracts_app(_guarded_traffic)
 
     page = client.get(f"/contracts/c/{INVOICE_V2}", headers=auth)
 
     assert page.status_code == 200, page.text
-    runtime = _section(page.text, '<section id="runtime">')
+    runtime = page_section(page.text, '<section id="runtime">')
     assert "Archive validation:" in runtime and "guards:" in runtime
     assert 'data-runtime-rate="0.5"' in runtime
     assert "3 of 6 messages judged in the last" in runtime and "promotion is refused" in runtime
@@ -73,7 +69,7 @@ def test_a_services_runtime_rejections_show_beside_archive_validation(contracts_
 def test_a_version_no_service_guards_says_so(contracts_app) -> None:
     client, auth = contracts_app(lambda registry, catalog: None)
 
-    runtime = _section(client.get(f"/contracts/c/{INVOICE_V2}", headers=auth).text, '<section id="runtime">')
+    runtime = page_section(client.get(f"/contracts/c/{INVOICE_V2}", headers=auth).text, '<section id="runtime">')
 
     assert "no service reports runtime evidence for this version" in runtime
     assert "<table" not in runtime
