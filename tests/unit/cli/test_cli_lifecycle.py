@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from tests.support.cli import run_cli
 
 from contract_platform.store import SqlRegistry
 
 INV1 = "billing.invoice-issued.v1"
-
-
-@pytest.fixture()
-def registry_url(tmp_path, monkeypatch) -> str:
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
-    return url
 
 
 def evidence(registry: SqlRegistry, kind: str, version: str = "1.3.0") -> None:

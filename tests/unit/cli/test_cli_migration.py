@@ -18,13 +18,6 @@ V2 = "billing.invoice-issued.v2"
 NO_BROKER = "amqp://guest:guest@127.0.0.1:1/%2F"
 
 
-@pytest.fixture()
-def registry_url(tmp_path, monkeypatch) -> str:
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
-    return url
-
-
 def parity(missing: int) -> ParityReport:
     return ParityReport(
         source=V1,

@@ -17,13 +17,6 @@ ORDER_V1 = "order.order-created.v1"
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture()
-def registry_url(tmp_path, monkeypatch) -> str:
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    monkeypatch.setenv("CONTRACT_REGISTRY_URL", url)
-    return url
-
-
 def replay_figures(decision: str, replayed: int, rejected: int, **more: Any) -> dict[str, Any]:
     """Figures shaped as docs/replay.md describes them."""
     return {
