@@ -279,19 +279,30 @@ class SqlRegistry:
         with self._connect(f"reading evidence of {message_type}") as tx:
             return [rows.evidence_record(row) for row in tx.rows(query, [*params, limit])]
 
-    def prune_evidence(self, before: datetime) -> int:
+    def prune_evidence(self, before: datetime, *, dry_run: bool = False) -> int:
         """Forget evidence collected before ``before`` (``housekeeping``'s evidence retention), except the latest of
-        each (message type, kind, contract version), which guards and pages read, and any a status change names."""
-        query = (
-            "DELETE FROM cp_evidence WHERE collected_at < ? "
+        each (message type, kind, contract version), which guards and pages read, and any a status change names.
+        ``dry_run``: count what would go, forget nothing."""
+        victims = (
+            "FROM cp_evidence WHERE collected_at < ? "
             "AND id NOT IN (SELECT evidence_id FROM cp_transitions WHERE evidence_id IS NOT NULL) "
             "AND EXISTS (SELECT 1 FROM cp_evidence AS newer WHERE newer.message_type = cp_evidence.message_type "
             "AND newer.kind = cp_evidence.kind AND newer.contract_version = cp_evidence.contract_version "
             "AND (newer.collected_at > cp_evidence.collected_at "
             "OR (newer.collected_at = cp_evidence.collected_at AND newer.id > cp_evidence.id)))"
         )
+        at = [values.aware(before, "before")]
+        if dry_run:
+            with self._connect("counting the evidence to prune") as tx:
+                return int(tx.scalar(f"SELECT COUNT(*) {victims}", at))
         with self._connect("pruning evidence", write=True) as tx:
-            return tx.execute(query, [values.aware(before, "before")])
+            return tx.execute(f"DELETE {victims}", at)
+
+    def reclaim_space(self, *, min_free_ratio: float) -> int:
+        """Give the space of deleted rows back to the file system when at least ``min_free_ratio`` of an SQLite
+        file is free pages (``VACUUM``, then a WAL checkpoint); bytes the file shrank by. PostgreSQL: 0, its
+        autovacuum reuses the space of deleted rows."""
+        return self._database.reclaim_space("reclaiming the space of deleted rows", min_free_ratio=min_free_ratio)
 
     # -- batched reads for pages that show many versions at once (the Contracts page) --------------
 

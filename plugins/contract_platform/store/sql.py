@@ -383,6 +383,35 @@ class Database:
         finally:
             self._give_back(connection, done)
 
+    def reclaim_space(self, action: str, *, min_free_ratio: float) -> int:
+        """SQLite: ``VACUUM`` when at least ``min_free_ratio`` of the file's pages are free (deleted rows leave them;
+        SQLite reuses them but never gives them back), then truncate the WAL; the bytes the file and its WAL shrank by. The cost
+        (a copy of the file) is paid only when that much is free. PostgreSQL, or an in-memory SQLite: 0."""
+        if self.dialect != "sqlite" or self._sqlite_path == ":memory:":
+            return 0
+        if self._closed:
+            raise StoreError(f"registry store {redact_url(self.url)}: {action} failed: the registry is closed")
+        errors = self.errors
+        try:
+            connection = self._take()
+        except errors as exc:
+            raise store_error(self.url, action, exc) from exc
+        try:
+            pages, free = (
+                connection.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "freelist_count")
+            )
+            if not pages or free / pages < min_free_ratio:
+                return 0
+            files = [Path(self._sqlite_path).expanduser(), Path(f"{self._sqlite_path}-wal").expanduser()]
+            before = sum(_file_size(f) for f in files)
+            connection.execute("VACUUM")  # outside a transaction: it takes the write lock, waiting the busy timeout
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file shrinks at the checkpoint in WAL mode
+            return max(0, before - sum(_file_size(f) for f in files))
+        except errors as exc:
+            raise store_error(self.url, action, exc) from exc
+        finally:
+            self._give_back(connection, True)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -416,6 +445,13 @@ class Database:
                 self._idle.append(connection)
                 return
         _close_quietly(connection)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # no WAL file, or a URI the file system does not know
+        return 0
 
 
 def _wal(connection: sqlite3.Connection) -> None:
