@@ -9,11 +9,14 @@ setting, and one pruning function per kind. Each function
 - always keeps what a reader needs (each suite's newest Data Docs run, each folder's newest report, the class-data
   archive of this machine's Java and Spark, the latest evidence of each type, kind and version) however old it is;
 - returns what it removed (``Pruned``: how many, how many bytes) and is idempotent: a second run removes nothing;
+- with ``dry_run`` removes nothing and returns what it would remove (how many, how many bytes; never what is in it);
 - is safe at once with another run or a writer: what goes is first renamed into ``<folder>/.housekeeping-trash/``
   (one atomic rename; a file another run took already is skipped), then deleted; a run killed midway leaves its
   trash, which the next run empties. A log still being written is never old (its time is its last write).
 
-The ``housekeeping`` DAG runs them daily; ``airflow_clean_command`` is the Airflow metadata's own ``airflow db clean``.
+``run_task`` is each task of the ``housekeeping`` DAG (``Task``), over the places a deployment configures (``Places``);
+``contractctl housekeeping`` runs the same three, in order. ``airflow_clean_command`` is the Airflow metadata's own
+``airflow db clean``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import uuid
@@ -32,17 +36,23 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from contract_platform import settings
+from contract_platform import jvm, settings
 from contract_platform.durations import format_duration
-from contract_platform.errors import HousekeepingError
+from contract_platform.errors import HousekeepingError, UsageError
 
 __all__ = [
+    "MIN_FREE_RATIO",
     "RETENTIONS",
+    "TASK_KINDS",
     "TRASH_NAME",
     "Kind",
+    "Places",
     "Pruned",
     "Retention",
+    "Task",
     "airflow_clean_command",
+    "airflow_installed",
+    "airflow_log_folder",
     "clean_airflow_metadata",
     "housekeep",
     "prune_audit_copies",
@@ -53,10 +63,15 @@ __all__ = [
     "prune_quarantine",
     "prune_reports",
     "retention",
+    "retentions",
+    "run_task",
 ]
 
 TRASH_NAME = ".housekeeping-trash"
 DAY = timedelta(days=1)
+# An SQLite registry is compacted (VACUUM, a copy of the file) when at least this share of it is free pages: SQLite
+# reuses the pages deleted rows leave, so a store pruned daily stays level; a large prune gives the space back.
+MIN_FREE_RATIO = 0.25
 
 
 class Kind(StrEnum):
@@ -134,16 +149,20 @@ def retention(kind: Kind) -> timedelta:
 
 @dataclass(frozen=True)
 class Pruned:
-    """What one kind's pruning removed: ``removed`` files, folders or rows (None: the tool does not say), ``bytes``."""
+    """What one kind's pruning removed (with ``dry_run``: would remove): ``removed`` files, folders or rows (None: the
+    tool does not say), ``bytes`` (evidence: what the store's file shrank by); ``note``: where it ran, what it did
+    besides or left alone."""
 
     kind: Kind
     before: datetime  # what was older than this went (save what is always kept)
     removed: int | None
     bytes: int = 0
+    dry_run: bool = False
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": str(self.kind), "before": self.before.isoformat(), "removed": self.removed,
-                "bytes": self.bytes}  # fmt: skip
+                "bytes": self.bytes, "dryRun": self.dry_run, "note": self.note}  # fmt: skip
 
 
 # -- files --------------------------------------------------------------------------------------------------------
@@ -152,9 +171,10 @@ _GX_RUN = re.compile(r"^(\d{8}T\d{6})(?:\.\d+)?Z$")  # GX's run_time folder: 202
 _AUDIT_COPY = re.compile(r"^(\d{8}T\d{6})Z\.(?:json|md)$")  # retirement.report: <stamp>.json and <stamp>.md
 
 
-def prune_data_docs(gx_root: Path, *, now: datetime, keep: timedelta) -> Pruned:
+def prune_data_docs(gx_root: Path, *, now: datetime, keep: timedelta, dry_run: bool = False) -> Pruned:
     """Great Expectations' results and Data Docs pages older than ``keep`` (by their run time), except each suite's
-    newest run. The Data Docs index lists what is kept from the next quality run on (GX rebuilds it then)."""
+    newest run; when any went, the Data Docs index is built again from what is left (``quality.data_docs``), so it
+    links to no page removed."""
     cutoff = _cutoff(now, keep)
     uncommitted = Path(gx_root) / "uncommitted"
     victims: list[Path] = []
@@ -167,11 +187,19 @@ def prune_data_docs(gx_root: Path, *, now: datetime, keep: timedelta) -> Pruned:
         for found in runs.values():
             found.sort()
             victims += [folder for at, folder in found[:-1] if at < cutoff]
-    removed, size = _discard(uncommitted, victims)
-    return Pruned(Kind.DATA_DOCS, cutoff, removed, size)
+    removed, size = _discard(uncommitted, victims, dry_run=dry_run)
+    note = ""
+    if removed and not dry_run:
+        from contract_platform.quality.data_docs import rebuild_index
+
+        index = rebuild_index(Path(gx_root))
+        note = "Data Docs index built again from the runs kept" if index is not None else ""
+    return Pruned(Kind.DATA_DOCS, cutoff, removed, size, dry_run, note)
 
 
-def prune_logs(data: Path, *, now: datetime, keep: timedelta, airflow_logs: Path | None = None) -> Pruned:
+def prune_logs(
+    data: Path, *, now: datetime, keep: timedelta, airflow_logs: Path | None = None, dry_run: bool = False
+) -> Pruned:
     """Log files under ``<data>/logs`` and ``<data>/airflow/logs`` (and ``airflow_logs``, Airflow's own log folder
     when it is elsewhere) last written before ``now - keep``, and the folders they leave empty."""
     cutoff = _cutoff(now, keep)
@@ -180,13 +208,14 @@ def prune_logs(data: Path, *, now: datetime, keep: timedelta, airflow_logs: Path
     if airflow_logs is not None and Path(airflow_logs).resolve() != Path(Path(airflow_logs).resolve().anchor):
         roots.append(Path(airflow_logs))  # never a filesystem's root, whatever the configuration says
     for root in dict.fromkeys(roots):
-        count, weight = _discard(root, [p for p in _files(root) if _mtime(p) < cutoff])
+        count, weight = _discard(root, [p for p in _files(root) if _mtime(p) < cutoff], dry_run=dry_run)
         removed, size = removed + count, size + weight
-        _remove_empty_folders(root, cutoff)
-    return Pruned(Kind.LOGS, cutoff, removed, size)
+        if not dry_run:
+            _remove_empty_folders(root, cutoff)
+    return Pruned(Kind.LOGS, cutoff, removed, size, dry_run)
 
 
-def prune_reports(data: Path, *, now: datetime, keep: timedelta) -> Pruned:
+def prune_reports(data: Path, *, now: datetime, keep: timedelta, dry_run: bool = False) -> Pruned:
     """Per-run reports (``<data>/reports/<job>/``, ``<data>/migrations/<type>/``) older than ``keep``, except each
     folder's newest."""
     cutoff = _cutoff(now, keep)
@@ -196,20 +225,21 @@ def prune_reports(data: Path, *, now: datetime, keep: timedelta) -> Pruned:
         for folder in _children(root, dirs=True):
             files = sorted((_mtime(p), p.name, p) for p in _children(folder, dirs=False))
             victims += [path for at, _, path in files[:-1] if at < cutoff]
-        count, weight = _discard(root, victims)
+        count, weight = _discard(root, victims, dry_run=dry_run)
         removed, size = removed + count, size + weight
-    return Pruned(Kind.REPORTS, cutoff, removed, size)
+    return Pruned(Kind.REPORTS, cutoff, removed, size, dry_run)
 
 
-def prune_quarantine(data: Path, *, now: datetime, keep: timedelta) -> Pruned:
+def prune_quarantine(data: Path, *, now: datetime, keep: timedelta, dry_run: bool = False) -> Pruned:
     """Quarantine folders (``<data>/quarantine/<run>/``, invalid records with their payloads) older than ``keep``."""
     cutoff = _cutoff(now, keep)
     root = Path(data) / "quarantine"
-    removed, size = _discard(root, [p for p in _children(root, dirs=True) if _mtime(p) < cutoff])
-    return Pruned(Kind.QUARANTINE, cutoff, removed, size)
+    victims = [p for p in _children(root, dirs=True) if _mtime(p) < cutoff]
+    removed, size = _discard(root, victims, dry_run=dry_run)
+    return Pruned(Kind.QUARANTINE, cutoff, removed, size, dry_run)
 
 
-def prune_audit_copies(docs: Path, *, now: datetime, keep: timedelta) -> Pruned:
+def prune_audit_copies(docs: Path, *, now: datetime, keep: timedelta, dry_run: bool = False) -> Pruned:
     """The retirement audit's timestamped copies (``<docs>/retirement/<type>/<stamp>.json|.md``) older than ``keep``,
     except the newest stamp of each type; ``latest.*`` is never touched."""
     cutoff = _cutoff(now, keep)
@@ -219,11 +249,13 @@ def prune_audit_copies(docs: Path, *, now: datetime, keep: timedelta) -> Pruned:
         stamped = [(at, p) for p in _children(folder, dirs=False) if (at := _stamp(_AUDIT_COPY, p.name)) is not None]
         newest = max((at for at, _ in stamped), default=None)
         victims += [p for at, p in stamped if at != newest and at < cutoff]
-    removed, size = _discard(root, victims)
-    return Pruned(Kind.AUDIT_COPIES, cutoff, removed, size)
+    removed, size = _discard(root, victims, dry_run=dry_run)
+    return Pruned(Kind.AUDIT_COPIES, cutoff, removed, size, dry_run)
 
 
-def prune_class_archives(folder: Path, *, now: datetime, keep: timedelta, current: Path | None) -> Pruned:
+def prune_class_archives(
+    folder: Path, *, now: datetime, keep: timedelta, current: Path | None, dry_run: bool = False
+) -> Pruned:
     """Class-data archives (``spark-classes-*.jsa``, and writers' claims) not written within ``keep``, except
     ``current`` (``jvm.class_archive(write=False)``: this machine's Java and Spark). Another version's archive is
     written again by its first driver if that version comes back."""
@@ -234,40 +266,59 @@ def prune_class_archives(folder: Path, *, now: datetime, keep: timedelta, curren
         if p.name.startswith("spark-classes-") and (p.name.endswith(".jsa") or p.name.endswith(".jsa.writing"))
         and p.resolve() != keep_path and _mtime(p) < cutoff
     ]  # fmt: skip
-    removed, size = _discard(Path(folder), victims)
-    return Pruned(Kind.CLASS_ARCHIVES, cutoff, removed, size)
+    removed, size = _discard(Path(folder), victims, dry_run=dry_run)
+    return Pruned(Kind.CLASS_ARCHIVES, cutoff, removed, size, dry_run)
 
 
 # -- the registry store and Airflow's metadata ----------------------------------------------------------------------
 
 
 class EvidencePruner(Protocol):
-    def prune_evidence(self, before: datetime) -> int: ...
+    def prune_evidence(self, before: datetime, *, dry_run: bool = False) -> int: ...
+
+    def reclaim_space(self, *, min_free_ratio: float) -> int: ...
 
 
-def prune_evidence(registry: EvidencePruner, *, now: datetime, keep: timedelta) -> Pruned:
+def prune_evidence(registry: EvidencePruner, *, now: datetime, keep: timedelta, dry_run: bool = False) -> Pruned:
     """Evidence rows collected before ``now - keep``, except the latest of each (type, kind, contract version) and any
-    a status change names (``SqlRegistry.prune_evidence``). Broker activity has its own retention (the recorder prunes it)."""
+    a status change names (``SqlRegistry.prune_evidence``). Broker activity has its own retention (the recorder prunes it).
+    Then an SQLite store at least ``MIN_FREE_RATIO`` free is compacted (``bytes``: what its file shrank by); a
+    PostgreSQL store's autovacuum reuses the space."""
     cutoff = _cutoff(now, keep)
-    return Pruned(Kind.EVIDENCE, cutoff, registry.prune_evidence(cutoff))
+    removed = registry.prune_evidence(cutoff, dry_run=dry_run)
+    if dry_run:
+        return Pruned(Kind.EVIDENCE, cutoff, removed, dry_run=True)
+    freed = registry.reclaim_space(min_free_ratio=MIN_FREE_RATIO)
+    note = f"store compacted: its file shrank by {freed} bytes" if freed else ""
+    return Pruned(Kind.EVIDENCE, cutoff, removed, freed, note=note)
 
 
-def airflow_clean_command(*, now: datetime, keep: timedelta, airflow: str | None = None) -> list[str]:
+def airflow_clean_command(
+    *, now: datetime, keep: timedelta, airflow: str | None = None, dry_run: bool = False
+) -> list[str]:
     """``airflow db clean`` for everything older than ``now - keep``: without prompting, without keeping the purged
-    rows in archive tables (which would grow instead), failing when a table could not be cleaned."""
+    rows in archive tables (which would grow instead), failing when a table could not be cleaned; with ``dry_run``,
+    Airflow's own ``--dry-run`` (it counts, deletes nothing)."""
     executable = airflow or _airflow_executable()
-    return [executable, "db", "clean", "--clean-before-timestamp", _cutoff(now, keep).isoformat(),
-            "--yes", "--skip-archive", "--error-on-cleanup-failure"]  # fmt: skip
+    command = [executable, "db", "clean", "--clean-before-timestamp", _cutoff(now, keep).isoformat()]
+    if dry_run:
+        return [*command, "--dry-run"]
+    return [*command, "--yes", "--skip-archive", "--error-on-cleanup-failure"]
 
 
 def clean_airflow_metadata(
-    *, now: datetime, keep: timedelta, environ: Mapping[str, str] | None = None, timeout: float = 3600
+    *,
+    now: datetime,
+    keep: timedelta,
+    environ: Mapping[str, str] | None = None,
+    timeout: float = 3600,
+    dry_run: bool = False,
 ) -> Pruned:
     """Run ``airflow_clean_command`` against the metadata database the environment configures (``AIRFLOW_HOME``,
     ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN``; ``$CONTRACT_AIRFLOW_DB_URL`` inside an Airflow task, whose own setting
-    Airflow 3 replaces to keep tasks out of its database). Airflow does not say how many rows it removed (``removed``
-    is None)."""
-    command = airflow_clean_command(now=now, keep=keep)
+    Airflow 3 replaces to keep tasks out of its database). ``removed``: the rows Airflow found past the window, table
+    by table (its ``Found N rows meeting deletion criteria.``); ``note``: which database, from which host."""
+    command = airflow_clean_command(now=now, keep=keep, dry_run=dry_run)
     env = _metadata_environment(environ if environ is not None else os.environ)
     try:
         done = subprocess.run(command, env=env, capture_output=True,
@@ -282,7 +333,31 @@ def clean_airflow_metadata(
             f"airflow db clean exited {done.returncode}: {tail or '(no output)'}; run the same command by hand "
             "(see docs/deploy.md#what-the-platform-keeps) with the scheduler's environment to see why"
         )
-    return Pruned(Kind.AIRFLOW_METADATA, _cutoff(now, keep), None)
+    found = [int(n) for n in _FOUND.findall(done.stdout or "")]
+    database = env.get(_METADATA_URL, "").strip()
+    where = settings.redact_url(database) if database else "the database airflow.cfg names"
+    note = f"airflow db clean{' --dry-run' if dry_run else ''} on {where}, run on {socket.gethostname()}"
+    return Pruned(Kind.AIRFLOW_METADATA, _cutoff(now, keep), sum(found) if found else None, dry_run=dry_run, note=note)
+
+
+_FOUND = re.compile(r"^Found (\d+) rows meeting deletion criteria\.", re.MULTILINE)  # airflow.utils.db_cleanup
+
+
+def airflow_log_folder(environ: Mapping[str, str] | None = None, *, timeout: float = 120) -> Path | None:
+    """Airflow's ``[logging] base_log_folder`` as ``airflow config get-value`` reads it where this runs (its
+    environment, its airflow.cfg), for a process outside Airflow (``contractctl housekeeping``); None when Airflow is
+    not installed beside this Python or does not say."""
+    if not airflow_installed():
+        return None
+    executable = _airflow_executable()
+    env = dict(environ if environ is not None else os.environ)
+    try:
+        done = subprocess.run([executable, "config", "get-value", "logging", "base_log_folder"], env=env,
+                              capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line.strip() for line in (done.stdout or "").splitlines() if line.strip()]
+    return Path(lines[-1]) if done.returncode == 0 and lines else None
 
 
 _METADATA_URL = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
@@ -314,6 +389,91 @@ def _metadata_environment(environ: Mapping[str, str]) -> dict[str, str]:
 # -- all of it ----------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Places:
+    """Where housekeeping prunes: the data folder, the docs folder, Airflow's task log folder when it is elsewhere,
+    the class-data cache (None: switched off) and the archive of this machine's Java and Spark in it."""
+
+    data: Path
+    docs: Path
+    airflow_logs: Path | None = None
+    class_cache: Path | None = None
+    current_class_archive: Path | None = None
+
+    @classmethod
+    def configured(cls, *, airflow_logs: Path | None = None) -> Places:
+        """The places this process's settings name (``settings.data_dir``, ``settings.docs_dir``, ``jvm``'s class
+        cache); ``airflow_logs``: Airflow's ``base_log_folder`` (a task reads its configuration, the CLI asks
+        ``airflow_log_folder``)."""
+        folder = jvm.class_cache_folder()
+        current = jvm.class_archive(write=False)
+        return cls(settings.data_dir(), settings.docs_dir(), airflow_logs, Path(folder) if folder else None,
+                   current.path if current else None)  # fmt: skip
+
+
+class Task(StrEnum):
+    """The ``housekeeping`` DAG's tasks, in the order ``contractctl housekeeping`` runs them."""
+
+    PRUNE_FILES = "prune_files"
+    PRUNE_EVIDENCE = "prune_evidence"
+    CLEAN_AIRFLOW_METADATA = "clean_airflow_metadata"
+
+
+TASK_KINDS: Mapping[Task, tuple[Kind, ...]] = {
+    Task.PRUNE_FILES: (Kind.DATA_DOCS, Kind.LOGS, Kind.REPORTS, Kind.QUARANTINE, Kind.AUDIT_COPIES,
+                       Kind.CLASS_ARCHIVES),
+    Task.PRUNE_EVIDENCE: (Kind.EVIDENCE,),
+    Task.CLEAN_AIRFLOW_METADATA: (Kind.AIRFLOW_METADATA,),
+}  # fmt: skip
+
+
+def run_task(
+    task: Task,
+    places: Places,
+    *,
+    now: datetime,
+    registry: EvidencePruner | None = None,
+    dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Pruned, ...]:
+    """One task of the ``housekeeping`` DAG, each kind at its setting (``retention``): the files of ``places``, the
+    evidence of ``registry`` (required for ``PRUNE_EVIDENCE``), or the Airflow metadata (``environ``: the process's).
+    Settings are read before anything is removed: a bad one stops the task, named (``UsageError``)."""
+    windows = {kind: _setting(kind) for kind in TASK_KINDS[Task(task)]}
+    if task is Task.PRUNE_FILES:
+        return housekeep(places.data, now=now, keep=windows, docs=places.docs, class_cache=places.class_cache,
+                         airflow_logs=places.airflow_logs, current_class_archive=places.current_class_archive,
+                         dry_run=dry_run)  # fmt: skip
+    if task is Task.PRUNE_EVIDENCE:
+        if registry is None:
+            raise HousekeepingError("pruning evidence needs the registry store; none was given (a bug)")
+        return (prune_evidence(registry, now=now, keep=windows[Kind.EVIDENCE], dry_run=dry_run),)
+    keep = windows[Kind.AIRFLOW_METADATA]
+    return (clean_airflow_metadata(now=now, keep=keep, environ=environ, dry_run=dry_run),)
+
+
+def retentions() -> dict[Kind, timedelta]:
+    """Every kind's retention at its setting, all read at once: a bad one is a ``UsageError`` before anything goes."""
+    return {kind: _setting(kind) for kind in Kind}
+
+
+def airflow_installed() -> bool:
+    """Whether the ``airflow`` command is beside this Python or on ``PATH`` (``airflow db clean`` can run here)."""
+    executable = _airflow_executable()
+    return Path(executable).is_file() or shutil.which(executable) is not None
+
+
+def _setting(kind: Kind) -> timedelta:
+    """``retention(kind)``; a bad setting is a ``UsageError`` naming it, what it takes, and its default."""
+    try:
+        return retention(kind)
+    except ValueError as exc:
+        raise UsageError(
+            f"{exc}; or unset it for the default, {format_duration(RETENTIONS[kind].default)} "
+            "(docs/deploy.md#what-the-platform-keeps)"
+        ) from exc
+
+
 def housekeep(
     data: Path,
     *,
@@ -324,27 +484,28 @@ def housekeep(
     airflow_logs: Path | None = None,
     current_class_archive: Path | None = None,
     registry: EvidencePruner | None = None,
+    dry_run: bool = False,
 ) -> tuple[Pruned, ...]:
     """Every kind but the Airflow metadata, pruned in the data folder ``data`` (docs: ``<data>/docs`` unless given;
     Airflow's log folder ``airflow_logs`` too when given; class archives only when ``class_cache`` is given; evidence
-    only with a ``registry``). ``keep``: the retentions
-    (default: each kind's setting)."""
+    only with a ``registry``). ``keep``: the retentions (default: each kind's setting)."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
-    windows = {kind: (keep or {}).get(kind) or retention(kind) for kind in Kind}
+    used = [*TASK_KINDS[Task.PRUNE_FILES], *([Kind.EVIDENCE] if registry is not None else [])]
+    windows = {kind: (keep or {}).get(kind) or retention(kind) for kind in used}
     data = Path(data)
     steps: list[Callable[[], Pruned]] = [
-        lambda: prune_data_docs(data / "gx", now=now, keep=windows[Kind.DATA_DOCS]),
-        lambda: prune_logs(data, now=now, keep=windows[Kind.LOGS], airflow_logs=airflow_logs),
-        lambda: prune_reports(data, now=now, keep=windows[Kind.REPORTS]),
-        lambda: prune_quarantine(data, now=now, keep=windows[Kind.QUARANTINE]),
-        lambda: prune_audit_copies(docs or data / "docs", now=now, keep=windows[Kind.AUDIT_COPIES]),
+        lambda: prune_data_docs(data / "gx", now=now, keep=windows[Kind.DATA_DOCS], dry_run=dry_run),
+        lambda: prune_logs(data, now=now, keep=windows[Kind.LOGS], airflow_logs=airflow_logs, dry_run=dry_run),
+        lambda: prune_reports(data, now=now, keep=windows[Kind.REPORTS], dry_run=dry_run),
+        lambda: prune_quarantine(data, now=now, keep=windows[Kind.QUARANTINE], dry_run=dry_run),
+        lambda: prune_audit_copies(docs or data / "docs", now=now, keep=windows[Kind.AUDIT_COPIES], dry_run=dry_run),
     ]
     if class_cache is not None:
         steps.append(lambda: prune_class_archives(class_cache, now=now, keep=windows[Kind.CLASS_ARCHIVES],
-                                                  current=current_class_archive))  # fmt: skip
+                                                  current=current_class_archive, dry_run=dry_run))  # fmt: skip
     if registry is not None:
-        steps.append(lambda: prune_evidence(registry, now=now, keep=windows[Kind.EVIDENCE]))
+        steps.append(lambda: prune_evidence(registry, now=now, keep=windows[Kind.EVIDENCE], dry_run=dry_run))
     return tuple(step() for step in steps)
 
 
@@ -404,14 +565,19 @@ def _files(root: Path) -> Iterator[Path]:
                 yield path
 
 
-def _discard(root: Path, victims: Iterable[Path]) -> tuple[int, int]:
+def _discard(root: Path, victims: Iterable[Path], *, dry_run: bool = False) -> tuple[int, int]:
     """Rename each of ``victims`` (inside ``root``) into ``root``'s trash, then empty the trash; (how many, bytes).
-    A victim already gone (another run took it) is skipped; a trash a killed run left is emptied too."""
+    A victim already gone (another run took it) is skipped; a trash a killed run left is emptied too. ``dry_run``:
+    (how many, bytes) of the victims, nothing moved or removed."""
     trash = root / TRASH_NAME
     removed = size = 0
     for victim in victims:
         if root not in victim.parents:
             raise HousekeepingError(f"{victim} is outside {root}: not removed (a bug; please report it)")
+        if dry_run:
+            if victim.is_symlink() or victim.exists():
+                removed, size = removed + 1, size + _size(victim)
+            continue
         target = trash / uuid.uuid4().hex
         try:
             trash.mkdir(exist_ok=True)

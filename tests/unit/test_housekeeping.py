@@ -3,7 +3,10 @@ nothing outside the folder is touched, a second run removes nothing, and two run
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import sqlite3
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,7 +17,7 @@ from tests.support.databases import BOTH_STORES, registry_on
 
 from contract_platform import housekeeping as hk
 from contract_platform.catalog.model import Status
-from contract_platform.errors import HousekeepingError
+from contract_platform.errors import HousekeepingError, UsageError
 from contract_platform.store import EvidenceKind, SqlRegistry, Verdict
 
 NOW = datetime(2027, 6, 1, 12, 0, tzinfo=UTC)
@@ -62,6 +65,61 @@ def test_data_docs_past_retention_go_and_each_suites_newest_run_stays(tmp_path: 
     assert index.is_file()
     assert not (gx / "uncommitted" / hk.TRASH_NAME).exists()
     assert hk.prune_data_docs(gx, now=NOW, keep=30 * DAYS).removed == 0
+
+
+def real_site(gx: Path, suites: dict[str, list[datetime]]) -> None:
+    """A Data Docs site Great Expectations builds itself: one result per suite and run time, no Spark."""
+    import great_expectations as gx_lib
+    from great_expectations.core import ExpectationSuiteValidationResult
+    from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+        ValidationResultIdentifier,
+    )
+
+    from contract_platform.quality.runner import _open_context
+
+    context = _open_context(gx)
+    for suite, times in suites.items():
+        context.suites.add_or_update(gx_lib.ExpectationSuite(name=suite))
+        for at in times:
+            run = RunIdentifier(run_name="__none__", run_time=at)
+            key = ValidationResultIdentifier(ExpectationSuiteIdentifier(suite), run, f"{suite}-envelopes")
+            result = ExpectationSuiteValidationResult(success=True, results=[], suite_name=suite, meta={"run_id": run})
+            context.validation_results_store.set(key, result)
+    context.build_data_docs()
+
+
+_LINK = re.compile(r"""(?:href=\\?"|'_table_row_link_path': ')([^"'\\#]+)""")
+
+
+def local_links(index: Path) -> set[str]:
+    """Every link of the index to a file of the site (its table rows' too), not to the network or an anchor."""
+    return {link for link in _LINK.findall(index.read_text("utf-8")) if "://" not in link and link.strip()}
+
+
+def test_after_pruning_every_link_of_the_data_docs_index_resolves_and_none_names_a_pruned_run(tmp_path: Path) -> None:
+    gx = tmp_path / "gx"
+    order, quote = "envelope_quality.order.order-created.v1", "envelope_quality.quote.quote-approved.v1"
+    real_site(gx, {order: [NOW - 60 * DAYS, NOW - 40 * DAYS, NOW - 2 * DAYS], quote: [NOW - 200 * DAYS]})
+    index = gx / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    before = [link for link in local_links(index) if link.startswith("validations/")]
+    assert len(before) == 4, before
+    write(index.with_name("envelope_quality.html"))  # the quality run's one-page results, linked from the index
+
+    pruned = hk.prune_data_docs(gx, now=NOW, keep=30 * DAYS)
+
+    assert pruned.removed == 4  # two runs of order, each a result and a page
+    assert "index built again" in pruned.note
+    links = local_links(index)
+    runs = sorted(link for link in links if link.startswith("validations/"))
+    assert len(runs) == 2 and NOW.strftime("%Y") in runs[0], runs  # order's newest and quote's only run
+    assert not any((NOW - 60 * DAYS).strftime("%Y%m%dT") in link or (NOW - 40 * DAYS).strftime("%Y%m%dT") in link
+                   for link in links)  # fmt: skip
+    missing = sorted(link for link in links if not (index.parent / link).exists())
+    assert not missing, missing
+    assert "envelope_quality.html" in links
+    assert "cdn.jsdelivr.net" not in index.read_text("utf-8")  # opened offline still (quality.offline_site)
 
 
 # -- logs -------------------------------------------------------------------------------------------------------
@@ -197,6 +255,74 @@ def test_a_trash_a_killed_run_left_is_emptied_by_the_next(tmp_path: Path) -> Non
     assert not left.exists() and not (data / "quarantine" / hk.TRASH_NAME).exists()
 
 
+def a_bit_of_everything(data: Path, cache: Path) -> None:
+    """One thing past its retention of each kind in the data folder and the class cache, one to keep beside it."""
+    gx_run(data / "gx", "envelope_quality.order.order-created.v1", NOW - 40 * DAYS)
+    gx_run(data / "gx", "envelope_quality.order.order-created.v1", NOW - 2 * DAYS)
+    write(data / "logs" / "cli" / "old.log", "x" * 10, at=NOW - 40 * DAYS)
+    write(data / "logs" / "cli" / "new.log", at=NOW - DAYS)
+    write(data / "reports" / "replay" / "a.json", "x" * 20, at=NOW - 100 * DAYS)
+    write(data / "reports" / "replay" / "b.json", at=NOW - DAYS)
+    aged(write(data / "quarantine" / "scheduled__a" / "part-00000.txt", "x" * 30).parent, NOW - 40 * DAYS)
+    write(data / "docs" / "retirement" / "t.v1" / "20250101T000000Z.json", "x" * 40, at=NOW - 400 * DAYS)
+    write(data / "docs" / "retirement" / "t.v1" / "20270501T000000Z.json", at=NOW - 30 * DAYS)
+    write(cache / "spark-classes-bbbbbbbbbbbbbbbb.jsa", "x" * 50, at=NOW - 60 * DAYS)
+
+
+def tree(*roots: Path) -> dict[str, int]:
+    return {str(p): p.lstat().st_size for root in roots for p in sorted(root.rglob("*"))}
+
+
+def test_a_dry_run_says_what_each_kind_would_remove_and_removes_nothing(tmp_path: Path, registry: SqlRegistry) -> None:
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    a_bit_of_everything(data, cache)
+    mt = "billing.invoice-issued.v1"
+    for days in (500, 400, 1):
+        add(registry, mt, EvidenceKind.REPLAY, NOW - days * DAYS)
+    left = tree(data, cache)
+
+    dry = {p.kind: p for p in hk.housekeep(data, now=NOW, class_cache=cache, registry=registry, dry_run=True)}
+
+    assert tree(data, cache) == left and len(registry.evidence(mt, limit=100)) == 3
+    assert all(p.dry_run for p in dry.values())
+    done = {p.kind: p for p in hk.housekeep(data, now=NOW, class_cache=cache, registry=registry)}
+    assert {k: (p.removed, p.bytes) for k, p in dry.items()} == {
+        hk.Kind.DATA_DOCS: (2, 200), hk.Kind.LOGS: (1, 10), hk.Kind.REPORTS: (1, 20), hk.Kind.QUARANTINE: (1, 30),
+        hk.Kind.AUDIT_COPIES: (1, 40), hk.Kind.CLASS_ARCHIVES: (1, 50), hk.Kind.EVIDENCE: (2, 0),
+    }  # fmt: skip
+    assert {k: p.removed for k, p in done.items()} == {k: p.removed for k, p in dry.items()}
+    assert {k: p.bytes for k, p in done.items() if k is not hk.Kind.EVIDENCE} == {
+        k: p.bytes for k, p in dry.items() if k is not hk.Kind.EVIDENCE
+    }
+    assert not any(p.dry_run for p in done.values())
+
+
+def test_the_airflow_clean_dry_run_is_airflows_own_and_deletes_nothing() -> None:
+    command = hk.airflow_clean_command(now=NOW, keep=90 * DAYS, airflow="airflow", dry_run=True)
+    assert command[-1] == "--dry-run" and "--yes" not in command and "--skip-archive" not in command
+
+
+def test_each_task_of_the_dag_prunes_its_kinds_and_a_bad_setting_stops_it_before_anything_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    a_bit_of_everything(data, cache)
+    places = hk.Places(data, data / "docs", class_cache=cache)
+    monkeypatch.setenv("CONTRACT_RETENTION_QUARANTINE", "a month")
+    left = tree(data, cache)
+    with pytest.raises(UsageError, match="CONTRACT_RETENTION_QUARANTINE: .*unset it for the default, 30d"):
+        hk.run_task(hk.Task.PRUNE_FILES, places, now=NOW)
+    assert tree(data, cache) == left
+    monkeypatch.delenv("CONTRACT_RETENTION_QUARANTINE")
+
+    done = hk.run_task(hk.Task.PRUNE_FILES, places, now=NOW)
+
+    assert [p.kind for p in done] == list(hk.TASK_KINDS[hk.Task.PRUNE_FILES])
+    assert sum(p.removed or 0 for p in done) == 7
+    with pytest.raises(HousekeepingError, match="registry"):
+        hk.run_task(hk.Task.PRUNE_EVIDENCE, places, now=NOW)
+
+
 # -- settings ----------------------------------------------------------------------------------------------------
 
 
@@ -268,6 +394,50 @@ def test_old_evidence_goes_but_the_latest_of_each_kind_and_version_and_what_a_st
     assert kept == {named, recent, only_old, newest_lint, earlier_version}
     assert not kept & set(old)
     assert hk.prune_evidence(registry, now=NOW, keep=365 * DAYS).removed == 0
+
+
+def footprint(path: Path) -> int:
+    """An SQLite store's bytes on disk: its file and its write-ahead log."""
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def test_a_pruned_sqlite_store_gives_the_space_back_and_a_store_pruned_daily_stays_level(tmp_path: Path) -> None:
+    path = tmp_path / "registry.db"
+    mt = "billing.invoice-issued.v1"
+    with SqlRegistry.open(f"sqlite:///{path}") as registry:
+
+        def collect(days: range) -> None:  # a day's evidence: big figures, as replay and validation write
+            for day in days:
+                for kind in (EvidenceKind.ARCHIVE_VALIDATION, EvidenceKind.REPLAY):
+                    registry.add_evidence(mt, contract_version="1.0.0", kind=kind, verdict=Verdict.PASS,
+                                          figures={"rows": "x" * 2000}, collected_at=NOW - day * DAYS)  # fmt: skip
+
+        collect(range(400, 0, -1))
+        grown = footprint(path)
+        pruned = hk.prune_evidence(registry, now=NOW, keep=30 * DAYS)
+        assert pruned.removed == 2 * 370
+        shrunk = footprint(path)
+        assert shrunk < grown / 5 and pruned.bytes >= grown - shrunk, (grown, shrunk, pruned.bytes)
+        assert "compacted" in pruned.note
+
+        level = path.stat().st_size
+        sizes = []
+        for later in range(1, 61):  # two more months of collecting and pruning daily
+            collect(range(-later + 1, -later, -1))
+            hk.prune_evidence(registry, now=NOW + later * DAYS, keep=30 * DAYS)
+            with contextlib.closing(sqlite3.connect(path)) as checkpoint:  # SQLite's automatic checkpoint, now
+                checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            sizes.append(path.stat().st_size)
+        assert max(sizes) <= level + 16 * 4096, (level, sizes)  # the pages pruning frees are reused: no growth
+
+
+def test_a_store_with_little_free_space_is_not_compacted(tmp_path: Path) -> None:
+    with SqlRegistry.open(f"sqlite:///{tmp_path / 'registry.db'}") as registry:
+        ids = [add(registry, "billing.invoice-issued.v1", EvidenceKind.LINT, NOW - d * DAYS) for d in range(40, 0, -1)]
+        pruned = hk.prune_evidence(registry, now=NOW, keep=39 * DAYS)
+        assert (pruned.removed, pruned.bytes, pruned.note) == (1, 0, "")
+        assert len(registry.evidence("billing.invoice-issued.v1", limit=100)) == len(ids) - 1
 
 
 # -- airflow metadata ---------------------------------------------------------------------------------------------

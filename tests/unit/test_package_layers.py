@@ -81,7 +81,8 @@ ALLOWED = {
     "impact": FOUNDATION | {"compat", "migration"},  # which consumers a change breaks
     "retirement": FOUNDATION | {"amqp", "lifecycle", "impact", "migration"},
     "retention": FOUNDATION | {"amqp"},  # the catalogue's retention enforced: archive, holds, dead letters
-    "housekeeping": {"errors", "settings", "durations"},  # what the platform keeps itself: files and rows, aged out
+    # what the platform keeps itself: files and rows, aged out; the Data Docs index built again (quality)
+    "housekeeping": {"errors", "settings", "durations", "jvm", "quality"},
     # the checks of a change, over the rules beneath them
     "lint": FOUNDATION | {"impact"},
     "checks": FOUNDATION | {"compat", "impact", "lint"},
