@@ -39,6 +39,7 @@ VERBS: dict[str, str] = {
     "quality": "quality",
     "migration": "migration",
     "retention": "retention",
+    "housekeeping": "housekeeping",
 }
 
 

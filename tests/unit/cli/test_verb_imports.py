@@ -68,6 +68,8 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
     "bridge": (["bridge", f"{INV}.v2", "--catalog", "{catalog}"], 3, STORE + ("httpx",)),
     # the store and one question to the management API (the recorder's queue): not the recorder, nor its AMQP client
     "record-activity --status": (["record-activity", "--status"], 1, STORE + BROKER),
+    # the files, the store, and the airflow command run as a process of its own (never imported)
+    "housekeeping --dry-run": (["housekeeping", "--dry-run"], 0, STORE + BROKER),
 }
 
 PROBE = (
