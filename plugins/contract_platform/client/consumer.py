@@ -57,7 +57,6 @@ Acknowledgements go out in runs (``basic.ack(multiple=True)``), once per turn of
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import logging
@@ -65,16 +64,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 import pika
 import pika.exceptions as px
-from pika.spec import Basic
 
-from contract_platform.amqp.asynchronous import JoinedWritesConnection, async_parameters
-from contract_platform.amqp.confirms import ConfirmTracker, SettleKind
-from contract_platform.amqp.connection import map_error
+from contract_platform.amqp.asynchronous import ConsumingChannel, StopReason
+from contract_platform.amqp.confirms import Settle
 from contract_platform.amqp.publisher import plain_properties
 from contract_platform.amqp.topology import dlq_name, dlx_name
 from contract_platform.client.bundle import Bundle
@@ -82,8 +78,7 @@ from contract_platform.client.guard import Guard, Inspected, Rejection, RejectRe
 from contract_platform.client.runtime import RuntimeCounters
 from contract_platform.client.tolerance import Tolerance
 from contract_platform.client.typed import registration_of
-from contract_platform.errors import BrokerError, BrokerUnavailable, QueueMissing, UsageError, clipped, printable
-from contract_platform.settings import redact_url
+from contract_platform.errors import UsageError, clipped, printable
 
 __all__ = [
     "ConsumerStats",
@@ -101,7 +96,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-TICK_SECONDS = 0.1
 _DETAIL_MOST = 300
 
 
@@ -324,14 +318,6 @@ def reject_headers(
     return headers
 
 
-class StopReason(StrEnum):
-    IDLE = "idle"
-    MAX_MESSAGES = "max-messages"
-    MAX_SECONDS = "max-seconds"
-    REQUESTED = "requested"
-    ERROR = "error"
-
-
 @dataclass
 class ConsumerStats:
     """What one consumer did to its deliveries (the guard's counts per version are ``Dispatcher.counters``)."""
@@ -343,7 +329,7 @@ class ConsumerStats:
     requeued: int = 0
 
 
-class GuardedConsumer:
+class GuardedConsumer(ConsumingChannel):
     """One connection and channel consuming ``queues``, every delivery through ``Dispatcher.dispatch``."""
 
     def __init__(
@@ -360,23 +346,14 @@ class GuardedConsumer:
         stop_timeout: float = 30.0,
     ) -> None:
         self.bundle = bundle
-        self.url = url
-        self.queues = tuple(queues)
-        if not self.queues:
-            raise UsageError("a consumer needs at least one queue")
         self.dispatcher = Dispatcher(bundle, service=service, counters=counters)
         self.service = self.dispatcher.service
-        self.prefetch = prefetch
-        self.stop_timeout = stop_timeout
-        self.connection_name = connection_name or f"{self.service or 'service'} (contract guard)"
-        self.broker = redact_url(url)
+        name = connection_name or f"{self.service or 'service'} (contract guard)"
+        super().__init__(url, name, queues, prefetch=prefetch, stop_timeout=stop_timeout)
+        if not self.queues:
+            raise UsageError("a consumer needs at least one queue")
         self.routes = {queue: _route(bundle, queue, dead_letters) for queue in self.queues}
         self.stats = ConsumerStats()
-        self._connection: Any = None
-        self._idle_timeout: float | None = None
-        self._max_messages: int | None = None
-        self._deadline: float | None = None
-        self._reset()
 
     # -- registration (the type registry) -----------------------------------------------------------------
 
@@ -413,102 +390,16 @@ class GuardedConsumer:
             raise UsageError("register a handler first: consumer.on(message_type, handler)")
         self.dispatcher.guard  # compiled before the first delivery  # noqa: B018
         self._reset()
-        self._idle_timeout, self._max_messages, self._deadline = idle_timeout, max_messages, deadline
-        try:
-            self._connection = JoinedWritesConnection(
-                async_parameters(self.url, self.connection_name),
-                on_open_callback=self._on_connection_open,
-                on_open_error_callback=self._on_open_error,
-                on_close_callback=self._on_connection_closed,
-            )
-            self._connection.ioloop.start()
-        finally:
-            if self._connection is not None:
-                with contextlib.suppress(Exception):  # release the loop's sockets; it is not used again
-                    self._connection.ioloop.close()
-        if self._error is not None:
-            raise self._error
-        return self._reason or StopReason.REQUESTED
-
-    def request_stop(self, *, wake: bool = True) -> None:
-        """Stop gracefully, from any thread; from a signal handler pass ``wake=False`` (the loop sees the flag
-        within ``TICK_SECONDS``)."""
-        self._stop_requested = True
-        connection = self._connection
-        if wake and connection is not None:
-            with contextlib.suppress(RuntimeError, OSError, AttributeError):  # a closed loop: the flag is enough
-                connection.ioloop.add_callback_threadsafe(functools.partial(self._begin_stop, StopReason.REQUESTED))
+        return self._consume(idle_timeout, max_messages, deadline)
 
     def _reset(self) -> None:
-        self._tracker = ConfirmTracker()
-        self._connection = None
-        self._channel: Any = None
-        self._consumer_tags: set[str] = set()
-        self._sequence = 0
-        self._stop_requested = False
-        self._stopping = False
-        self._closing = False
-        self._reason: StopReason | None = None
-        self._error: BaseException | None = None
+        super()._reset()
         self._settle_scheduled = False
-        self._last_activity = time.monotonic()
-
-    def _on_connection_open(self, connection: Any) -> None:
-        connection.channel(on_open_callback=self._on_channel_open)
-
-    def _on_open_error(self, connection: Any, error: BaseException | str) -> None:
-        self._fail(
-            self._mapped(error)
-            if isinstance(error, BaseException)
-            else BrokerUnavailable(f"RabbitMQ at {self.broker}: cannot connect ({error}); retry later")
-        )
-        connection.ioloop.stop()
-
-    def _on_connection_closed(self, connection: Any, reason: BaseException) -> None:
-        self._channel = None
-        if not self._closing:
-            self._fail(self._mapped(reason))
-        connection.ioloop.stop()
-
-    def _on_channel_open(self, channel: Any) -> None:
-        self._channel = channel
-        channel.add_on_close_callback(self._on_channel_closed)
-        channel.add_on_return_callback(self._on_return)
-        channel.add_on_cancel_callback(self._on_cancelled)
-        channel.confirm_delivery(self._on_confirm, callback=self._on_confirm_ok)
-
-    def _on_confirm_ok(self, _frame: Any) -> None:
-        self._channel.basic_qos(prefetch_count=self.prefetch, callback=self._on_qos_ok)
-
-    def _on_qos_ok(self, _frame: Any) -> None:
-        if self._stop_requested:
-            self._begin_stop(StopReason.REQUESTED)
-            return
-        for queue in self.queues:
-            tag = self._channel.basic_consume(queue, functools.partial(self._on_message, queue))
-            self._consumer_tags.add(tag)
-        self._last_activity = time.monotonic()
-        self._connection.ioloop.call_later(TICK_SECONDS, self._tick)
-
-    def _on_channel_closed(self, _channel: Any, reason: BaseException) -> None:
-        self._channel = None
-        self._consumer_tags.clear()
-        if not self._closing:
-            if isinstance(reason, px.ChannelClosedByBroker) and reason.reply_code == 404:
-                self._fail(
-                    QueueMissing(f"RabbitMQ at {self.broker}: {reason.reply_text}; provision the topology first")
-                )
-            else:
-                self._fail(self._mapped(reason))
-        self._close()
-
-    def _on_cancelled(self, frame: Any) -> None:
-        self._consumer_tags.discard(getattr(frame.method, "consumer_tag", ""))
-        self._fail(
-            QueueMissing(f"RabbitMQ at {self.broker} cancelled a consumer of {', '.join(self.queues)}: deleted?")
-        )
 
     # -- the hot path ------------------------------------------------------------------------------------
+
+    def _deliveries(self, queue: str) -> Callable[[Any, Any, Any, bytes], None]:
+        return functools.partial(self._on_message, queue)
 
     def _on_message(self, queue: str, channel: Any, method: Any, properties: Any, body: bytes) -> None:
         if self._stopping:
@@ -562,11 +453,6 @@ class GuardedConsumer:
         self._tracker.settled_elsewhere(tag)
         self.stats.rejected_to_broker += 1
 
-    def _on_confirm(self, frame: Any) -> None:
-        method = frame.method
-        self._tracker.answered(method.delivery_tag, multiple=method.multiple, ok=isinstance(method, Basic.Ack))
-        self._settle()
-
     def _on_return(self, _channel: Any, method: Any, properties: Any, _body: bytes) -> None:
         self._tracker.returned(getattr(properties, "message_id", None))
         log.warning(
@@ -581,95 +467,17 @@ class GuardedConsumer:
 
     def _settle(self) -> None:
         self._settle_scheduled = False
-        channel = self._channel
-        if channel is None or not channel.is_open:
-            return
-        for frame in self._tracker.settle():
-            if frame.kind is SettleKind.ACK:
-                channel.basic_ack(frame.delivery_tag, multiple=True)
-            else:  # the dead-letter copy was refused: the broker's own dead-lettering, never a requeue
-                channel.basic_reject(frame.delivery_tag, requeue=False)
-                self.stats.rejected_to_broker += 1
+        super()._settle()
+
+    def _refused(self, channel: Any, delivery_tag: int) -> None:
+        """The dead-letter copy was refused: the broker's own dead-lettering, never a requeue."""
+        channel.basic_reject(delivery_tag, requeue=False)
+        self.stats.rejected_to_broker += 1
+
+    def _settled(self, _frames: list[Settle]) -> None:
         for label, count in self._tracker.confirmed.items():
             self.stats.dead_lettered[label] += count
         self._tracker.confirmed.clear()
-        self._finish_if_done()
-
-    # -- stopping ----------------------------------------------------------------------------------------
-
-    def _tick(self) -> None:
-        if self._closing:
-            return
-        now = time.monotonic()
-        if self._stop_requested:
-            self._begin_stop(StopReason.REQUESTED)
-        elif self._deadline is not None and now >= self._deadline:
-            self._begin_stop(StopReason.MAX_SECONDS)
-        elif (
-            self._idle_timeout is not None
-            and self._tracker.unsettled == 0
-            and now - self._last_activity >= self._idle_timeout
-        ):
-            self._begin_stop(StopReason.IDLE)
-        if not self._stopping:
-            self._connection.ioloop.call_later(TICK_SECONDS, self._tick)
-
-    def _fail(self, error: BaseException) -> None:
-        if self._error is None:
-            self._error = error
-        self._begin_stop(StopReason.ERROR)
-
-    def _begin_stop(self, reason: StopReason) -> None:
-        if self._stopping or self._connection is None:
-            return
-        self._stopping = True
-        self._reason = reason
-        channel = self._channel
-        if channel is not None and channel.is_open:
-            for tag in list(self._consumer_tags):
-                channel.basic_cancel(tag, callback=functools.partial(self._on_cancel_ok, tag))
-        else:
-            self._consumer_tags.clear()
-        self._connection.ioloop.call_later(self.stop_timeout, self._close)
-        self._finish_if_done()
-
-    def _on_cancel_ok(self, tag: str, _frame: Any) -> None:
-        self._consumer_tags.discard(tag)
-        self._finish_if_done()
-
-    def _finish_if_done(self) -> None:
-        if not self._stopping or self._closing or self._consumer_tags:
-            return
-        if self._tracker.in_flight and self._channel is not None and self._channel.is_open:
-            return  # dead-letter copies still unconfirmed: their deliveries are settled when the broker answers
-        self._close()
-
-    def _close(self) -> None:
-        if self._closing:
-            return
-        self._closing = True
-        channel = self._channel
-        if channel is not None and channel.is_open:
-            for frame in self._tracker.settle():
-                if frame.kind is SettleKind.ACK:
-                    channel.basic_ack(frame.delivery_tag, multiple=True)
-                else:
-                    channel.basic_reject(frame.delivery_tag, requeue=False)
-        connection = self._connection
-        try:
-            if connection.is_open:
-                connection.close()
-                return
-        except (px.AMQPError, OSError) as exc:  # closing what is already gone is not an error
-            log.debug("ignored while closing: %r", exc)
-        if not connection.is_closing:
-            connection.ioloop.stop()
-
-    def _mapped(self, error: BaseException) -> BrokerError:
-        try:
-            return map_error(error, self.broker)
-        except TypeError:  # not a pika or socket error
-            return BrokerUnavailable(f"RabbitMQ at {self.broker}: the connection failed ({type(error).__name__})")
 
 
 def _route(bundle: Bundle, queue: str, given: Mapping[str, tuple[str, str] | None] | None) -> tuple[str, str] | None:

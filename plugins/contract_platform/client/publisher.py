@@ -37,12 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pika
-import pika.exceptions as px
 from pika.spec import Basic
 
-from contract_platform.amqp.asynchronous import JoinedWritesConnection, async_parameters
-from contract_platform.amqp.confirms import ConfirmTracker, SettleKind
-from contract_platform.amqp.connection import map_error
+from contract_platform.amqp.asynchronous import ConfirmChannel
+from contract_platform.amqp.confirms import SettleKind
 from contract_platform.amqp.publisher import PublishResult, encode_compact
 from contract_platform.client.bundle import Bundle
 from contract_platform.client.guard import Guard, RejectReason
@@ -50,13 +48,10 @@ from contract_platform.client.runtime import RuntimeCounters
 from contract_platform.client.typed import GeneratedEnvelope, envelope_of
 from contract_platform.envelope.properties import amqp_properties
 from contract_platform.errors import BrokerError, BrokerUnavailable, ContractViolation, PublishRefused
-from contract_platform.settings import redact_url
 
 __all__ = ["Confirmation", "GuardedPublisher", "Prepared", "PublishResult", "PublisherStats"]
 
 log = logging.getLogger(__name__)
-
-NOT_FOUND = 404
 
 
 @dataclass(frozen=True)
@@ -111,7 +106,7 @@ class Confirmation:
         return self._error
 
 
-class GuardedPublisher:
+class GuardedPublisher(ConfirmChannel):
     """Publishes checked envelopes of ``bundle`` through one connection owned by a background I/O thread."""
 
     def __init__(
@@ -126,14 +121,11 @@ class GuardedPublisher:
         open_timeout: float = 15.0,
     ) -> None:
         self.bundle = bundle
-        self.url = url
         self.service = service or bundle.service
-        self.broker = redact_url(url)
         self.max_in_flight = max_in_flight
         self.counters = (
             counters if counters is not None else RuntimeCounters(bundle, service=self.service, side="publish")
         )
-        self.connection_name = connection_name or f"{self.service or 'service'} (contract guard publisher)"
         self.open_timeout = open_timeout
         self.guard = Guard(bundle, reads=())
         self._lock = threading.Lock()
@@ -142,13 +134,9 @@ class GuardedPublisher:
         self._outbox: deque[Confirmation] = deque()
         self._drain_scheduled = False
         self._thread: threading.Thread | None = None
-        self._connection: Any = None
-        self._channel: Any = None
         self._ready = threading.Event()
-        self._failure: BaseException | None = None  # why the current connection cannot publish
-        self._closing = False
         self.stats = PublisherStats()
-        self._reset_tracking()
+        super().__init__(url, connection_name or f"{self.service or 'service'} (contract guard publisher)")
 
     # -- public --------------------------------------------------------------------------------------------
 
@@ -160,21 +148,19 @@ class GuardedPublisher:
 
     def start(self) -> GuardedPublisher:
         """Open the connection and its confirm-mode channel (``BrokerUnavailable``/``BrokerError`` if it cannot)."""
-        if self._thread is not None and self._thread.is_alive() and self._failure is None:
+        if self._thread is not None and self._thread.is_alive() and self._error is None:
             return self
         self._join()
         self._ready.clear()
-        self._failure = None
-        self._closing = False
-        self._reset_tracking()
+        self._reset()
         self._thread = threading.Thread(target=self._run, name="contract-guard-publisher", daemon=True)
         self._thread.start()
         if not self._ready.wait(self.open_timeout):
-            self._failure = BrokerUnavailable(
+            self._error = BrokerUnavailable(
                 f"RabbitMQ at {self.broker}: no channel after {self.open_timeout:.0f} s; retry later"
             )
-        if self._failure is not None:
-            failure = self._failure
+        if self._error is not None:
+            failure = self._error
             self._stop_loop()
             raise failure
         return self
@@ -216,14 +202,14 @@ class GuardedPublisher:
 
     def send(self, prepared: Prepared) -> Confirmation:
         """Put an envelope ``check`` prepared in flight (blocks while ``max_in_flight`` are unconfirmed)."""
-        if self._failure is not None or self._thread is None:
+        if self._error is not None or self._thread is None:
             self.start()
         confirmation = Confirmation(self, prepared)
         with self._settled:
-            while self._in_flight >= self.max_in_flight and self._failure is None:
+            while self._in_flight >= self.max_in_flight and self._error is None:
                 self._settled.wait()
-            if self._failure is not None:  # the connection went while this waited for room
-                confirmation._error, confirmation._state = self._failure, _FAILED
+            if self._error is not None:  # the connection went while this waited for room
+                confirmation._error, confirmation._state = self._error, _FAILED
                 return confirmation
             self._in_flight += 1
             self._outbox.append(confirmation)
@@ -292,79 +278,34 @@ class GuardedPublisher:
 
     # -- the I/O thread --------------------------------------------------------------------------------------
 
-    def _reset_tracking(self) -> None:
-        self._tracker = ConfirmTracker()
-        self._sequence = 0
+    def _reset(self) -> None:
+        super()._reset()  # _error: why the current connection cannot publish
         self._unconfirmed: dict[int, Confirmation] = {}
         self._returned: dict[str | None, str] = {}
 
     def _run(self) -> None:
         try:
-            self._connection = JoinedWritesConnection(
-                async_parameters(self.url, self.connection_name),
-                on_open_callback=self._on_open,
-                on_open_error_callback=self._on_open_error,
-                on_close_callback=self._on_closed,
-            )
-            self._connection.ioloop.start()
+            self._run_loop()
         except Exception as exc:  # the loop itself failed: whoever waits learns why
-            self._fail_all(self._mapped(exc))
+            self._fail(self._mapped(exc))
         finally:
             self._ready.set()
-            if self._connection is not None:
-                with contextlib.suppress(Exception):
-                    self._connection.ioloop.close()
 
     def _wake(self, callback: Any) -> None:
         connection = self._connection
         try:
             connection.ioloop.add_callback_threadsafe(callback)
         except (AttributeError, RuntimeError, OSError) as exc:  # the loop is gone: fail what waits
-            self._fail_all(
-                self._failure
-                or BrokerUnavailable(f"RabbitMQ at {self.broker}: the connection is gone ({type(exc).__name__})")
-            )
+            self._fail(BrokerUnavailable(f"RabbitMQ at {self.broker}: the connection is gone ({type(exc).__name__})"))
 
-    def _on_open(self, connection: Any) -> None:
-        connection.channel(on_open_callback=self._on_channel)
-
-    def _on_open_error(self, connection: Any, error: BaseException | str) -> None:
-        self._failure = (
-            self._mapped(error)
-            if isinstance(error, BaseException)
-            else BrokerUnavailable(f"RabbitMQ at {self.broker}: cannot connect ({error}); retry later")
-        )
+    def _on_confirm_ok(self, _frame: Any) -> None:
         self._ready.set()
-        connection.ioloop.stop()
 
-    def _on_closed(self, connection: Any, reason: BaseException) -> None:
-        self._channel = None
-        if not self._closing:
-            self._fail_all(self._failure or self._mapped(reason))
-        connection.ioloop.stop()
-
-    def _on_channel(self, channel: Any) -> None:
-        self._channel = channel
-        channel.add_on_close_callback(self._on_channel_closed)
-        channel.add_on_return_callback(self._on_return)
-        channel.confirm_delivery(self._on_confirm, callback=lambda _frame: self._ready.set())
-
-    def _on_channel_closed(self, _channel: Any, reason: BaseException) -> None:
-        self._channel = None
-        if self._closing:
-            return
-        if isinstance(reason, px.ChannelClosedByBroker) and reason.reply_code == NOT_FOUND:
-            failure: BrokerError = PublishRefused(
-                f"RabbitMQ at {self.broker} closed the publisher's channel: {reason.reply_text}; provision the "
-                "topology first (what was in flight is not confirmed)"
-            )
-        else:
-            failure = self._mapped(reason)
-        self._fail_all(failure)
-        with contextlib.suppress(px.AMQPError, OSError):
-            if self._connection is not None and self._connection.is_open:
-                self._closing = True
-                self._connection.close()
+    def _not_found(self, reply_text: str) -> BrokerError:
+        return PublishRefused(
+            f"RabbitMQ at {self.broker} closed the publisher's channel: {reply_text}; provision the topology first "
+            "(what was in flight is not confirmed)"
+        )
 
     def _drain(self) -> None:
         with self._lock:
@@ -373,7 +314,7 @@ class GuardedPublisher:
             self._outbox.clear()
         channel = self._channel
         if channel is None or not channel.is_open:
-            failure = self._failure or BrokerUnavailable(f"RabbitMQ at {self.broker}: the channel is closed")
+            failure = self._error or BrokerUnavailable(f"RabbitMQ at {self.broker}: the channel is closed")
             self._answer([(sent, failure) for sent in batch])
             return
         for sent in batch:
@@ -437,9 +378,10 @@ class GuardedPublisher:
                 self._in_flight -= 1
             self._settled.notify_all()
 
-    def _fail_all(self, failure: BaseException) -> None:
-        """The connection or channel is gone: every message not confirmed fails with ``failure``."""
-        self._failure = self._failure or failure
+    def _fail(self, error: BaseException) -> None:
+        """The connection or channel is gone: every message not confirmed fails with the first error."""
+        super()._fail(error)
+        failure = self._error or error
         with self._lock:
             waiting = list(self._outbox)
             self._outbox.clear()
@@ -452,29 +394,11 @@ class GuardedPublisher:
         connection = self._connection
         if connection is not None:
             with contextlib.suppress(AttributeError, RuntimeError, OSError):
-                connection.ioloop.add_callback_threadsafe(self._close_connection)
+                connection.ioloop.add_callback_threadsafe(self._close)
         self._join()
-
-    def _close_connection(self) -> None:
-        self._closing = True
-        connection = self._connection
-        try:
-            if connection.is_open:
-                connection.close()
-                return
-        except (px.AMQPError, OSError) as exc:  # closing what is already gone is not an error
-            log.debug("ignored while closing: %r", exc)
-        if not connection.is_closing:
-            connection.ioloop.stop()
 
     def _join(self) -> None:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(30.0)
         self._connection = None
-
-    def _mapped(self, error: BaseException) -> BrokerError:
-        try:
-            return map_error(error, self.broker)
-        except TypeError:  # not a pika or socket error
-            return BrokerUnavailable(f"RabbitMQ at {self.broker}: the connection failed ({type(error).__name__})")
