@@ -94,6 +94,7 @@ __all__ = [
     "queue_for",
     "queue_state",
     "recorder_queues",
+    "refuse_if_in_use",
 ]
 
 log = logging.getLogger(__name__)
@@ -188,6 +189,48 @@ _PARKED_ARGUMENTS: dict[str, Any] = {  # the newest events the store refused
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def refuse_if_in_use(url: str, config: RecorderConfig) -> None:
+    """``RecorderQueueInUse`` when the recorder's queue exists with other arguments and another recorder reads it.
+
+    Asked before the recorder opens its store, so that a start that is refused changes nothing: no queue is
+    declared and the store's schema is not upgraded (docs/upgrading.md: the previous release's recorder still
+    runs, and its release must still open the store). A broker that cannot be reached is left to the recorder,
+    which waits for it; a queue nobody reads is left to it too, which replaces it (one gap)."""
+    target = with_vhost(url, config.event_vhost)
+    try:
+        connection = open_connection(target, name="contract-platform recorder start check")
+    except BrokerUnavailable:
+        return
+    broker = describe_broker(connection)
+    try:
+        with broker_errors(broker):
+            found = passive_queue(connection, config.queue)
+            if found is None or found[1] == 0:
+                return
+            arguments = queue_arguments(config, uuid.uuid4().hex)
+            channel = connection.channel()
+            try:  # the same arguments are no change (RabbitMQ compares only its own); other ones are refused
+                channel.queue_declare(config.queue, durable=True, arguments=arguments)
+            except px.ChannelClosedByBroker as exc:
+                if exc.reply_code != 406:
+                    raise
+                queue = management_for(target, config.management_url, config.event_vhost).queue(config.queue)
+                old = queue.get("arguments") if isinstance(queue, dict) else None
+                raise _in_use(config.queue, broker, old if isinstance(old, dict) else None, arguments) from exc
+            _close_channel(channel)
+    finally:
+        close_quietly(connection)
+
+
+def _in_use(name: str, broker: str, old: dict[str, Any] | None, arguments: dict[str, Any]) -> RecorderQueueInUse:
+    return RecorderQueueInUse(
+        f"{name} on {broker} has other arguments ({_shown(old)}) than this recorder's "
+        f"({_shown(arguments)}) and another recorder reads it: stop that recorder (an older version, or one "
+        "with other CONTRACT_RECORDER_MAX_EVENTS or CONTRACT_RECORDER_MAX_BYTES) and start this one again; "
+        "it then replaces the queue, which is a gap in the reader evidence"
+    )
 
 
 def _shown(arguments: dict[str, Any] | None) -> str:
@@ -342,12 +385,7 @@ class _Segment:
         except px.ChannelClosedByBroker as exc:
             if exc.reply_code != 406:
                 raise
-            raise RecorderQueueInUse(
-                f"{name} on {self.broker} has other arguments ({_shown(old)}) than this recorder's "
-                f"({_shown(arguments)}) and another recorder reads it: stop that recorder (an older version, or one "
-                "with other CONTRACT_RECORDER_MAX_EVENTS or CONTRACT_RECORDER_MAX_BYTES) and start this one again; "
-                "it then replaces the queue, which is a gap in the reader evidence"
-            ) from exc
+            raise _in_use(name, self.broker, old, arguments) from exc
         self.connection.channel().queue_declare(name, durable=True, arguments=arguments)
         what = f"{name} had other arguments ({_shown(old)}) and was replaced: the events it held were not read"
         self.problems.append(what)

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             return _status(registry, queue, heartbeat, args.format)
         finally:
             registry.close()
-    from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig
+    from contract_platform.activity.recorder import ActivityRecorder, RecorderConfig, refuse_if_in_use
 
     logging.getLogger("contract_platform.activity").setLevel(logging.INFO)
     if args.log_file:
@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         max_events=max_events,
         max_bytes=max_bytes,
     )
+    refuse_if_in_use(settings.rabbitmq_url(), config)  # before the store: a refused start upgrades nothing
     registry = SqlRegistry.open(registry_url)
     try:
         recorder = ActivityRecorder(settings.rabbitmq_url(), registry, config)

@@ -215,14 +215,18 @@ def test_an_older_recorder_still_reading_its_queue_is_named_and_nothing_is_repla
     connection.channel().queue_declare(recorders.queue, durable=True, arguments={"x-expires": QUEUE_EXPIRES_MS})
     older = named_connection("older-recorder")
     older.channel().basic_consume(recorders.queue, lambda *args: None, exclusive=True)
+    untouched = tmp_path / "untouched.db"  # a store the refused start must not open: an upgrade would be a change
     try:
-        code = main(["record-activity", "--registry", recorders.registry_url, "--queue", recorders.queue])
+        code = main(["record-activity", "--registry", f"sqlite:///{untouched}", "--queue", recorders.queue])
     finally:
         older.close()
     assert code == 3
     error = capsys.readouterr().err
     assert recorders.queue in error and "another recorder reads it: stop that recorder" in error
+    assert "(x-expires=604800000)" in error  # the old queue's arguments, named
     assert broker.depth(url_of("/"), recorders.queue)[1] == 0  # still there, as it was
+    assert not untouched.exists()  # the store was not opened, so not created or upgraded
+    assert not any(broker.queue_listed("/", name) for name in recorder_queues(recorders.queue)[1:])  # none declared
 
 
 def test_a_broker_restart_in_the_span_is_unknown_naming_the_restart(tmp_path: Path, version: Contract) -> None:
