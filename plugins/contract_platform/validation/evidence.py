@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from contract_platform import evidence
 from contract_platform.catalog.model import Catalog
 from contract_platform.evidence import EvidenceRecord, Registry, Verdict
@@ -42,7 +44,7 @@ def retired_traffic_figures(
         first_received_at=traffic.first_received_at,
         last_received_at=traffic.last_received_at,
         retired_at=retired_at,
-        producers=tuple(p.to_dict() for p in traffic.producers),
+        producers=tuple(asdict(p) for p in traffic.producers),
         interval=interval,
     )
 

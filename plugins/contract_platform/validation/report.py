@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from contract_platform.evidence.figures import ProducerTraffic
 from contract_platform.validation.lookback import Incomplete
 from contract_platform.validation.reasons import Reason
 
@@ -26,7 +27,6 @@ __all__ = [
     "InputFigures",
     "Interval",
     "PathCount",
-    "ProducerTraffic",
     "RetiredGroup",
     "RetiredTraffic",
     "Totals",
@@ -72,22 +72,6 @@ class RetiredGroup:
 
 
 @dataclass(frozen=True)
-class ProducerTraffic:
-    producer: str  # "" when the messages name none
-    messages: int
-    first_received_at: str | None
-    last_received_at: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "producer": self.producer,
-            "messages": self.messages,
-            "first_received_at": self.first_received_at,
-            "last_received_at": self.last_received_at,
-        }
-
-
-@dataclass(frozen=True)
 class RetiredTraffic:
     """What was received on a retired version after its retirement: per producer, most messages first."""
 
@@ -125,7 +109,7 @@ class RetiredTraffic:
             "messages": self.messages,
             "first_received_at": self.first_received_at,
             "last_received_at": self.last_received_at,
-            "producers": [p.to_dict() for p in self.producers],
+            "producers": [asdict(p) for p in self.producers],
         }
 
 
