@@ -191,6 +191,19 @@ def _kind(value: Any) -> str:
     return {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
 
 
+def _json_object(text: str | bytes, what: str, pointer: str, checked: CheckedRecord) -> dict[str, Any] | None:
+    """``text`` parsed as a JSON object; None, with a MALFORMED finding at ``pointer`` naming ``what``, if not one."""
+    try:
+        value = parse_json(text)
+    except NotJson as exc:
+        checked.findings.append(Finding(Reason.MALFORMED, pointer, f"{what} is not JSON: {exc}"))
+        return None
+    if type(value) is not dict:
+        checked.findings.append(Finding(Reason.MALFORMED, pointer, f"{what} is a JSON {_kind(value)}, not an object"))
+        return None
+    return value
+
+
 def _epoch_us(text: Any) -> int | None:
     if not isinstance(text, str):
         return None
@@ -336,14 +349,8 @@ class RecordChecker:
         return checked
 
     def _check(self, line: str | bytes, checked: CheckedRecord) -> None:
-        try:
-            record = parse_json(line)
-        except NotJson as exc:
-            checked.findings.append(Finding(Reason.MALFORMED, "", f"record line is not JSON: {exc}"))
-            return
-        if type(record) is not dict:
-            message = f"record line is a JSON {_kind(record)}, not an object"
-            checked.findings.append(Finding(Reason.MALFORMED, "", message))
+        record = _json_object(line, "record line", "", checked)
+        if record is None:
             return
         # The line holds the body's text too: with no more brackets than the limit, neither can nest past it.
         deep = may_nest_beyond(line, self.depth_limit)
@@ -358,14 +365,8 @@ class RecordChecker:
         body = self._body(record, checked)
         if body is None:
             return
-        try:
-            document = parse_json(body)
-        except NotJson as exc:
-            checked.findings.append(Finding(Reason.MALFORMED, "/body", f"body is not JSON: {exc}"))
-            return
-        if type(document) is not dict:
-            message = f"body is a JSON {_kind(document)}, not an object"
-            checked.findings.append(Finding(Reason.MALFORMED, "/body", message))
+        document = _json_object(body, "body", "/body", checked)
+        if document is None:
             return
         if type(record.get("body")) is not str:  # decoded from bodyBase64: its brackets were not in the line
             deep = may_nest_beyond(body, self.depth_limit)
