@@ -242,15 +242,12 @@ class _Version:
         self.names = {typed.envelope_class, *_TAKEN_TYPES}
         root = self._flat(typed.schema)
         body = self._record(typed.envelope_class, root, "", nested=False)
-        constants = [
-            ("String", "MESSAGE_TYPE", _string(typed.message_type)),
-            ("String", "VERSION", _string(typed.version)),
-            ("int", "SCHEMA_VERSION", str(typed.major)),
-            ("String", "EXCHANGE", _string(typed.exchange)),
-            ("String", "ROUTING_KEY", _string(typed.routing_key)),
-            ("String", "CATALOG_REVISION", _string(revision)),
+        inserted = [
+            f"    public static final int {name} = {value};"
+            if isinstance(value, int)
+            else f"    public static final String {name} = {_string(value)};"
+            for name, value in typed.constants(revision).items()
         ]
-        inserted = [f"    public static final {kind} {name} = {value};" for kind, name, value in constants]
         opening = next(i for i, line in enumerate(body) if line.startswith("public record "))
         body[opening + 1 : opening + 1] = [*inserted, ""]
         nested: list[str] = []

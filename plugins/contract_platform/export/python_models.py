@@ -125,16 +125,9 @@ def _with_contract(code: str, typed: TypedVersion, revision: str) -> str:
             "of the payload schema takes that name; rename it",
         )
     at = _after_docstring(lines, start + 1)
-    constants: dict[str, str | int] = {
-        "MESSAGE_TYPE": typed.message_type,
-        "VERSION": typed.version,
-        "SCHEMA_VERSION": typed.major,
-        "EXCHANGE": typed.exchange,
-        "ROUTING_KEY": typed.routing_key,
-        "CATALOG_REVISION": revision,
-    }
     inserted = [
-        f"    {name}: ClassVar[{type(value).__name__}] = {_literal(value)}" for name, value in constants.items()
+        f"    {name}: ClassVar[{type(value).__name__}] = {_literal(value)}"
+        for name, value in typed.constants(revision).items()
     ]
     lines[at:at] = [*inserted, ""]
     lines += [

@@ -100,6 +100,17 @@ class TypedVersion:
     schema_file: str  # where the payload schema came from, for errors
     schema: dict[str, Any]
 
+    def constants(self, revision: str) -> dict[str, str | int]:
+        """The constants every generated envelope type carries, in every language, in this order."""
+        return {
+            "MESSAGE_TYPE": self.message_type,
+            "VERSION": self.version,
+            "SCHEMA_VERSION": self.major,
+            "EXCHANGE": self.exchange,
+            "ROUTING_KEY": self.routing_key,
+            "CATALOG_REVISION": revision,
+        }
+
 
 def class_stem(message_type: str) -> str:
     """``billing.invoice-issued.v2`` -> ``InvoiceIssuedV2`` (the domain is the module's, not the class's)."""

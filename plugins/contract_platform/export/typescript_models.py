@@ -318,14 +318,6 @@ def _version_file(typed: TypedVersion, declarations: str, revision: str) -> str:
                 f"the generated types of {typed.message_type} have no {name}: a definition or title of the payload "
                 "schema takes that name; rename it",
             )
-    constants = {
-        "MESSAGE_TYPE": typed.message_type,
-        "VERSION": typed.version,
-        "SCHEMA_VERSION": typed.major,
-        "EXCHANGE": typed.exchange,
-        "ROUTING_KEY": typed.routing_key,
-        "CATALOG_REVISION": revision,
-    }
     lines = [
         _header(revision, f"{typed.message_type} {typed.version} ({typed.exchange} / {typed.routing_key})"),
         f'import {{ problems }} from "./{GUARD_MODULE}";',
@@ -334,7 +326,9 @@ def _version_file(typed: TypedVersion, declarations: str, revision: str) -> str:
         declarations.strip(),
         "",
     ]
-    lines += [f"export const {name} = {json.dumps(value)} as const;" for name, value in constants.items()]
+    lines += [
+        f"export const {name} = {json.dumps(value)} as const;" for name, value in typed.constants(revision).items()
+    ]
     lines += [
         "",
         "/** The typed schema the guards check (the envelope standard with this version's payload). */",
