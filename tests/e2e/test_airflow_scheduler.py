@@ -12,6 +12,10 @@ and a RabbitMQ virtual host of its own. Then:
 3. ``retirement_audit`` runs;
 4. the REST API of the Contracts page and the page itself show that the registry moved.
 
+Another test lets the scheduler run ``housekeeping`` once (a minute or two): its ``clean_airflow_metadata`` task, on
+a LocalExecutor task runner that Airflow keeps out of its metadata database, cleans that database through
+``CONTRACT_AIRFLOW_DB_URL`` (which the serve command sets): a run and an audit-log row dated 200 days back are gone.
+
 A second test imports a generated estate (``ESTATE`` new versions, ``tests/support/estate.py``) on a
 private RabbitMQ node with a raised ``ulimit -n`` (the shared node has 1,024 file handles; the estate
 declares about ten queues per version): the watch emits a bounded number of batched events and
@@ -27,6 +31,7 @@ it with ``dag.test()``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,6 +160,70 @@ def test_the_platform_runs_under_a_real_scheduler(served: Served, vhost: str, mo
     page = airflow.request("GET", f"/contracts/c/{PROMOTED}", raw=True)
     assert PROMOTED in page and promotion[-1]["runId"] in page
     print(f"whole scenario: {time.monotonic() - started:.0f}s")
+
+
+def _metadata(url: str, statement: str, **params: object) -> list[tuple[object, ...]]:
+    """One statement on the served Airflow's metadata database (PostgreSQL), committed; its rows, if any."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            found = connection.execute(text(statement), params)
+            return [tuple(row) for row in found] if found.returns_rows else []
+    finally:
+        engine.dispose()
+
+
+def test_the_housekeeping_dag_cleans_airflows_metadata_under_the_real_scheduler(
+    tmp_path: Path, vhost: str, airflow_database: str
+):
+    """The scheduled housekeeping run, on a LocalExecutor task runner (whose own metadata URL Airflow blocks), runs
+    airflow db clean on the metadata database CONTRACT_AIRFLOW_DB_URL names: a run and an audit-log row 200 days
+    old are gone afterwards, the run itself stays, and the task says which database it cleaned from which host."""
+    import shutil
+    from datetime import UTC, datetime, timedelta
+
+    shutil.copytree(REPO / "contracts", tmp_path / "contracts")
+    airflow = Served(tmp_path, vhost, airflow_database)
+    airflow.env["CONTRACT_JVM_CLASS_CACHE"] = str(tmp_path / "class-cache")  # pruned by the run: the test's own
+    old = datetime.now(UTC) - timedelta(days=200)
+    try:
+        airflow.start()
+        wait_for("the api-server", airflow.answers, 300, airflow.output)
+        airflow.log_in()
+        wait_for("the housekeeping DAG", lambda: "housekeeping" in airflow.dag_ids(), 300)
+        # An old run: triggered while its DAG is paused (it never starts), then dated 200 days back and finished.
+        stale = airflow.trigger("archive_retention")
+        _metadata(airflow_database, "UPDATE dag_run SET state = 'failed', start_date = :at, end_date = :at "
+                  "WHERE dag_id = 'archive_retention' AND run_id = :run", at=old, run=stale)  # fmt: skip
+        [(entry,)] = _metadata(airflow_database, "INSERT INTO log (dttm, dag_id, event, owner) "
+                               "VALUES (:at, 'archive_retention', 'e2e-old-entry', 'e2e') RETURNING id", at=old)  # fmt: skip
+
+        airflow.unpause("housekeeping")  # the scheduler starts the run of the last day at once
+        runs = wait_for("the scheduled housekeeping run", lambda: airflow.runs("housekeeping"), 180)
+        run_id = runs[0]["dag_run_id"]
+        airflow.wait_run("housekeeping", run_id, 300)
+
+        said = airflow.request(
+            "GET", f"/api/v2/dags/housekeeping/dagRuns/{run_id}/taskInstances/clean_airflow_metadata/xcomEntries/"
+            "return_value?deserialize=true",
+        )["value"]  # fmt: skip
+    finally:
+        airflow.stop()
+    assert not airflow.stragglers(), "processes of the served Airflow are still running"
+
+    assert not _metadata(airflow_database, "SELECT 1 FROM dag_run WHERE run_id = :run", run=stale)
+    assert not _metadata(airflow_database, "SELECT 1 FROM log WHERE id = :id", id=entry)
+    assert _metadata(airflow_database, "SELECT 1 FROM dag_run WHERE dag_id = 'housekeeping' AND run_id = :run",
+                     run=run_id)  # fmt: skip
+    [cleaned] = said if isinstance(said, list) else json.loads(said)
+    print(f"clean_airflow_metadata said: {cleaned}")
+    assert cleaned["kind"] == "airflow_metadata" and cleaned["removed"] >= 2, cleaned
+    database = airflow_database.rsplit("/", 1)[-1]
+    assert "airflow db clean on " in cleaned["note"] and database in cleaned["note"], cleaned
+    assert "run on " in cleaned["note"], cleaned
 
 
 @pytest.fixture()
