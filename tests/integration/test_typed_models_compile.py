@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from tests.support.cli import run_cli
-from tests.support.contracts import ENVELOPE_SCHEMA_FILE, REPO_ROOT
+from tests.support.contracts import ENVELOPE_SCHEMA_FILE, REPO_ROOT, write_contract
 from tests.unit.export.test_python_models import SHAPE_DEFECTS, write_shapes_catalog
 
 from contract_platform.catalog.loading import load_catalog
@@ -260,24 +259,14 @@ def evolution_catalog(root: Path, major: int, version: str, schema: dict[str, An
     """A catalogue of one contract, billing.invoice-issued.v<major> at ``version`` with ``schema``."""
     (root / "envelope").mkdir(parents=True)
     (root / "envelope" / "envelope.v1.schema.json").write_bytes(ENVELOPE_SCHEMA_FILE.read_bytes())
-    folder = root / "billing" / "invoice-issued" / f"v{major}"
-    (folder / "fixtures" / "valid").mkdir(parents=True)
-    (folder / "fixtures" / "invalid").mkdir(parents=True)
-    contract = {
-        "messageType": f"billing.invoice-issued.v{major}",
-        "kind": "event",
-        "version": version,
-        "status": "active",
-        "description": "An invoice was issued.",
-        "owner": {"team": "billing", "service": "billing-service", "contact": "billing@example.com"},
-        "transport": {"exchange": "billing.events", "routingKey": f"billing.invoice.issued.v{major}"},
-        "compatibility": "BACKWARD",
-        "idempotencyKey": "/metadata/messageId",
-        "pii": {"containsPii": False, "fields": []},
-        "retention": {"queue": "14d", "dlq": "14d", "archive": "90d"},
-    }
-    (folder / "contract.yaml").write_text(yaml.safe_dump(contract, sort_keys=False))
-    (folder / "payload.schema.json").write_text(json.dumps(schema, indent=2))
+    write_contract(
+        root,
+        f"billing.invoice-issued.v{major}",
+        version=version,
+        description="An invoice was issued.",
+        routing_key=f"billing.invoice.issued.v{major}",
+        schema=schema,
+    )
     return load_catalog(root)
 
 

@@ -19,6 +19,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from contract_platform.catalog.model import (
     Catalog,
     Consumer,
@@ -181,3 +183,30 @@ def schema_with(schema: dict[str, Any], *path: Any, value: Any) -> dict[str, Any
         node = node[token]
     node[path[-1]] = value
     return out
+
+
+def write_contract(
+    root: Path, message_type: str, *, version: str, description: str, routing_key: str, schema: dict[str, Any]
+) -> Path:
+    """The folder of an active event ``message_type`` under catalogue ``root``: its contract.yaml (the domain's
+    team owns it), ``schema`` as its payload schema and empty fixture folders."""
+    domain, name, major = message_type.split(".")
+    folder = root / domain / name / major
+    (folder / "fixtures" / "valid").mkdir(parents=True)
+    (folder / "fixtures" / "invalid").mkdir(parents=True)
+    contract = {
+        "messageType": message_type,
+        "kind": "event",
+        "version": version,
+        "status": "active",
+        "description": description,
+        "owner": {"team": domain, "service": f"{domain}-service", "contact": f"{domain}@example.com"},
+        "transport": {"exchange": f"{domain}.events", "routingKey": routing_key},
+        "compatibility": "BACKWARD",
+        "idempotencyKey": "/metadata/messageId",
+        "pii": {"containsPii": False, "fields": []},
+        "retention": {"queue": "14d", "dlq": "14d", "archive": "90d"},
+    }
+    (folder / "contract.yaml").write_text(yaml.safe_dump(contract, sort_keys=False))
+    (folder / "payload.schema.json").write_text(json.dumps(schema, indent=2))
+    return folder

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import BaseModel, ValidationError
 from tests.support.cli import run_cli
-from tests.support.contracts import ENVELOPE_SCHEMA_FILE, REPO_ROOT
+from tests.support.contracts import ENVELOPE_SCHEMA_FILE, REPO_ROOT, write_contract
 from tests.support.models import generated_package
 
 from contract_platform.catalog.loading import load_catalog
@@ -104,34 +103,12 @@ def test_regenerating_removes_the_modules_of_versions_left_out(tmp_path, capsys)
     (out / "handwritten.py").write_text("x = 1\n")
     catalog = str(REPO_ROOT / "contracts")
 
-    first = run_cli(
-        capsys,
-        "export",
-        "models",
-        "--lang",
-        "python",
-        "--catalog",
-        catalog,
-        "--service",
-        "accounting-service",
-        "--out",
-        str(out),
-    )
+    export = ("export", "models", "--lang", "python", "--catalog", catalog, "--out", str(out))
+
+    first = run_cli(capsys, *export, "--service", "accounting-service")
     assert first[0] == 0
     assert (out / "billing_invoice_issued_v1.py").is_file()  # consumed on read, migrated: v1 is in the selection
-    second = run_cli(
-        capsys,
-        "export",
-        "models",
-        "--lang",
-        "python",
-        "--catalog",
-        catalog,
-        "--type",
-        "billing.invoice-issued.v2",
-        "--out",
-        str(out),
-    )
+    second = run_cli(capsys, *export, "--type", "billing.invoice-issued.v2")
 
     assert second[0] == 0
     assert sorted(p.name for p in out.glob("*.py")) == ["__init__.py", "billing_invoice_issued_v2.py", "handwritten.py"]
@@ -314,24 +291,14 @@ def write_shapes_catalog(root: Path) -> Path:
     for number, draft in enumerate(DRAFTS):
         name = f"shapes-{draft.replace('-', '')}"
         message_type = f"shapes.{name}.v1"
-        folder = root / "shapes" / name / "v1"
-        (folder / "fixtures" / "valid").mkdir(parents=True)
-        (folder / "fixtures" / "invalid").mkdir(parents=True)
-        contract = {
-            "messageType": message_type,
-            "kind": "event",
-            "version": "1.0.0",
-            "status": "active",
-            "description": f"Every schema shape, in {draft}.",
-            "owner": {"team": "shapes", "service": "shapes-service", "contact": "shapes@example.com"},
-            "transport": {"exchange": "shapes.events", "routingKey": f"shapes.{name}.happened.v1"},
-            "compatibility": "BACKWARD",
-            "idempotencyKey": "/metadata/messageId",
-            "pii": {"containsPii": False, "fields": []},
-            "retention": {"queue": "14d", "dlq": "14d", "archive": "90d"},
-        }
-        (folder / "contract.yaml").write_text(yaml.safe_dump(contract, sort_keys=False))
-        (folder / "payload.schema.json").write_text(json.dumps(shapes_schema(draft), indent=2))
+        folder = write_contract(
+            root,
+            message_type,
+            version="1.0.0",
+            description=f"Every schema shape, in {draft}.",
+            routing_key=f"shapes.{name}.happened.v1",
+            schema=shapes_schema(draft),
+        )
         valid = {
             "everything.json": shapes_payload(),
             "paid-by-card-only-required.json": shapes_payload(
