@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from tests.support.offline_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_MISSING, chromium_installed, offline_chromium
+from tests.support.offline_browser import CHROMIUM_MISSING, chromium, chromium_installed, offline_chromium
 from tests.support.ports import Holder, free_port, port_holder
 from tests.support.ui_seed import MISMATCHED, EstateContract, seed_estate, seed_registry, write_estate_catalog
 from tests.support.waiting import wait_until
@@ -157,33 +157,10 @@ def server(airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         _stop(process)
 
 
-def _browser(user_data: str):  # type: ignore[no-untyped-def]
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={user_data}",
-        "--window-size=1500,1100",
-    ):
-        options.add_argument(argument)
-    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-
-
 @pytest.fixture()
 def browser(server: Server) -> Iterator[object]:
     with tempfile.TemporaryDirectory(prefix="chromium-") as user_data:
-        driver = _browser(user_data)
+        driver = chromium(user_data, "--disable-quic", "--disable-sync", width=1500, height=1100)
         try:
             yield driver
         finally:

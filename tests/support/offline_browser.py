@@ -27,8 +27,9 @@ def chromium_installed() -> bool:
     return CHROMIUM.exists() and CHROMEDRIVER.exists()
 
 
-def offline_chromium(user_data: str, *, width: int = 1400, height: int = 1000) -> Any:
-    """A headless Chromium that reaches nothing but this machine, logging its network and console."""
+def chromium(user_data: str, *flags: str, width: int, height: int, logs: bool = False) -> Any:
+    """The machine's headless Chromium with ``flags`` besides the ones every test needs; ``logs``: its network
+    and console are logged."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -44,11 +45,17 @@ def offline_chromium(user_data: str, *, width: int = 1400, height: int = 1000) -
         "--disable-dev-shm-usage",
         f"--user-data-dir={user_data}",
         f"--window-size={width},{height}",
-        *OFFLINE_FLAGS,
+        *flags,
     ):
         options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    if logs:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+
+
+def offline_chromium(user_data: str, *, width: int = 1400, height: int = 1000) -> Any:
+    """A headless Chromium that reaches nothing but this machine, logging its network and console."""
+    return chromium(user_data, *OFFLINE_FLAGS, width=width, height=height, logs=True)
 
 
 @dataclass(frozen=True)
