@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.replay import add_replay
 
 pytestmark = pytest.mark.airflow
 
@@ -78,15 +79,7 @@ def client(contracts_app: Any) -> tuple[Any, dict[str, str]]:
             ("1.3.0", "fail", REFUSED, T0),
             ("2.0.0-rc", "unknown", UNKNOWN, T0 + timedelta(minutes=5)),
         ):
-            registry.add_evidence(
-                ORDER_V1,
-                contract_version=version,
-                kind="replay",
-                verdict=verdict,
-                figures=figures,
-                run_id=RUN,
-                collected_at=at,
-            )
+            add_replay(registry, version, verdict, figures, at, RUN)
 
     return contracts_app(seed, family="order/order-created", statuses={ORDER_V1: "proposed"})  # type: ignore[no-any-return]
 

@@ -14,12 +14,14 @@ import yaml
 from benchmarks.generate_archive import archive_record
 
 from contract_platform.catalog import load_catalog
+from contract_platform.evidence import Registry
 
 __all__ = [
     "NOW",
     "OLD_PATTERN",
     "ORDER",
     "STRICTER",
+    "add_replay",
     "check_replay_args",
     "mixed_archive",
     "tighten",
@@ -35,6 +37,13 @@ FIXTURE = (
 OLD_PATTERN = "^ord-[0-9]+$"
 STRICTER = "^ord-[0-9]{5,}$"  # every order number of five digits or more
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def add_replay(registry: Registry, version: str, verdict: str, figures: dict[str, Any], at: datetime, run: str) -> None:
+    """A ``replay`` evidence of ``ORDER`` at ``version``, as ``check --replay`` records one."""
+    registry.add_evidence(
+        ORDER, contract_version=version, kind="replay", verdict=verdict, figures=figures, run_id=run, collected_at=at
+    )
 
 
 def check_replay_args(catalog_dir: Path | str, url: str, archive: Path | str) -> list[str]:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from tests.support.replay import add_replay
 
 from contract_platform.catalog.model import Status
 from contract_platform.cli.main import main
@@ -41,20 +42,6 @@ def replay_figures(decision: str, replayed: int, rejected: int, **more: Any) -> 
         "decision": decision,
         "reasons": [],
     } | more
-
-
-def add_replay(
-    registry: SqlRegistry, version: str, verdict: str, figures: dict[str, Any], at: datetime, run: str
-) -> None:
-    registry.add_evidence(
-        ORDER_V1,
-        contract_version=version,
-        kind="replay",
-        verdict=verdict,
-        figures=figures,
-        run_id=run,
-        collected_at=at,
-    )
 
 
 @pytest.fixture()
