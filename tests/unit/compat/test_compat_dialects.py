@@ -132,6 +132,15 @@ def _witness_holds(source: Any, target: Any, instance: Any) -> None:
     assert not validator_for(target).is_valid(instance), f"{instance!r} should be rejected by {target}"
 
 
+def _holds_as_witnessed(old: Any, new: Any, backward: Any, forward: Any) -> None:
+    """Each direction holds unless the case gives a witness against it, and each witness given is one."""
+    assert directions_of(old, new) == (backward is NONE, forward is NONE), diff_schemas(old, new)
+    if backward is not NONE:
+        _witness_holds(old, new, backward)
+    if forward is not NONE:
+        _witness_holds(new, old, forward)
+
+
 @pytest.mark.parametrize("declared", list(LEGACY_DRAFTS))
 @pytest.mark.parametrize(
     ("case", "old", "new", "backward", "forward"), KEYWORD_PAIRS, ids=[p[0] for p in KEYWORD_PAIRS]
@@ -140,12 +149,7 @@ def test_draft_keywords_keep_their_meaning(
     declared: str, case: str, old: dict[str, Any], new: dict[str, Any], backward: Any, forward: Any
 ) -> None:
     uri = LEGACY_DRAFTS[declared]
-    old, new = _declare(old, uri), _declare(new, uri)
-    assert directions_of(old, new) == (backward is NONE, forward is NONE), diff_schemas(old, new)
-    if backward is not NONE:
-        _witness_holds(old, new, backward)
-    if forward is not NONE:
-        _witness_holds(new, old, forward)
+    _holds_as_witnessed(_declare(old, uri), _declare(new, uri), backward, forward)
 
 
 # The same changes in 2019-09 and 2020-12 spelling; without $schema their keywords name the family.
@@ -175,12 +179,7 @@ def test_2019_and_2020_keywords_keep_their_meaning(
     if "2020-12" in drafts or "$defs" in repr(old) or "dependent" in repr(old):
         spellings.append(None)  # their own keywords say 2019-09/2020-12
     for uri in spellings:
-        o, n = _declare(old, uri), _declare(new, uri)
-        assert directions_of(o, n) == (backward is NONE, forward is NONE), (uri, diff_schemas(o, n))
-        if backward is not NONE:
-            _witness_holds(o, n, backward)
-        if forward is not NONE:
-            _witness_holds(n, o, forward)
+        _holds_as_witnessed(_declare(old, uri), _declare(new, uri), backward, forward)
 
 
 def test_a_draft04_boolean_exclusive_minimum_without_schema_is_read_as_draft04() -> None:
@@ -249,12 +248,7 @@ COMBINATOR_PAIRS: list[tuple[str, dict[str, Any], dict[str, Any], Any, Any]] = [
 def test_combinator_changes_follow_the_instances_their_branches_accept(
     declared: str | None, case: str, old: dict[str, Any], new: dict[str, Any], backward: Any, forward: Any
 ) -> None:
-    old, new = _declare(old, declared), _declare(new, declared)
-    assert directions_of(old, new) == (backward is NONE, forward is NONE), diff_schemas(old, new)
-    if backward is not NONE:
-        _witness_holds(old, new, backward)
-    if forward is not NONE:
-        _witness_holds(new, old, forward)
+    _holds_as_witnessed(_declare(old, declared), _declare(new, declared), backward, forward)
 
 
 # -- no refusals: schemas in each family's idiom, without $schema -----------------------------------
