@@ -5,6 +5,8 @@ Connections come from ``AIRFLOW_CONN_*`` variables (no metadata DB), as in the A
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowFailException
@@ -36,14 +38,18 @@ def one_line(exc: pytest.ExceptionInfo[AirflowFailException]) -> str:
     return message
 
 
-def test_missing_spark_default_fails_before_submitting(monkeypatch, submitted, tmp_path):
-    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+def refusal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """The one line a Spark task over a registry of ``tmp_path`` fails with."""
     monkeypatch.setenv("CONTRACT_REGISTRY_URL", f"sqlite:///{tmp_path / 'registry.db'}")
-
     with pytest.raises(AirflowFailException) as exc:
         operator().execute({})
+    return one_line(exc)
 
-    message = one_line(exc)
+
+def test_missing_spark_default_fails_before_submitting(monkeypatch, submitted, tmp_path):
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+
+    message = refusal(monkeypatch, tmp_path)
     assert "'spark_default' is not defined" in message and "YARN" in message
     assert """AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]"}'""" in message
     assert submitted == []
@@ -54,12 +60,8 @@ def test_yarn_without_a_hadoop_configuration_fails_before_submitting(monkeypatch
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", conn)
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     monkeypatch.delenv("YARN_CONF_DIR", raising=False)
-    monkeypatch.setenv("CONTRACT_REGISTRY_URL", f"sqlite:///{tmp_path / 'registry.db'}")
 
-    with pytest.raises(AirflowFailException) as exc:
-        operator().execute({})
-
-    message = one_line(exc)
+    message = refusal(monkeypatch, tmp_path)
     assert "'spark_default' points at YARN" in message and "HADOOP_CONF_DIR" in message
     assert "local[*]" in message
     assert submitted == []
