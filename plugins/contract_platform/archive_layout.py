@@ -10,6 +10,9 @@
 - the **validation state** of an archive (what incremental validation keeps between runs, docs/archive-validation.md)
   is ``<data>/state/archive-validation/<digest of the archive path>`` (``validation_state_dir``), Parquet under
   ``seen/date=D/`` and ``last/date=D/``: the Spark job writes it, archive retention ages it out;
+- **retention**: a partition is past a retention window once its whole day is (``D + 1 day + window <= now``),
+  so the archive keeps the days from ``kept_since(window, now)`` on; archive retention deletes the others
+  (``contract_platform.retention``) and what reads a window of days says which of them are gone;
 - **work**: a gzipped byte costs about ``GZIP_WEIGHT`` plain ones to read and check (it holds several times
   its size in records: 15 times for ``benchmarks/generate_archive.py``'s traffic). The Spark job spreads
   files over its cores by it and ``check --replay`` chooses its engine by it.
@@ -18,7 +21,7 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "file_work",
     "is_archive_file",
     "is_compressed",
+    "kept_since",
     "partition_day",
     "partition_name",
     "validation_state_dir",
@@ -54,6 +58,11 @@ def partition_day(name: str) -> date | None:
         return date.fromisoformat(name.removeprefix(PARTITION_PREFIX))
     except ValueError:
         return None
+
+
+def kept_since(window: timedelta, now: datetime) -> date:
+    """The oldest day whose partition a retention ``window`` keeps at ``now`` (aware): every earlier day is past it."""
+    return (now - window).astimezone(UTC).date()
 
 
 def is_archive_file(name: str) -> bool:

@@ -322,6 +322,11 @@ class Catalog:
     def by_exchange(self, exchange: str) -> list[Contract]:
         return [c for c in self if c.transport.exchange == exchange]
 
+    def archive_window(self, exchange: str) -> timedelta | None:
+        """How long the archive keeps ``exchange``'s partitions, which hold every version it carries: the longest
+        ``retention.archive`` of its contracts (retired ones included); None when no contract names it."""
+        return max((c.retention.archive for c in self.by_exchange(exchange)), default=None)
+
     @property
     def exchanges(self) -> list[str]:
         return sorted({c.transport.exchange for c in self.contracts.values()})

@@ -623,6 +623,9 @@ class ReplayFigures(Figures):
     consumers: tuple[Mapping[str, Any], ...] = ()
     # for a migration, per consumer of the old major: service, archived_changed, in_flight_changed
     source_consumers: tuple[Mapping[str, Any], ...] = ()
+    # the window's days past retention.archive, deleted and not replayed ({} when none): exchange, window,
+    # deleted_since, deleted_until (the first day replayed), deleted_days, replayed_days
+    archive_retention: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 import orjson
 
 from contract_platform import evidence
+from contract_platform.durations import format_duration
 from contract_platform.evidence import Registry, Verdict
 from contract_platform.evidence.figures import CompatibilityFigures, ReplayFigures
 from contract_platform.replay.decision import (
@@ -96,6 +97,7 @@ class ReplayResult:
     archive: Tally
     in_flight: InFlightPart
     decision: ReplayDecision
+    deleted_until: date | None = None  # the window's days before it are past retention.archive: deleted, not read
 
     @property
     def message_type(self) -> str:
@@ -156,8 +158,38 @@ class ReplayResult:
             "static_verdict": str(self.target.static),
             "narrowing_only": self.target.narrowing_only,
             "decision": str(self.decision.decision),
-            "reasons": [*self.decision.reasons, *([self.in_flight.note] if self.in_flight.note else [])],
+            "reasons": [
+                *self.decision.reasons,
+                *([self.in_flight.note] if self.in_flight.note else []),
+                *([self.retention_note()] if self.deleted_until is not None else []),
+            ],
+            "archive_retention": self.retention_figures(),
         }
+
+    def retention_figures(self) -> dict[str, Any]:
+        """The window's days archive retention deleted (none: ``{}``): which, and under which window."""
+        if self.deleted_until is None:
+            return {}
+        window = self.target.archive_window
+        return {
+            "exchange": self.target.exchange,
+            "window": format_duration(window) if window is not None else None,
+            "deleted_since": self.since.isoformat(),
+            "deleted_until": self.deleted_until.isoformat(),
+            "deleted_days": (self.deleted_until - self.since).days,
+            "replayed_days": (self.until - self.deleted_until).days,
+        }
+
+    def retention_note(self) -> str:
+        """What the window lacks, said plainly: known deleted, never counted as replayed or as unknown."""
+        shown = self.retention_figures()
+        last = self.deleted_until - timedelta(days=1) if self.deleted_until is not None else self.since
+        return (
+            f"archive: the window's {shown['deleted_days']} days from {shown['deleted_since']} to {last.isoformat()} "
+            f"are past the archive's retention ({shown['window']} on {shown['exchange']}) and deleted by archive "
+            f"retention (its archive_retention evidence names each partition), so they were not replayed: the "
+            f"figures are those of the {shown['replayed_days']} days from {shown['deleted_until']} on"
+        )
 
     def consumer_figures(self) -> list[dict[str, Any]]:
         """Per consumer of the candidate: the archived and in-flight messages it would see rejected within what
@@ -199,8 +231,17 @@ class ReplayResult:
         }
 
 
-def conclude(target: ReplayTarget, archive: Tally, since: date, until: date, in_flight: InFlightPart) -> ReplayResult:
-    """The decision for ``target`` from the archive's tally and the in-flight part."""
+def conclude(
+    target: ReplayTarget,
+    archive: Tally,
+    since: date,
+    until: date,
+    in_flight: InFlightPart,
+    *,
+    retained_since: date | None = None,
+) -> ReplayResult:
+    """The decision for ``target`` from the archive's tally and the in-flight part; ``retained_since``: the first
+    day of the window the archive still keeps, when archive retention deleted the earlier ones."""
     seen = [Rejections("the archive", archive.replayed, archive.rejected)]
     for queue, (checked, rejected) in in_flight.rejected_by_queue.items():
         unread = in_flight.unreadable_by_queue.get(queue)
@@ -209,7 +250,8 @@ def conclude(target: ReplayTarget, archive: Tally, since: date, until: date, in_
             why = reasons[0]["reason"] if reasons else ""
             seen.append(Rejections(f"queue {queue}", checked, rejected, unread.unreadable if unread else 0, why))
     decision = decide(target.contract.replay, target.static, target.narrowing_only, seen)
-    return ReplayResult(target, since, until, archive, in_flight, decision)
+    deleted_until = retained_since if retained_since is not None and retained_since > since else None
+    return ReplayResult(target, since, until, archive, in_flight, decision, deleted_until)
 
 
 def record_result(registry: Registry, result: ReplayResult, *, run_id: str | None = None) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from contract_platform.amqp.types import BrokerConnection
@@ -34,7 +34,7 @@ from contract_platform.replay.results import (
     record_result,
     replay_summary,
 )
-from contract_platform.replay.targets import ReplayTarget, replay_targets, window_of
+from contract_platform.replay.targets import ReplayTarget, replay_targets, retained_since, window_of
 from contract_platform.validation.bundle import CatalogBundle
 
 __all__ = [
@@ -85,14 +85,20 @@ def replay_window(
     in_flight_of: InFlightOf | None = None,
     now: datetime | None = None,
 ) -> list[ReplayResult]:
-    """Replay every target: its window's archived records by ``tally_of``, its in-flight part, the decision."""
+    """Replay every target: its window's archived records by ``tally_of``, its in-flight part, the decision.
+
+    The days of a window past the archive's retention (``retained_since``) are not read: archive retention
+    deletes them, so the result names them instead (whatever a hold or a late retention run left of them
+    would make the replay depend on when retention last ran)."""
+    now = now or datetime.now(UTC)
     results = []
     for target in targets:
         since, until = window_of(target.contract, now)
-        tally = tally_of(archive, target, bundle, since, until)
+        kept = min(retained_since(target, since, now), until)  # the days before it are deleted by retention
+        tally = tally_of(archive, target, bundle, kept, until) if kept < until else Tally()
         judge = judge_for(bundle, target.plan)
         in_flight = in_flight_of(target, judge) if in_flight_of is not None else not_checked("no broker given")
-        results.append(conclude(target, tally, since, until, in_flight))
+        results.append(conclude(target, tally, since, until, in_flight, retained_since=kept))
     return results
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from contract_platform.archive_layout import kept_since
 from contract_platform.catalog.model import Catalog, Contract
 from contract_platform.checks import CompatibilityResult, History, compatibility_of
 from contract_platform.replay.decision import (
@@ -17,7 +18,7 @@ from contract_platform.replay.decision import (
 )
 from contract_platform.replay.judge import ReplayPlan
 
-__all__ = ["ReplayTarget", "replay_targets", "window_of"]
+__all__ = ["ReplayTarget", "replay_targets", "retained_since", "window_of"]
 
 
 _MESSAGE_ID = "/metadata/messageId"
@@ -32,6 +33,7 @@ class ReplayTarget:
     static: StaticVerdict
     narrowing_only: bool
     static_problems: tuple[str, ...] = ()
+    archive_window: timedelta | None = None  # how long the archive keeps ``exchange``'s partitions (None: unsaid)
 
     @property
     def exchange(self) -> str:
@@ -70,7 +72,8 @@ def replay_targets(
             problems += list(result.semver_problems)
             plan = ReplayPlan(contract.message_type, contract.message_type, current_schema=latest, mask_ids=mask)
             narrowing = breaks_only_by_narrowing(result.latest_changes, Mode(contract.compatibility))
-            found.append(ReplayTarget(contract, plan, static, narrowing, tuple(problems)))
+            window = catalog.archive_window(contract.transport.exchange)
+            found.append(ReplayTarget(contract, plan, static, narrowing, tuple(problems), window))
             continue
         predecessor = catalog.predecessor(contract)
         if contract.migration is not None and predecessor is not None:
@@ -81,7 +84,8 @@ def replay_targets(
                 mask_ids=mask,
                 source_exchange=predecessor.transport.exchange,
             )
-            found.append(ReplayTarget(contract, plan, StaticVerdict.COMPATIBLE, False))
+            window = catalog.archive_window(predecessor.transport.exchange)
+            found.append(ReplayTarget(contract, plan, StaticVerdict.COMPATIBLE, False, archive_window=window))
     return found
 
 
@@ -90,3 +94,11 @@ def window_of(contract: Contract, now: datetime | None = None) -> tuple[date, da
     today = (now or datetime.now(UTC)).astimezone(UTC).date()
     days = max(1, math.ceil(contract.replay.window / timedelta(days=1)))
     return today - timedelta(days=days - 1), today + timedelta(days=1)
+
+
+def retained_since(target: ReplayTarget, since: date, now: datetime | None = None) -> date:
+    """The first day of the window ``since`` on that the archive still keeps (``since`` when it keeps them all):
+    the earlier ones are past the archive's retention, deleted by archive retention, and not replayed."""
+    if target.archive_window is None:
+        return since
+    return max(since, kept_since(target.archive_window, now or datetime.now(UTC)))

@@ -45,6 +45,7 @@ from contract_platform.archive_layout import (
     PARTITION_PREFIX,
     is_archive_file,
     is_compressed,
+    kept_since,
     partition_day,
     validation_state_dir,
 )
@@ -154,7 +155,7 @@ def plan_archive_retention(
     decisions = []
     for exchange in exchanges:
         contracts = catalog.by_exchange(exchange)
-        window = max((c.retention.archive for c in contracts), default=None)
+        window = catalog.archive_window(exchange)
         held_by = tuple(h for c in contracts for h in holds.get(c.message_type, ()))
         for day in _days(root / exchange):
             decisions.append(_decide(exchange, day, window, held_by, now))
@@ -167,7 +168,7 @@ def _decide(
     if window is None:
         return PartitionDecision(exchange, day, Action.UNDECLARED, None, None)
     deletable_at = datetime.combine(day + timedelta(days=1), time(0), UTC) + window
-    if now < deletable_at:
+    if day >= kept_since(window, now):
         return PartitionDecision(exchange, day, Action.KEEP, window, deletable_at)
     if held_by:
         return PartitionDecision(exchange, day, Action.HELD, window, deletable_at, held_by)
@@ -294,7 +295,7 @@ def _record(
     figures = ArchiveRetentionFigures(
         exchange=exchange,
         window=format_duration(window) if window is not None else None,
-        before=(now - window).date().isoformat() if window is not None else None,
+        before=kept_since(window, now).isoformat() if window is not None else None,
         partitions=tuple(
             {"day": p.day.isoformat(), "files": p.files, "records": p.records, "bytes": p.bytes}
             for p in sorted(partitions, key=lambda p: p.day)
