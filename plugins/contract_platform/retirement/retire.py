@@ -11,6 +11,8 @@ refused step is recorded in the store with its reasons. On retirement this keeps
         topology.json        the planned topology and the live state of every queue
         evidence.json        the retirement audit evidence the transition rested on (+ audit.json, its report)
         sample.jsonl         up to 20 last archived messages of the type, PII masked
+        retention.json       the archive partitions archive retention deleted (its archive_retention evidence):
+                             what neither the archive nor sample.jsonl holds any more (only when any was deleted)
         removal.json         what was removed from the broker (only with topology.removeOnRetire)
 
 The bundle is staged first and moved into place only once the transition is applied; topology is
@@ -35,7 +37,7 @@ from contract_platform.amqp.topology import Outcome, TopologyPlan, plan_topology
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.evidence import EvidenceKind, Registry
-from contract_platform.evidence.figures import RetirementAuditFigures
+from contract_platform.evidence.figures import ArchiveRetentionFigures, RetirementAuditFigures
 from contract_platform.evidence.records import EvidenceRecord, TransitionRecord
 from contract_platform.lifecycle import GuardContext, apply_plan, reconcile
 from contract_platform.retirement.archive import last_archived
@@ -44,6 +46,7 @@ from contract_platform.retirement.model import iso, require_aware
 __all__ = ["SAMPLE_SIZE", "RetirementOutcome", "exchanges_in_use", "retire_if_proven"]
 
 SAMPLE_SIZE = 20
+_DELETIONS_READ = 100_000  # archive_retention evidence: one a day at most per exchange, pruned after 180 days
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def retire_if_proven(
     clears = dict(audit.clears_at)
     audit_blockers = tuple(f"{b.get('check')}: {b.get('blocker')}" for b in audit.blockers)
     effective = str(state.status) if state is not None else None
-    sources = _BundleSources(connection, plan_topology(contract), latest, archive_root, management, now)
+    deleted = tuple(registry.evidence(message_type, EvidenceKind.ARCHIVE_RETENTION, limit=_DELETIONS_READ))
+    sources = _BundleSources(connection, plan_topology(contract), latest, archive_root, management, now, deleted)
     if state is not None and state.status is Status.RETIRED and contract.status is Status.RETIRED:
         return _complete(contract, catalog, registry, _bundle_root(bundle_root), sources)
     if state is None or state.status is not Status.DEPRECATED:
@@ -140,6 +144,7 @@ class _BundleSources:
     archive_root: str | Path | None
     management: ManagementClient | None | Literal["auto"]
     now: datetime
+    deleted: tuple[EvidenceRecord, ...] = ()  # the type's archive_retention evidence, newest first
 
 
 def _complete(
@@ -246,7 +251,42 @@ def _stage_bundle(folder: Path, contract: Contract, sources: _BundleSources) -> 
     with (folder / "sample.jsonl").open("w", encoding="utf-8") as out:
         for record in sample:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    if sources.deleted:
+        _write_json(folder / "retention.json", _retention_dict(contract, sources.deleted))
+        files.append("retention.json")
     return files
+
+
+def _retention_dict(contract: Contract, deleted: tuple[EvidenceRecord, ...]) -> dict[str, Any]:
+    """The archive partitions of the version's exchange that archive retention deleted, from its evidence, oldest
+    first: each day with its files, records and bytes (of every version the exchange carries), and the record."""
+    runs: list[dict[str, Any]] = []
+    for record in sorted(deleted, key=lambda r: (r.collected_at, r.id)):
+        figures = ArchiveRetentionFigures.of(record)
+        runs.append(
+            {
+                "evidenceId": record.id,
+                "collectedAt": iso(record.collected_at),
+                "runId": record.run_id,
+                "exchange": figures.exchange,
+                "window": figures.window,
+                "before": figures.before,
+                "partitions": [dict(partition) for partition in figures.partitions],
+                "records": figures.records,
+            }
+        )
+    days = sorted({str(p.get("day")) for run in runs for p in run["partitions"]})
+    return {
+        "note": (
+            f"archive retention deleted {len(days)} partition(s) of {contract.transport.exchange} past its "
+            "retention.archive (each run below, with its archive_retention evidence): the archive and sample.jsonl "
+            "no longer hold their messages"
+        ),
+        "exchange": contract.transport.exchange,
+        "days": days,
+        "records": sum(int(run["records"]) for run in runs),
+        "runs": runs,
+    }
 
 
 def _plan_dict(plan: TopologyPlan) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pika
 import pytest
+from benchmarks.generate_archive import archive_record
 from tests.support.broker import wait_for_stats
 from tests.support.contracts import V1, V2
 from tests.support.retirement import force_status, provision_family, retire_declared, seed_quiet_history
@@ -19,7 +20,8 @@ from contract_platform.amqp import ManagementClient, plan_topology
 from contract_platform.amqp.inspection import exchange_exists, passive_queue
 from contract_platform.amqp.topology import Role
 from contract_platform.catalog.model import Catalog, Contract, Hold, Status
-from contract_platform.evidence import Verdict
+from contract_platform.evidence import EvidenceKind, Verdict
+from contract_platform.retention import apply_archive_retention
 from contract_platform.retirement import (
     AuditResult,
     LastSeen,
@@ -169,6 +171,55 @@ def test_all_clear_retires_keeps_the_bundle_and_removes_only_v1_queues(
     )
     assert again.retired and again.removal is not None and again.removal["deleted"] == []
     assert len([t for t in registry.transitions(V1) if t.to_status is Status.RETIRED]) == 1
+
+
+def archive_days(root: Path, contract: Contract, days_ago: tuple[int, ...]) -> list[str]:
+    """Three archived messages of ``contract`` on each of ``days_ago`` (days before now), as the archiver writes
+    them; their messageIds."""
+    fixture = sorted((contract.directory / "fixtures" / "valid").glob("*.json"))[0]
+    ids = []
+    for age in days_ago:
+        received = datetime.now(UTC) - timedelta(days=age)
+        folder = root / contract.transport.exchange / f"date={received.date().isoformat()}"
+        folder.mkdir(parents=True)
+        lines = []
+        for n in range(3):
+            envelope = json.loads(fixture.read_text())
+            envelope["metadata"]["messageId"] = f"archived-{age}-{n}"
+            ids.append(envelope["metadata"]["messageId"])
+            lines.append(json.dumps(archive_record(contract, envelope, received.isoformat())))
+        (folder / "part-0000.jsonl").write_text("\n".join(lines) + "\n")
+    return ids
+
+
+def test_a_bundle_kept_after_archive_retention_names_the_deleted_partitions_and_samples_what_is_left(
+    connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, ready: Contract, tmp_path: Path
+) -> None:
+    """Archive retention deleted the version's oldest partition before it retired: the bundle's sample holds what
+    the archive keeps, and retention.json names what it no longer holds, from the retention's evidence."""
+    force_status(registry, V2, Status.ACTIVE)
+    force_status(registry, V1, Status.DEPRECATED)
+    kept_days = (40, 10)
+    ids = archive_days(tmp_path / "archive", ready, (120, *kept_days))  # retention.archive: 90d
+    run = apply_archive_retention(contracts, tmp_path / "archive", now=datetime.now(UTC), holds={}, registry=registry)
+    (gone,) = run.deleted
+    result = run_audit(connection, contracts, registry, prefix, ready, long_ago())
+    assert result.verdict is Verdict.PASS, result.figures()["blockers"]
+
+    outcome, _, _ = retire_declared(result, registry, connection, contracts, tmp_path)
+
+    assert outcome.retired, outcome.reasons
+    bundle = tmp_path / "bundles" / V1
+    assert "retention.json" in json.loads((bundle / "manifest.json").read_text())["files"]
+    kept = json.loads((bundle / "retention.json").read_text())
+    assert kept["exchange"] == ready.transport.exchange and kept["days"] == [gone.day.isoformat()]
+    assert kept["records"] == 3 and f"deleted 1 partition(s) of {ready.transport.exchange}" in kept["note"]
+    (deletion,) = kept["runs"]
+    (evidence,) = registry.evidence(V1, EvidenceKind.ARCHIVE_RETENTION)
+    assert deletion["evidenceId"] == evidence.id and deletion["window"] == "90d"
+    assert deletion["partitions"] == [{"day": gone.day.isoformat(), "files": 1, "records": 3, "bytes": gone.bytes}]
+    sample = [json.loads(line) for line in (bundle / "sample.jsonl").read_text().splitlines()]
+    assert [record["properties"]["messageId"] for record in sample] == ids[3:]  # none of the deleted day's
 
 
 def test_without_the_management_api_the_audit_cannot_pass(
