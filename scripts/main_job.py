@@ -131,16 +131,28 @@ def migrate_airflow_db() -> None:
         raise SystemExit(f"airflow db migrate failed:\n{result.stderr[-3000:]}")
 
 
+_DAGS: dict[str, Any] = {}
+
+
+def dags() -> dict[str, Any]:
+    """The DAGs folder, parsed once per run: every DAG's shape is fixed when its file is parsed (what a task reads
+    of the catalogue, it reads when it runs), so each step tests the same DAG objects instead of parsing every DAG
+    file again. ``dag.test()`` still writes the folder's DAGs to the metadata DB first, as the Airflow UI shows them."""
+    if not _DAGS:
+        from airflow.dag_processing.dagbag import DagBag
+
+        bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+        if bag.import_errors:
+            raise SystemExit(f"DAGs do not import: {bag.import_errors}")
+        _DAGS.update(bag.dags)
+    return _DAGS
+
+
 def run_dag(dag_id: str, conf: dict[str, Any] | None = None) -> Any:
     import logging
 
-    from airflow.dag_processing.dagbag import DagBag
-
     logging.getLogger("pika").setLevel(logging.WARNING)
-    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    if bag.import_errors:
-        raise SystemExit(f"DAGs do not import: {bag.import_errors}")
-    dag_run = bag.get_dag(dag_id).test(run_conf=conf)
+    dag_run = dags()[dag_id].test(run_conf=conf)
     failed = [ti.task_id for ti in dag_run.get_task_instances() if str(ti.state) == "failed"]
     print(f"{dag_id}: {dag_run.state} (run {dag_run.run_id})")
     note(f"{dag_run.state}{' — failed: ' + ', '.join(failed) if failed else ''}")
