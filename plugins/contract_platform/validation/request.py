@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 from pathlib import Path
 
@@ -60,22 +60,11 @@ class ValidationRequest:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ValidationRequest:
-        """The request ``add_arguments``'s options describe (``UsageError``: ``--until`` not after ``--since``)."""
-        return cls(
-            path=args.path,
-            catalog=args.catalog,
-            report=args.report,
-            quarantine=args.quarantine,
-            since=args.since,
-            until=args.until,
-            state=args.state,
-            oversize_bytes=args.oversize_bytes,
-            statuses=dict(args.status),
-            master=args.master,
-            registry_url=args.registry_url,
-            run_id=args.run_id,
-            no_fail_on_findings=args.no_fail_on_findings,
-        )
+        """The request ``add_arguments``'s options describe (``UsageError``: ``--until`` not after ``--since``):
+        each field is the option of its name, but ``statuses``, the mapping of the repeated ``--status``."""
+        given = vars(args)
+        named = {f.name: given[f.name] for f in fields(cls) if f.name != "statuses"}
+        return cls(**named, statuses=dict(args.status))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
