@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -90,15 +91,8 @@ def readers_view(figures: Mapping[str, Any], collected_at: str | None = None) ->
         return None
     shown = ReadersFigures.from_json(check.get("figures"))
     sessions = tuple(
-        ReaderSessionView(
-            queue=s.queue,
-            vhost=s.vhost,
-            consumer_tag=s.consumer_tag,
-            connection=s.connection,
-            peer_host=s.peer_host,
-            user=s.user,
-            attached_at=moment_of(s.attached_at),
-            detached_at=moment_of(s.detached_at),
+        ReaderSessionView.model_validate(
+            {**asdict(s), "attached_at": moment_of(s.attached_at), "detached_at": moment_of(s.detached_at)}
         )
         for s in shown.sessions
     )
