@@ -84,6 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     from contract_platform.amqp.connection import close_quietly, open_connection
     from contract_platform.retirement import LastSeen, audit_version, keep_audit
     from contract_platform.retirement.audit import audit_snapshot
+    from contract_platform.retirement.snapshot import while_alive
     from contract_platform.store import SqlRegistry
 
     catalog = load(args.catalog)
@@ -94,8 +95,12 @@ def _run(args: argparse.Namespace) -> int:
         snapshot = audit_snapshot(connection, vhosts=args.vhost, dead_letter_suffixes=args.dead_letter_suffix)
         with SqlRegistry.open(args.registry) as registry:
             try:
+                # the scan starts Spark and reads the whole archive: the connection's heartbeats go on meanwhile, or
+                # the broker would drop it after two missed beats (a minute) and the audit would fail on it
                 last_seen = (
-                    LastSeen.read(args.last_seen) if args.last_seen else _scan(args.archive or settings.archive_dir())
+                    LastSeen.read(args.last_seen)
+                    if args.last_seen
+                    else while_alive(lambda: _scan(args.archive or settings.archive_dir()), connection)
                 )
                 result = audit_version(
                     contract,

@@ -47,7 +47,7 @@ from contract_platform.retirement.discovery import (
     discover_queues,
 )
 
-__all__ = ["LISTING_TIMEOUT", "PAGE_SIZE", "TopologySnapshot"]
+__all__ = ["LISTING_TIMEOUT", "PAGE_SIZE", "TopologySnapshot", "while_alive"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -105,7 +105,7 @@ class TopologySnapshot:
                 log.warning("the whole topology listing failed (%s): reading it page by page", exc)
                 return read_topology(client, watched, timeout=timeout, page_size=PAGE_SIZE), True
 
-        topology, paged = _while_alive(listing, keep_alive)
+        topology, paged = while_alive(listing, keep_alive)
         return cls(
             client,
             topology,
@@ -133,7 +133,7 @@ class TopologySnapshot:
         return sum(len(hosted.queues) for hosted in self.topology.vhosts.values())
 
 
-def _while_alive(work: Callable[[], _T], connection: BrokerConnection | None) -> _T:
+def while_alive(work: Callable[[], _T], connection: BrokerConnection | None) -> _T:
     """``work()`` in a worker thread while this thread serves ``connection``'s heartbeats (pika's blocking
     connection is used from this thread only); without a connection, ``work()`` here."""
     if connection is None or not getattr(connection, "is_open", False):
