@@ -30,9 +30,21 @@ from contract_platform.patterns import pattern_problem
 from .dialects import normalise
 
 if TYPE_CHECKING:
+    from hypothesis import settings
     from hypothesis import strategies as st
 
-__all__ = ["Counterexample", "SampleCheck", "generation_schema", "instances", "pairs", "verify_samples"]
+    from contract_platform.compat.model import Change
+
+__all__ = [
+    "Counterexample",
+    "SampleCheck",
+    "called_compatible",
+    "generation_schema",
+    "instances",
+    "pairs",
+    "sampling_settings",
+    "verify_samples",
+]
 
 DIRECTIONS: Final = ("backward", "forward")
 
@@ -194,6 +206,27 @@ def _rejected_by(validator: Any) -> Callable[[Any], bool]:
     return lambda instance: not validator.is_valid(instance)
 
 
+def sampling_settings(examples: int, **more: Any) -> settings:
+    """Hypothesis's settings for ``examples`` draws of a soundness check: generate and shrink only, no deadline,
+    no example database, no health check (a slow or much-filtered draw is part of what is checked)."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    return settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        **more,
+    )
+
+
+def called_compatible(changes: Sequence[Change]) -> list[str]:
+    """The directions (``DIRECTIONS``) in which ``changes`` keep every instance valid: what sampling checks."""
+    held = {"backward": all(c.backward for c in changes), "forward": all(c.forward for c in changes)}
+    return [direction for direction in DIRECTIONS if held[direction]]
+
+
 def verify_samples(
     old: Any,
     new: Any,
@@ -206,20 +239,13 @@ def verify_samples(
 
     A failing instance is shrunk to a minimal one. Both schemas must be valid (``schema_problems``);
     nothing is ever fetched, whatever they say."""
-    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis import find
     from hypothesis.errors import InvalidArgument, NoSuchExample, Unsatisfiable
 
     for label, schema in (("old schema", old), ("new schema", new)):
         if schema_problems(label, schema, default=default):
             raise ValueError(f"{label} is not a valid schema; check it before sampling")
-    config = settings(
-        max_examples=samples,
-        database=None,
-        deadline=None,
-        derandomize=True,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-    )
+    config = sampling_settings(samples, derandomize=True)
     checks = []
     for direction in directions:
         source, target = (old, new) if direction == "backward" else (new, old)

@@ -13,27 +13,21 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from tests.unit.compat.spec_pairs import SPEC_PAIRS
 
 from contract_platform.catalog.schemas import validator_for
 from contract_platform.compat import diff_schemas
-from contract_platform.compat.soundness import instances, pairs, verify_samples
+from contract_platform.compat.soundness import called_compatible, instances, pairs, sampling_settings, verify_samples
 
 GENERATED_PAIRS = int(os.environ.get("CONTRACT_SOUNDNESS_PAIRS", "100"))
 
 
-def _called_compatible(old: Any, new: Any) -> list[str]:
-    changes = diff_schemas(old, new)
-    held = {"backward": all(c.backward for c in changes), "forward": all(c.forward for c in changes)}
-    return [direction for direction, holds in held.items() if holds]
-
-
 @pytest.mark.parametrize(("case", "old", "new", "expected"), SPEC_PAIRS, ids=[p[0] for p in SPEC_PAIRS])
 def test_spec_pairs_called_compatible_survive_sampling(case: str, old: Any, new: Any, expected: Any) -> None:
-    checked = verify_samples(old, new, samples=25, directions=_called_compatible(old, new))
+    checked = verify_samples(old, new, samples=25, directions=called_compatible(diff_schemas(old, new)))
     for check in checked:
         assert check.holds, f"{case} {check.direction}: {check.counterexample}"
 
@@ -50,17 +44,11 @@ def test_sampling_a_schema_that_accepts_nothing_is_reported_as_skipped() -> None
     assert backward.holds and backward.skipped
 
 
-@settings(
-    max_examples=GENERATED_PAIRS,
-    deadline=None,
-    database=None,
-    phases=[Phase.generate, Phase.shrink],
-    suppress_health_check=list(HealthCheck),
-)
+@sampling_settings(GENERATED_PAIRS)
 @given(pairs(), st.data())
 def test_generated_pairs_called_compatible_survive_sampling(pair: tuple[Any, Any], data: st.DataObject) -> None:
     old, new = pair
-    for direction in _called_compatible(old, new):
+    for direction in called_compatible(diff_schemas(old, new)):
         source, target = (old, new) if direction == "backward" else (new, old)
         validator = validator_for(target)
         for _ in range(3):
