@@ -49,6 +49,11 @@ except ImportError:  # an older checkout (PYTHONPATH=<it>/plugins): its relay us
     encoded = None  # type: ignore[assignment]
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.timing import best_us  # noqa: E402
+
 TARGET = "billing.invoice-issued.v2"
 BATCH = 500  # RelaySettings.batch_limit
 CHANNEL = 1
@@ -114,15 +119,6 @@ def sides(translator: Translator, bodies: list[bytes], wire: list[bytes]) -> dic
     return {"helper": helper, "relay": relay}
 
 
-def _best_us(action: Callable[[], Any], count: int, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.process_time()
-        action()
-        times.append(time.process_time() - started)
-    return round(min(times) / count * 1e6, 2)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20_000)
@@ -146,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
-    figures |= {f"{side}_cpu_us_per_message": _best_us(run, args.messages, args.repeat) for side, run in work.items()}
+    figures |= {
+        f"{side}_cpu_us_per_message": best_us(run, args.messages, args.repeat, time.process_time)
+        for side, run in work.items()
+    }
     sys.stdout.write(json.dumps(figures) + "\n")
     return 0
 

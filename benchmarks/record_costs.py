@@ -33,7 +33,6 @@ import json
 import platform
 import sys
 import tempfile
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -45,6 +44,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate_archive import ArchiveSpec, generate_archive  # noqa: E402
+from benchmarks.timing import best_us  # noqa: E402
 
 __all__ = ["main", "measure"]
 
@@ -52,15 +52,6 @@ __all__ = ["main", "measure"]
 def _each(function: Callable[[Any], Any], items: Sequence[Any]) -> None:
     """``function`` on every item, results dropped at once (as a worker drops them): no heap to collect."""
     deque(map(function, items), maxlen=0)
-
-
-def _best_us(action: Callable[[], Any], count: int, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return round(min(times) / count * 1e6, 2)
 
 
 def _archive_costs(messages: int, repeat: int, catalog_dir: Path, work: Path) -> dict[str, float]:
@@ -81,7 +72,7 @@ def _archive_costs(messages: int, repeat: int, catalog_dir: Path, work: Path) ->
             for _ in check_split(checker, split):
                 pass
 
-    split_gc_default = _best_us(worker_loop, len(lines), repeat)
+    split_gc_default = best_us(worker_loop, len(lines), repeat)
     valid = [line for line in lines if not checker.check(line).findings]
     records = [orjson.loads(line) for line in valid]
     bodies = [record["body"] for record in records]
@@ -98,7 +89,7 @@ def _archive_costs(messages: int, repeat: int, catalog_dir: Path, work: Path) ->
     figures = {
         "records": len(lines),
         "valid_records": len(valid),
-        "read": _best_us(every_line, len(lines), repeat),
+        "read": best_us(every_line, len(lines), repeat),
         "worker_loop_gc_default": split_gc_default,
     }
     gc.freeze()  # as the workers do once the catalogue is compiled
@@ -106,19 +97,19 @@ def _archive_costs(messages: int, repeat: int, catalog_dir: Path, work: Path) ->
     gc.set_threshold(100_000, *thresholds[1:])
     try:
         figures |= {
-            "parse_record": _best_us(lambda: _each(orjson.loads, valid), len(valid), repeat),
-            "parse_body": _best_us(lambda: _each(orjson.loads, bodies), len(valid), repeat),
-            "envelope_schema_pass": _best_us(lambda: _each(envelope.validator.is_valid, documents), len(valid), repeat),
-            "envelope_schema_with_formats": _best_us(lambda: _each(envelope.accepts, documents), len(valid), repeat),
-            "payload_schema_pass": _best_us(
+            "parse_record": best_us(lambda: _each(orjson.loads, valid), len(valid), repeat),
+            "parse_body": best_us(lambda: _each(orjson.loads, bodies), len(valid), repeat),
+            "envelope_schema_pass": best_us(lambda: _each(envelope.validator.is_valid, documents), len(valid), repeat),
+            "envelope_schema_with_formats": best_us(lambda: _each(envelope.accepts, documents), len(valid), repeat),
+            "payload_schema_pass": best_us(
                 lambda: _each(lambda cp: cp[0].validator.is_valid(cp[1]), payloads), len(valid), repeat
             ),
-            "payload_schema_with_formats": _best_us(
+            "payload_schema_with_formats": best_us(
                 lambda: _each(lambda cp: cp[0].accepts(cp[1]), payloads), len(valid), repeat
             ),
-            "check_valid": _best_us(lambda: _each(checker.check, valid), len(valid), repeat),
-            "check_all": _best_us(lambda: _each(checker.check, lines), len(lines), repeat),
-            "worker_loop": _best_us(worker_loop, len(lines), repeat),
+            "check_valid": best_us(lambda: _each(checker.check, valid), len(valid), repeat),
+            "check_all": best_us(lambda: _each(checker.check, lines), len(lines), repeat),
+            "worker_loop": best_us(worker_loop, len(lines), repeat),
         }
     finally:
         gc.set_threshold(*thresholds)
@@ -153,7 +144,7 @@ def _bridge_costs(messages: int, repeat: int, catalog_dir: Path) -> dict[str, fl
                 translator.prepare(body)
 
     count = rounds * len(bodies)
-    return {"migrate": _best_us(migrate, count, repeat), "translate": _best_us(translate, count, repeat)}
+    return {"migrate": best_us(migrate, count, repeat), "translate": best_us(translate, count, repeat)}
 
 
 def measure(
