@@ -332,6 +332,7 @@ CALLS: dict[str, Callable[[SqlRegistry], object]] = {
     "confirm_delivery_watches": lambda r: r.confirm_delivery_watches("/", until=T0),
     "delivery_watches": lambda r: r.delivery_watches(),
     "prune_evidence": lambda r: r.prune_evidence(T0),
+    "reclaim_space": lambda r: r.reclaim_space(min_free_ratio=0.25),
 }
 
 
