@@ -57,6 +57,7 @@ import pika
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: tests.support builds the private virtual host
 
+from benchmarks.confirming import ConfirmingPublisher, stopped  # noqa: E402
 from tests.support.broker import private_vhost, url_of  # noqa: E402
 
 from contract_platform.amqp import open_connection, plan_topology, provision  # noqa: E402
@@ -120,12 +121,7 @@ def envelopes(bundle: Bundle, count: int) -> list[dict[str, Any]]:
     return made
 
 
-def _stopped(connection: Any, _reason: Any) -> None:
-    """Stop the loop only once the connection is closed: a consumer left open would keep its prefetched messages."""
-    connection.ioloop.stop()
-
-
-class PlainPublisher:
+class PlainPublisher(ConfirmingPublisher):
     """pika's SelectConnection in confirm mode, ``window`` publishes in flight: the baseline."""
 
     def __init__(
@@ -135,44 +131,31 @@ class PlainPublisher:
         window: int,
         connection_class: Any = pika.SelectConnection,
     ) -> None:
+        super().__init__(url, "bench plain publisher", connection_class)
         self.deliveries, self.window = deliveries, window
-        self.sent = self.confirmed = 0
-        self.outstanding: set[int] = set()
+        self.confirmed = 0
         self.started = self.finished = 0.0
-        self.connection = connection_class(
-            async_parameters(url, "bench plain publisher"), on_open_callback=self._open, on_close_callback=_stopped
-        )
 
     def run(self) -> float:
         self.connection.ioloop.start()
         return len(self.deliveries) / (self.finished - self.started)
 
-    def _open(self, connection: Any) -> None:
-        connection.channel(on_open_callback=self._channel)
-
-    def _channel(self, channel: Any) -> None:
-        self.channel = channel
-        channel.confirm_delivery(self._confirm, callback=lambda _frame: self._start())
-
-    def _start(self) -> None:
+    def start(self) -> None:
         self.started = time.perf_counter()
         self._pump()
 
     def _pump(self) -> None:
-        while self.sent < len(self.deliveries) and len(self.outstanding) < self.window:
+        while self.sent < len(self.deliveries) and len(self.unconfirmed) < self.window:
             properties, body = self.deliveries[self.sent]
             self.channel.basic_publish(EXCHANGE, KEY, body, pika.BasicProperties(**properties), mandatory=True)
             self.sent += 1
-            self.outstanding.add(self.sent)
+            self.unconfirmed.add(self.sent)
 
-    def _confirm(self, frame: Any) -> None:
-        tag, multiple = frame.method.delivery_tag, frame.method.multiple
-        done = [s for s in self.outstanding if s <= tag] if multiple else [tag]
-        self.outstanding.difference_update(done)
-        self.confirmed += len(done)
+    def on_confirms(self, count: int) -> None:
+        self.confirmed += count
         if self.confirmed >= len(self.deliveries):
             self.finished = time.perf_counter()
-            self.connection.close()  # the loop stops once the broker confirms the close (_stopped)
+            self.connection.close()  # the loop stops once the broker confirms the close (stopped)
         else:
             self._pump()
 
@@ -187,7 +170,7 @@ class PlainConsumer:
         self.scheduled = False
         self.started = self.finished = 0.0
         self.connection = pika.SelectConnection(
-            async_parameters(url, "bench plain consumer"), on_open_callback=self._open, on_close_callback=_stopped
+            async_parameters(url, "bench plain consumer"), on_open_callback=self._open, on_close_callback=stopped
         )
 
     def run(self) -> float:
@@ -221,7 +204,7 @@ class PlainConsumer:
         self.channel.basic_ack(self.last_tag, multiple=True)
         if self.delivered >= self.count:
             self.finished = time.perf_counter()
-            self.connection.close()  # the loop stops once the broker confirms the close (_stopped)
+            self.connection.close()  # the loop stops once the broker confirms the close (stopped)
 
 
 def cpu(action: Callable[[], Any]) -> tuple[Any, float]:

@@ -72,10 +72,10 @@ import pika
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: tests.support builds the private virtual host
 
+from benchmarks.confirming import ConfirmingPublisher  # noqa: E402
 from tests.support.broker import API, AUTH, private_vhost, url_of  # noqa: E402
 
 from contract_platform.amqp import open_connection  # noqa: E402
-from contract_platform.amqp.asynchronous import async_parameters  # noqa: E402
 from contract_platform.amqp.connection import close_quietly  # noqa: E402
 from contract_platform.signals import stop_on_signals  # noqa: E402
 
@@ -104,7 +104,7 @@ def _child(url: str, name: str) -> tuple[pika.BlockingConnection, Any]:
     return connection, connection.channel()
 
 
-class Publisher:
+class Publisher(ConfirmingPublisher):
     """pika's ``SelectConnection`` in confirm mode, paced to ``rate``, at most ``window`` publishes unconfirmed.
 
     Counts what the broker confirmed: without confirms, what a publisher wrote can wait in the sockets'
@@ -113,23 +113,13 @@ class Publisher:
     """
 
     def __init__(self, url: str, rate: float, size: int, window: int, confirmed: Any, stop: Any) -> None:
+        super().__init__(url, "bench-publisher")
         self.rate, self.window, self.confirmed, self.stop = rate, window, confirmed, stop
         self.body, self.properties = os.urandom(size), pika.BasicProperties(content_type="application/octet-stream")
-        self.unconfirmed: set[int] = set()
-        self.sent = self.scheduled = 0
+        self.scheduled = 0
         self.started = 0.0
-        self.connection = pika.SelectConnection(
-            async_parameters(url, "bench-publisher"), on_open_callback=self._open, on_close_callback=_stopped
-        )
 
-    def _open(self, connection: Any) -> None:
-        connection.channel(on_open_callback=self._channel)
-
-    def _channel(self, channel: Any) -> None:
-        self.channel = channel
-        channel.confirm_delivery(self._confirm, callback=lambda _frame: self._start())
-
-    def _start(self) -> None:
+    def start(self) -> None:
         self.started = time.monotonic()
         self._tick()
 
@@ -146,15 +136,8 @@ class Publisher:
             self.unconfirmed.add(self.sent)
         self.connection.ioloop.call_later(0.005, self._tick)
 
-    def _confirm(self, frame: Any) -> None:
-        tag, multiple = frame.method.delivery_tag, frame.method.multiple
-        done = {t for t in self.unconfirmed if t <= tag} if multiple else {tag}
-        self.unconfirmed -= done
-        self.confirmed.value += len(done)
-
-
-def _stopped(connection: Any, _reason: Any) -> None:
-    connection.ioloop.stop()
+    def on_confirms(self, count: int) -> None:
+        self.confirmed.value += count
 
 
 def publish(url: str, rate: float, size: int, window: int, confirmed: Any, stop: Any) -> None:
