@@ -17,51 +17,25 @@ from typing import Any, Literal
 import pika.exceptions as px
 from pika.adapters.blocking_connection import BlockingChannel
 
+from contract_platform.amqp import plan
 from contract_platform.amqp.connection import broker_errors, broker_version, describe_broker
 from contract_platform.amqp.http import ManagementClient
 from contract_platform.amqp.inspection import exchange_exists, inspect_queue, passive_queue, resolve_management
+from contract_platform.amqp.plan import *  # noqa: F403  (every name of the plan, re-exported: ``__all__``)
 from contract_platform.amqp.plan import (
-    ARCHIVE_QUEUE_TYPE,
-    QUEUE_TYPES,
     Binding,
     Exchange,
     Queue,
     Role,
     TopologyPlan,
-    archive_queue_name,
-    dlq_name,
     dlx_name,
-    parking_lot_name,
-    plan_topology,
-    retry_queue_name,
-    tap_queue_name,
 )
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.errors import BrokerError, TopologyConflict
 from contract_platform.evidence.figures import TopologyFigures
 
-__all__ = [
-    "ARCHIVE_QUEUE_TYPE",
-    "QUEUE_TYPES",
-    "Binding",
-    "Exchange",
-    "Outcome",
-    "ProvisionReport",
-    "Queue",
-    "RemovalReport",
-    "Role",
-    "Step",
-    "TopologyPlan",
-    "archive_queue_name",
-    "dlq_name",
-    "dlx_name",
-    "parking_lot_name",
-    "plan_topology",
-    "provision",
-    "remove_topology",
-    "retry_queue_name",
-    "tap_queue_name",
-]
+__all__ = ["Outcome", "ProvisionReport", "RemovalReport", "Step", "provision", "remove_topology"]
+__all__ += plan.__all__
 
 PRECONDITION_FAILED = 406
 # RabbitMQ version needed by each queue feature the plan may use.
