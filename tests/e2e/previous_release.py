@@ -9,6 +9,7 @@ from it to read the same rows through the current store.
     python previous_release.py traffic CATALOG RUN_ID    # the evidence of traffic, then reconcile
     python previous_release.py reconcile CATALOG RUN_ID  # reconcile again
     python previous_release.py view CATALOG SINCE        # what the store holds, as JSON
+    python previous_release.py archive CATALOG PLAN      # archive the deliveries PLAN (a JSON file) lists
 
 The registry, the broker and the data folder are the process's (CONTRACT_REGISTRY_URL,
 CONTRACT_RABBITMQ_URL, CONTRACT_PLATFORM_HOME).
@@ -16,6 +17,11 @@ CONTRACT_RABBITMQ_URL, CONTRACT_PLATFORM_HOME).
 **Traffic.** The Spark jobs (archive validation, envelope quality) and the bridge's parity take minutes;
 their evidence is written through the release's one evidence writer (``contract_platform.evidence.record``)
 with the figures those jobs report on clean traffic, so the lifecycle's guards judge it as they would.
+
+**Archive.** The deliveries of a plan (``[{"exchange", "routingKey", "receivedAt", "body"}]``) are written by
+the release's own archiver code (its record encoder and its date-partitioned writer) under the archive folder
+(``CONTRACT_ARCHIVE_DIR`` or ``<data>/archive``), each in the ``date=`` partition of its receipt, so the days
+before an upgrade hold what that release archived on them.
 """
 
 from __future__ import annotations
@@ -115,6 +121,37 @@ def _traffic(catalog: Any, store: Any, run_id: str) -> dict[str, Any]:
     return {"problems": [], "reconcile": _reconcile(catalog, store, run_id)}
 
 
+def archive(plan: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each delivery of ``plan`` through the release's archiver writer, one file per exchange and day."""
+    from pathlib import Path
+
+    import pika
+
+    from contract_platform import settings
+    from contract_platform.archiver import _PartitionWriter, encode_record  # type: ignore[attr-defined]
+    from contract_platform.envelope.properties import amqp_properties
+
+    writers: dict[str, Any] = {}
+    for tag, delivery in enumerate(plan, start=1):
+        exchange = delivery["exchange"]
+        received_at = datetime.fromisoformat(delivery["receivedAt"])
+        method = pika.spec.Basic.Deliver(
+            delivery_tag=tag, redelivered=False, exchange=exchange, routing_key=delivery["routingKey"]
+        )
+        body = json.dumps(delivery["body"]).encode("utf-8")
+        properties = pika.BasicProperties(**amqp_properties(delivery["body"]))  # as the release's publisher sets them
+        line, fallback = encode_record(method, properties, body, received_at)
+        assert not fallback, line
+        if exchange not in writers:
+            writers[exchange] = _PartitionWriter(Path(settings.archive_dir()) / exchange, 64 * 2**20)
+        writers[exchange].write(line, received_at.date())
+    files: list[str] = []
+    for writer in writers.values():
+        writer.close()
+        files.extend(str(path) for path in writer.files)
+    return {"files": sorted(files)}
+
+
 def _reconcile(catalog: Any, store: Any, run_id: str) -> dict[str, Any]:
     from contract_platform.change import reconcile_catalog
 
@@ -128,6 +165,10 @@ def main(argv: list[str]) -> int:
     from contract_platform.store import Registry  # type: ignore[attr-defined]  # 0.1.0 named it Registry
 
     verb, catalog_dir, argument = argv
+    if verb == "archive":
+        with open(argument, encoding="utf-8") as plan:
+            print(json.dumps(archive(json.load(plan)), sort_keys=True))
+        return 0
     catalog = load_catalog(catalog_dir)
     with Registry.open(settings.registry_url()) as store:
         if verb == "view":
