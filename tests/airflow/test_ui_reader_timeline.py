@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.pages import page_section
 from tests.support.ui_seed import ReaderSeed, record_readers_audit
 
 pytestmark = pytest.mark.airflow
@@ -44,60 +45,34 @@ def _readers_seed(registry: Any, contract: Any) -> None:
     )
 
 
-def _old_seed(registry: Any, contract: Any) -> None:
+def _audit_failing_one_check(
+    registry: Any, contract: Any, check: str, verdict: str, blocker: str, figures: dict[str, Any]
+) -> None:
+    """A retirement audit of v1 whose one check ``check`` did not pass, with ``blocker`` and ``figures``."""
+    found = {"name": check, "verdict": verdict, "blocker": blocker, "clears_at": None, "figures": figures}
     registry.add_evidence(
         V1,
         contract_version=contract.version,
         kind="retirement_audit",
-        verdict="fail",
-        figures={
-            "verdict": "fail",
-            "failed_checks": ["consumers_over_time"],
-            "checks": {
-                "consumers_over_time": {
-                    "name": "consumers_over_time",
-                    "verdict": "fail",
-                    "blocker": "1 consumer on accounting-service.billing.invoice-issued.v1 at the audit",
-                    "clears_at": None,
-                    "figures": {"consumers": 1},
-                }
-            },
-        },
+        verdict=verdict,
+        figures={"verdict": verdict, "failed_checks": [check], "checks": {check: found}},
     )
+
+
+def _old_seed(registry: Any, contract: Any) -> None:
+    blocker = "1 consumer on accounting-service.billing.invoice-issued.v1 at the audit"
+    _audit_failing_one_check(registry, contract, "consumers_over_time", "fail", blocker, {"consumers": 1})
 
 
 def _no_management_seed(registry: Any, contract: Any) -> None:
     blocker = "the management API is required to see readers: set CONTRACT_RABBITMQ_MANAGEMENT_URL"
-    registry.add_evidence(
-        V1,
-        contract_version=contract.version,
-        kind="retirement_audit",
-        verdict="unknown",
-        figures={
-            "verdict": "unknown",
-            "failed_checks": ["readers"],
-            "checks": {
-                "readers": {
-                    "name": "readers",
-                    "verdict": "unknown",
-                    "blocker": blocker,
-                    "clears_at": None,
-                    "figures": {"queues": [QUEUE]},
-                }
-            },
-        },
-    )
+    _audit_failing_one_check(registry, contract, "readers", "unknown", blocker, {"queues": [QUEUE]})
 
 
 @pytest.fixture
 def serve(contracts_app: Any) -> Callable[[Seeder], tuple[Any, dict[str, str]]]:
     """``serve(seed)``: the contracts app over a store holding v1 deprecated and what ``seed`` records."""
     return lambda seed: contracts_app(lambda r, catalog: seed(r, catalog.contracts[V1]), statuses={V1: "deprecated"})
-
-
-def _readers_section(page: str) -> str:
-    assert 'id="readers"' in page, "no readers part in the retirement section"
-    return page.split('id="readers"', 1)[1].split("</section>", 1)[0]
 
 
 def _rects(section: str, css: str) -> list[tuple[float, float, str]]:
@@ -113,7 +88,7 @@ def test_reader_sessions_and_gaps_are_drawn_on_the_window_with_names_shown_as_te
     page = client.get(f"/contracts/c/{V1}", headers=auth)
     assert page.status_code == 200, page.text
     assert SCRIPT not in page.text and "<img src=x" not in page.text
-    section = _readers_section(page.text)
+    section = page_section(page.text, 'id="readers"')
     assert '<svg class="chart timeline"' in section
     assert "Readers check" in section and ">fail<" in section
 
@@ -166,7 +141,7 @@ def test_an_audit_from_before_the_readers_check_still_renders(serve) -> None:
     client, auth = serve(_old_seed)
     page = client.get(f"/contracts/c/{V1}", headers=auth)
     assert page.status_code == 200, page.text
-    retirement = page.text.split('id="retirement"', 1)[1].split("</section>", 1)[0]
+    retirement = page_section(page.text, 'id="retirement"')
     assert "latest audit: fail" in retirement and 'id="readers"' not in retirement
     assert "consumers_over_time" in page.text  # its figures, in the evidence table
     detail = client.get(f"/contracts/api/contracts/{V1}", headers=auth)
@@ -177,7 +152,7 @@ def test_a_readers_check_without_the_management_api_says_why_there_is_no_timelin
     client, auth = serve(_no_management_seed)
     page = client.get(f"/contracts/c/{V1}", headers=auth)
     assert page.status_code == 200, page.text
-    section = _readers_section(page.text)
+    section = page_section(page.text, 'id="readers"')
     assert "<svg" not in section
     assert "No reader timeline: the management API is required to see readers" in section
     assert f"<code>{QUEUE}</code>" in section
@@ -197,7 +172,7 @@ def _recording_seed(registry: Any, contract: Any) -> None:
 
 def test_the_recorder_s_health_stands_beside_the_timeline(serve) -> None:
     client, auth = serve(_recording_seed)
-    section = _readers_section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    section = page_section(client.get(f"/contracts/c/{V1}", headers=auth).text, 'id="readers"')
     health = section.split('<p class="recorder-health">', 1)[1].split("</p>", 1)[0]
     assert ">recording<" in health and "coverage confirmed until" in health
     assert "active recorder recorder-1&lt;b&gt;" in health  # a host name is text, never markup
@@ -206,6 +181,6 @@ def test_the_recorder_s_health_stands_beside_the_timeline(serve) -> None:
 
 def test_a_recorder_that_confirmed_nothing_lately_is_said_not_to_record(serve) -> None:
     client, auth = serve(_readers_seed)  # coverage only in the audit's evidence, none in the store
-    section = _readers_section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    section = page_section(client.get(f"/contracts/c/{V1}", headers=auth).text, 'id="readers"')
     health = section.split('<p class="recorder-health">', 1)[1].split("</p>", 1)[0]
     assert ">not recording<" in health and "no coverage confirmed in the last day" in health
