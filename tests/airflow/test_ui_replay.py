@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.pages import page_section
 from tests.support.replay import add_replay
 
 pytestmark = pytest.mark.airflow
@@ -115,7 +116,7 @@ def test_the_contract_page_shows_decision_pointer_and_in_flight_queues(client) -
     page = test_client.get(f"/contracts/c/{ORDER_V1}", headers=auth)
 
     assert page.status_code == 200, page.text
-    section = page.text.split('id="replay"', 1)[1].split("</section>", 1)[0]
+    section = page_section(page.text, 'id="replay"')
     assert "refused" in section and "accepted-on-evidence" not in section
     assert "<code>/payload/orderId</code> pattern: 60" in section
     assert "<code>billing-service.order.order-created.v1</code>: 5 inspected, 2 rejected" in section

@@ -8,16 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.pages import page_section
 
 pytestmark = pytest.mark.airflow
 
 V1, V2 = "billing.invoice-issued.v1", "billing.invoice-issued.v2"
 NOW = datetime(2026, 7, 10, tzinfo=UTC)
-
-
-def _section(page: str) -> str:
-    assert 'id="retention"' in page, "no retention section on the page"
-    return page.split('id="retention"', 1)[1].split("</section>", 1)[0]
 
 
 def test_the_page_shows_holds_and_deletions(contracts_app, tmp_path: Path, monkeypatch) -> None:
@@ -37,11 +33,11 @@ def test_the_page_shows_holds_and_deletions(contracts_app, tmp_path: Path, monke
 
     client, auth = contracts_app(seed)
 
-    v1 = _section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    v1 = page_section(client.get(f"/contracts/c/{V1}", headers=auth).text, 'id="retention"')
     assert "<code>billing.events/date=2026-03-01</code>" in v1
     assert "<td>3</td>" in v1  # the records deleted
     assert "No hold is in force" in v1
-    v2 = _section(client.get(f"/contracts/c/{V2}", headers=auth).text)
+    v2 = page_section(client.get(f"/contracts/c/{V2}", headers=auth).text, 'id="retention"')
     assert "investigation hold on billing.invoice-issued.v2 until released (INC-9 chargeback, owner erin)" in v2
     assert "<code>billing.events/date=2026-03-01</code>" in v2  # the exchange's partition held v2's messages too
 
@@ -59,9 +55,9 @@ def test_the_page_shows_dead_letter_purges(contracts_app) -> None:
 
     client, auth = contracts_app(seed)
 
-    v1 = _section(client.get(f"/contracts/c/{V1}", headers=auth).text)
+    v1 = page_section(client.get(f"/contracts/c/{V1}", headers=auth).text, 'id="retention"')
     assert "<code>billing.invoice-issued.v1.ledger.dlq</code>" in v1
     assert "<td>1,234</td><td>5</td><td>2</td>" in v1  # removed, kept, of unknown age
     assert "2026-06-26T00:00:00+00:00" in v1
-    v2 = _section(client.get(f"/contracts/c/{V2}", headers=auth).text)
+    v2 = page_section(client.get(f"/contracts/c/{V2}", headers=auth).text, 'id="retention"')
     assert "No dead letter of this version has been purged." in v2  # a purge is the purged version's alone
