@@ -35,7 +35,7 @@ from contract_platform.amqp.topology import plan_topology
 from contract_platform.amqp.types import BrokerConnection
 from contract_platform.catalog.model import Catalog, Contract, Status
 from contract_platform.errors import BrokerUnavailable, ContractPlatformError, StoreError
-from contract_platform.evidence import Registry, Verdict
+from contract_platform.evidence import EvidenceKind, Registry, Verdict
 from contract_platform.evidence.records import QueueCounters
 from contract_platform.retirement.dead_letters import (
     DEFAULT_MAX_MESSAGES,
@@ -158,7 +158,12 @@ def audit_version(
         check_queues(looks, discovery),
         readers,
         check_dead_letters(contract, scan),
-        check_retention(contract, last_seen, now=now),
+        check_retention(
+            contract,
+            last_seen,
+            now=now,
+            deleted=registry.latest_evidence(contract.message_type, EvidenceKind.ARCHIVE_RETENTION),
+        ),
         check_holds(contract, now=now),
         check_successor_consumers(contract, catalog, _moves(contract, catalog, registry, now, coverage)),
     )

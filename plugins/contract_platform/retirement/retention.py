@@ -10,7 +10,10 @@ The job writes that file only after scanning an archive root that exists (and de
 first), so a missing file means "not scanned". A message may sit in a queue for ``retention.queue``
 and in a DLQ for ``retention.dlq``: the check passes once ``last + max(queue, dlq)`` has passed; the
 archive keeps the messages until ``last + retention.archive``. A type the scanned archive never saw
-passes ("never archived"); when nothing was scanned the check cannot decide.
+passes ("never archived"); when nothing was scanned the check cannot decide. A type the scanned archive no
+longer holds because archive retention deleted its exchange's partitions (its ``archive_retention``
+evidence) is no "never archived": whatever of it was archived is older than the day the deletion kept from,
+so the check passes once ``max(queue, dlq)`` has passed since that day, and names the deletion.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,8 @@ from contract_platform.durations import format_duration
 from contract_platform.envelope.properties import parse_timestamp
 from contract_platform.errors import ArchiveError
 from contract_platform.evidence import Verdict
+from contract_platform.evidence.figures import ArchiveRetentionFigures
+from contract_platform.evidence.records import EvidenceRecord
 from contract_platform.retirement.model import CheckName, CheckResult, iso, require_aware
 
 __all__ = ["LastSeen", "TypeLastSeen", "check_retention"]
@@ -89,7 +94,11 @@ class LastSeen:
         return {message_type: entry.to_dict() for message_type, entry in sorted(self.types.items())}
 
 
-def check_retention(contract: Contract, last_seen: LastSeen, *, now: datetime) -> CheckResult:
+def check_retention(
+    contract: Contract, last_seen: LastSeen, *, now: datetime, deleted: EvidenceRecord | None = None
+) -> CheckResult:
+    """``deleted``: the type's latest ``archive_retention`` evidence, when archive retention deleted any of its
+    exchange's partitions."""
     now = require_aware(now)
     retention = contract.retention
     wait = max(retention.queue, retention.dlq)
@@ -112,6 +121,9 @@ def check_retention(contract: Contract, last_seen: LastSeen, *, now: datetime) -
                 f"no archive scan to say when {contract.message_type} was last published ({last_seen.source}): "
                 "run the archive_last_seen Spark job (the first task of the retirement_audit DAG)",
             )
+        removal = ArchiveRetentionFigures.of(deleted) if deleted is not None else None
+        if deleted is not None and removal is not None and removal.before:
+            return _after_deletion(contract, figures, deleted, removal, wait, now)
         figures["neverArchived"] = True
         figures["note"] = f"never archived: the scanned archive holds no message of {contract.message_type}"
         return CheckResult(CheckName.RETENTION, Verdict.PASS, figures)
@@ -132,5 +144,45 @@ def check_retention(contract: Contract, last_seen: LastSeen, *, now: datetime) -
         f"still sit in queues and DLQs for max(queue {format_duration(retention.queue)}, dlq "
         f"{format_duration(retention.dlq)}) = {format_duration(wait)}: wait until {iso(passes_at)} "
         f"(the archive keeps them until {iso(entry.last_received_at + retention.archive)})",
+        passes_at,
+    )
+
+
+def _after_deletion(
+    contract: Contract,
+    figures: dict[str, Any],
+    deleted: EvidenceRecord,
+    removal: ArchiveRetentionFigures,
+    wait: timedelta,
+    now: datetime,
+) -> CheckResult:
+    """No message of the type left in the archive after archive retention deleted its exchange's partitions before
+    ``removal.before``: what was archived of it is older than that day."""
+    kept_from = datetime.combine(date.fromisoformat(str(removal.before)), time(0), UTC)
+    passes_at = kept_from + wait
+    figures |= {
+        "neverArchived": False,
+        "deletedByRetention": {
+            "evidenceId": deleted.id,
+            "collectedAt": iso(deleted.collected_at),
+            "exchange": removal.exchange,
+            "window": removal.window,
+            "before": removal.before,
+        },
+        "passesAt": iso(passes_at),
+        "note": (
+            f"the scanned archive holds no message of {contract.message_type}: archive retention deleted the "
+            f"partitions of {removal.exchange} before {removal.before} (retention.archive {removal.window}, evidence "
+            f"#{deleted.id}), so whatever of it was archived is older than that"
+        ),
+    }
+    if now >= passes_at:
+        return CheckResult(CheckName.RETENTION, Verdict.PASS, figures)
+    return CheckResult(
+        CheckName.RETENTION,
+        Verdict.FAIL,
+        figures,
+        f"{figures['note']}; its copies may still sit in queues and DLQs for max(queue, dlq) = "
+        f"{format_duration(wait)} after that: wait until {iso(passes_at)}",
         passes_at,
     )

@@ -192,18 +192,20 @@ def archive_days(root: Path, contract: Contract, days_ago: tuple[int, ...]) -> l
     return ids
 
 
-def test_a_bundle_kept_after_archive_retention_names_the_deleted_partitions_and_samples_what_is_left(
+def test_a_bundle_kept_after_archive_retention_names_the_deleted_partitions_and_claims_none_of_them(
     connection: Any, contracts: Catalog, registry: SqlRegistry, prefix: str, ready: Contract, tmp_path: Path
 ) -> None:
-    """Archive retention deleted the version's oldest partition before it retired: the bundle's sample holds what
-    the archive keeps, and retention.json names what it no longer holds, from the retention's evidence."""
+    """Archive retention deleted every partition that held the version before it retired (the successor's newer
+    days stay): the bundle's sample holds none of the deleted messages, retention.json names the deleted day from
+    the retention's evidence, and the audit's retention check says the archive was deleted, not never archived."""
     force_status(registry, V2, Status.ACTIVE)
     force_status(registry, V1, Status.DEPRECATED)
-    kept_days = (40, 10)
-    ids = archive_days(tmp_path / "archive", ready, (120, *kept_days))  # retention.archive: 90d
+    archive_days(tmp_path / "archive", ready, (120,))  # retention.archive: 90d
+    archive_days(tmp_path / "archive", contracts.contracts[V2], (10,))
     run = apply_archive_retention(contracts, tmp_path / "archive", now=datetime.now(UTC), holds={}, registry=registry)
     (gone,) = run.deleted
-    result = run_audit(connection, contracts, registry, prefix, ready, long_ago())
+    scanned = LastSeen({V2: TypeLastSeen(datetime.now(UTC) - timedelta(days=10), 3)}, scanned=True, source="test")
+    result = run_audit(connection, contracts, registry, prefix, ready, scanned)
     assert result.verdict is Verdict.PASS, result.figures()["blockers"]
 
     outcome, _, _ = retire_declared(result, registry, connection, contracts, tmp_path)
@@ -218,8 +220,9 @@ def test_a_bundle_kept_after_archive_retention_names_the_deleted_partitions_and_
     (evidence,) = registry.evidence(V1, EvidenceKind.ARCHIVE_RETENTION)
     assert deletion["evidenceId"] == evidence.id and deletion["window"] == "90d"
     assert deletion["partitions"] == [{"day": gone.day.isoformat(), "files": 1, "records": 3, "bytes": gone.bytes}]
-    sample = [json.loads(line) for line in (bundle / "sample.jsonl").read_text().splitlines()]
-    assert [record["properties"]["messageId"] for record in sample] == ids[3:]  # none of the deleted day's
+    assert (bundle / "sample.jsonl").read_text() == ""  # nothing of the deleted day claimed
+    retention = json.loads((bundle / "audit.json").read_text())["checks"]["retention"]["figures"]
+    assert retention["neverArchived"] is False and retention["deletedByRetention"]["evidenceId"] == evidence.id
 
 
 def test_without_the_management_api_the_audit_cannot_pass(

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
 from tests.support.contracts import V1, V2, catalog_of, migrating_contract
 
+from contract_platform import evidence
 from contract_platform.amqp.inspection import QueueState
 from contract_platform.amqp.topology import Role
 from contract_platform.catalog.model import Consumer, Contract, Hold
 from contract_platform.evidence import Verdict
+from contract_platform.evidence.figures import ArchiveRetentionFigures
 from contract_platform.retirement import (
     CheckName,
     CheckResult,
@@ -24,6 +26,7 @@ from contract_platform.retirement import (
     check_successor_consumers,
 )
 from contract_platform.retirement.model import iso
+from contract_platform.store import SqlRegistry
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 QUEUE = "accounting-service.billing.invoice-issued.v1"
@@ -103,6 +106,34 @@ def test_retention_never_archived_passes_only_when_an_archive_was_scanned() -> N
     unscanned = check_retention(migrating_contract(), LastSeen(source="f (missing)"), now=NOW)
     assert unscanned.verdict is Verdict.UNKNOWN
     assert "archive_last_seen" in (unscanned.blocker or "")
+
+
+def test_retention_after_archive_retention_deleted_the_type_names_the_deletion_not_never_archived(
+    registry: SqlRegistry,
+) -> None:
+    """The scan finds no message of the type because archive retention deleted its exchange's partitions: whatever
+    was archived is older than the day the deletion kept from, so the check passes once max(queue, dlq) has passed
+    since then, saying so (the evidence of the deletion, never "never archived")."""
+    contract = migrating_contract()  # queue 14d, dlq 10d, archive 90d
+    kept_from = (NOW - timedelta(days=90)).date()
+    figures = ArchiveRetentionFigures(exchange=contract.transport.exchange, window="90d", before=kept_from.isoformat(),
+                                      partitions=({"day": "2026-08-01", "files": 1, "records": 3, "bytes": 900},),
+                                      files=1, records=3, bytes=900)  # fmt: skip
+    deletion = evidence.record(registry, V1, "1.0.0", figures, verdict=Verdict.PASS, collected_at=NOW)
+    scanned = LastSeen({}, scanned=True, source="f")
+
+    result = check_retention(contract, scanned, now=NOW, deleted=deletion)
+
+    assert result.verdict is Verdict.PASS and result.figures["neverArchived"] is False
+    assert result.figures["deletedByRetention"]["evidenceId"] == deletion.id
+    assert (
+        f"archive retention deleted the partitions of {contract.transport.exchange} before {kept_from}"
+        in (result.figures["note"])
+    )
+    soon = check_retention(contract, scanned, now=NOW - timedelta(days=80), deleted=deletion)  # the cut + 10d
+    assert soon.verdict is Verdict.FAIL and soon.clears_at == datetime.combine(kept_from, time(0), UTC) + timedelta(
+        days=14
+    )
 
 
 # -- holds and successor ---------------------------------------------------------------------------
