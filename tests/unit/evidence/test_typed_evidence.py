@@ -6,6 +6,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,14 +55,18 @@ def test_figures_survive_the_store_unchanged_for_every_kind(registry: SqlRegistr
         assert stored is not None and figures_of(stored) == written
 
 
+def _older_row(registry: SqlRegistry, kind: str, verdict: str, figures: dict[str, Any]) -> None:
+    """Evidence of orders.placed.v1 1.0.0 as an older release stored it (``figures`` as they were written)."""
+    registry.add_evidence("orders.placed.v1", contract_version="1.0.0", kind=kind, verdict=verdict, figures=figures)
+
+
 def test_rows_written_by_older_versions_in_camel_case_still_read(registry: SqlRegistry) -> None:
     """The registry on a user's machine holds audits and checks written before the key style was one."""
-    registry.add_evidence(
-        "orders.placed.v1",
-        contract_version="1.0.0",
-        kind="retirement_audit",
-        verdict="unknown",
-        figures={
+    _older_row(
+        registry,
+        "retirement_audit",
+        "unknown",
+        {
             "verdict": "unknown",
             "auditedAt": "2026-03-01T10:00:00Z",
             "failed_checks": ["queues"],
@@ -70,20 +75,13 @@ def test_rows_written_by_older_versions_in_camel_case_still_read(registry: SqlRe
             "checks": {"queues": {"name": "queues", "clearsAt": "2026-03-02T00:00:00Z", "figures": {}}},
         },
     )
-    registry.add_evidence(
-        "orders.placed.v1",
-        contract_version="1.0.0",
-        kind="compatibility",
-        verdict="fail",
-        figures={"messageType": "orders.placed.v1", "semverProblems": ["bump the major"], "ok": False},
+    _older_row(
+        registry,
+        "compatibility",
+        "fail",
+        {"messageType": "orders.placed.v1", "semverProblems": ["bump the major"], "ok": False},
     )
-    registry.add_evidence(
-        "orders.placed.v1",
-        contract_version="1.0.0",
-        kind="topology",
-        verdict="pass",
-        figures={"broker": "rabbit", "messageType": "orders.placed.v1", "steps": []},
-    )
+    _older_row(registry, "topology", "pass", {"broker": "rabbit", "messageType": "orders.placed.v1", "steps": []})
 
     audit = RetirementAuditFigures.of(_latest(registry, EvidenceKind.RETIREMENT_AUDIT))
     assert audit.audited_at == "2026-03-01T10:00:00Z"
@@ -150,12 +148,11 @@ def test_the_change_pipeline_writes_typed_evidence_the_guards_accept(catalog, re
 
 def test_every_reader_sees_older_rows_in_snake_case_with_nothing_dropped(registry: SqlRegistry) -> None:
     """The UI and ``contractctl status`` read the stored JSON: an old audit must show today's keys."""
-    registry.add_evidence(
-        "orders.placed.v1",
-        contract_version="1.0.0",
-        kind="retirement_audit",
-        verdict="pass",
-        figures={"auditedAt": "2026-03-01T10:00:00Z", "blockers": [], "operatorNote": "kept"},
+    _older_row(
+        registry,
+        "retirement_audit",
+        "pass",
+        {"auditedAt": "2026-03-01T10:00:00Z", "blockers": [], "operatorNote": "kept"},
     )
     stored = _latest(registry, EvidenceKind.RETIREMENT_AUDIT)
     assert stored.figures == {"audited_at": "2026-03-01T10:00:00Z", "blockers": [], "operator_note": "kept"}
