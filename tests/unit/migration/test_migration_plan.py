@@ -47,21 +47,22 @@ def test_the_form_values_are_taken_as_given(catalog: Catalog) -> None:
     assert (plan.since, plan.tap_queue) == ("2026-07-01T00:00:00Z", "team-a.bridge.tap")
 
 
+def refusal(catalog: Catalog, **form: str) -> str:
+    """The message of the ``UsageError`` the trigger form's values ``form`` are refused with."""
+    with pytest.raises(UsageError) as raised:
+        plan_of(catalog, **form)
+    return str(raised.value)
+
+
 @pytest.mark.parametrize("mode", ["bridged", "BRIDGE", "dual_publish"])
 def test_an_unknown_mode_names_the_choices(catalog: Catalog, mode: str) -> None:
-    with pytest.raises(UsageError) as raised:
-        plan_of(catalog, mode=mode)
-
-    message = str(raised.value)
+    message = refusal(catalog, mode=mode)
     assert repr(mode) in message and "bridge or dual-publish" in message and "trigger form" in message
 
 
 @pytest.mark.parametrize("since", ["yesterday", "2026-13-01", "01/07/2026"])
 def test_a_parity_window_that_is_not_a_moment_says_what_to_write(catalog: Catalog, since: str) -> None:
-    with pytest.raises(UsageError) as raised:
-        plan_of(catalog, parity_since=since)
-
-    message = str(raised.value)
+    message = refusal(catalog, parity_since=since)
     assert repr(since) in message and "ISO 8601" in message and "2026-07-01T00:00:00Z" in message
     assert "empty" in message
 
