@@ -2,6 +2,7 @@
 
     spark-submit spark_jobs/envelope_quality.py ARCHIVE [--catalog DIR] [--report FILE] [--registry-url URL]
         [--gx-root DIR] [--since DATE] [--until DATE] [--master URL] [--run-id ID] [--no-fail-on-findings] [--no-data-docs]
+        [--in-process-rows N]
 
 ARCHIVE is an archive root, an exchange or date folder, or one ``*.jsonl[.gz]`` file. Exit codes: 0
 every expectation met, 1 an expectation missed its threshold (0 with ``--no-fail-on-findings``: the
@@ -19,7 +20,9 @@ Extract -> transform -> load:
 * ``received_between`` (``--since``/``--until``: a day range, ``until`` exclusive), then ``prepare`` = ``exclude_redeliveries`` -> ``assign_types``
   (which suite judges each row) -> ``with_time_checks`` (parsed times, minus the contract's clock
   skew) -> ``with_partition_key_counts``;
-* ``run_suite`` (GX, Data Docs), the report file, ``record_quality`` (evidence per type).
+* ``run_suite`` (GX, Data Docs), the report file, ``record_quality`` (evidence per type). GX judges a window of at
+  most ``--in-process-rows`` envelopes on pandas in this process, collected once from the prepared frame, and a
+  larger one on Spark (``quality.runner.choose_engine``; the report's ``engine_reason`` and stderr say which).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from contract_platform.errors import ArchiveError
 from contract_platform.job_options import date_arg
 from contract_platform.quality import QualityReport, record_quality, run_suite
 from contract_platform.quality import columns as col
+from contract_platform.quality.runner import IN_PROCESS_ROWS
 from spark_jobs.archive_io import parse_records, read_archive
 from spark_jobs.hadoop_fs import path_exists
 from spark_jobs.jobs import JobRun, job_parser, run_job
@@ -175,8 +179,12 @@ def run_quality(
     until: date | None = None,
     report_path: str | Path | None = None,
     data_docs: bool = True,
+    in_process_rows: int = IN_PROCESS_ROWS,
 ) -> QualityReport:
     """Judge every type found under ``archive_path``; write the report when asked.
+
+    ``in_process_rows``: the most envelopes GX judges in this process on pandas (``quality.runner.choose_engine``;
+    0: on Spark whatever the size).
 
     Raises ``CatalogError`` (catalogue does not load) and ``ArchiveError`` (missing path) before any
     Spark job runs.
@@ -194,7 +202,7 @@ def run_quality(
     frame = prepare(delivered, catalog).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         redeliveries = delivered.where(F.col("redelivered")).count()
-        report = run_suite(frame, catalog, context_root=gx_root, data_docs=data_docs)
+        report = run_suite(frame, catalog, context_root=gx_root, data_docs=data_docs, in_process_rows=in_process_rows)
     finally:
         frame.unpersist(blocking=True)
     report = replace(
@@ -226,6 +234,12 @@ def _parser() -> argparse.ArgumentParser:
         "--until", type=date_arg, default=None, help="only envelopes received before this date (YYYY-MM-DD)"
     )
     parser.add_argument("--no-data-docs", action="store_true", help="do not render the Data Docs")
+    parser.add_argument(
+        "--in-process-rows",
+        type=int,
+        default=IN_PROCESS_ROWS,
+        help=f"most envelopes GX judges in this process on pandas, else on Spark (default {IN_PROCESS_ROWS}; 0: Spark)",
+    )
     return parser
 
 
@@ -241,8 +255,11 @@ def _quality(run: JobRun) -> int:
         until=args.until,
         report_path=args.report,
         data_docs=not args.no_data_docs,
+        in_process_rows=args.in_process_rows,
     )
     run.close()  # the evidence needs no JVM
+    if report.engine_reason:
+        print(f"envelope quality: {report.engine_reason}", file=sys.stderr)
     if run.registry_url:
         from contract_platform.store import SqlRegistry  # SQLAlchemy only where evidence is recorded
 

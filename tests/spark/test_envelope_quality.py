@@ -212,6 +212,20 @@ def test_clean_traffic_from_the_fixtures_meets_every_expectation(report: Quality
     assert ordered.success and ordered.observed == 1.0  # 4 messages per key (5 for one) pass the rule
 
 
+def test_gx_on_pandas_in_process_judges_as_gx_on_spark(
+    spark, archive: Path, tolerant_catalog: Path, tmp_path: Path, report: QualityReport
+):
+    """A small window is judged by GX's pandas engine in the job's process (quality.runner.choose_engine), a large
+    one by GX on Spark: every type's outcome, figures and samples are the same on both."""
+    on_spark = job.run_quality(
+        spark, archive, tolerant_catalog, gx_root=tmp_path / "gx", data_docs=False, in_process_rows=0
+    )
+    assert (report.engine, on_spark.engine) == ("in-process", "spark")
+    assert "at most 100,000" in (report.engine_reason or "") and "over 0" in (on_spark.engine_reason or "")
+    assert [t.to_dict() for t in on_spark.types] == [t.to_dict() for t in report.types]
+    assert (on_spark.unassigned, on_spark.redeliveries) == (report.unassigned, report.redeliveries)
+
+
 def test_redeliveries_and_unjudged_envelopes_are_left_out_and_counted(report: QualityReport):
     assert report.redeliveries == 3
     assert report.unassigned == {"(none)": 1, "marketing.campaign-sent.v1": 1}

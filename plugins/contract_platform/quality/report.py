@@ -137,6 +137,8 @@ class QualityReport:
     redeliveries: int = 0  # deliveries left out because they were redelivered
     elapsed_seconds: float = 0.0
     results_page: str | None = None  # the same results as one HTML page that opens offline (quality.results_page)
+    engine: str | None = None  # where GX computed: "in-process" (pandas) or "spark" (quality.runner.choose_engine)
+    engine_reason: str | None = None  # why, in one line
 
     @property
     def success(self) -> bool:
@@ -165,6 +167,8 @@ class QualityReport:
             "redeliveries_excluded": self.redeliveries,
             "unassigned": dict(self.unassigned),
             "elapsed_seconds": round(self.elapsed_seconds, 3),
+            "engine": self.engine,
+            "engine_reason": self.engine_reason,
             "types": [t.to_dict() for t in self.types],
         }
 
@@ -181,4 +185,6 @@ class QualityReport:
             until=data.get("until"),
             redeliveries=int(data.get("redeliveries_excluded") or 0),
             elapsed_seconds=float(data.get("elapsed_seconds") or 0.0),
+            engine=data.get("engine"),
+            engine_reason=data.get("engine_reason"),
         )

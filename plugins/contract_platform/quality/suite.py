@@ -124,7 +124,9 @@ class ExpectationSpec:
         }
 
 
-UTC_ISO8601 = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|\+00:00)$"
+# Groups are non-capturing: the same pattern on Spark (Java) and pandas (Python ``re``, whose ``str.contains`` warns
+# of capturing groups it would not return).
+UTC_ISO8601 = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|\+00:00)$"
 TRACE_ID = r"^[0-9a-f]{32}$"
 CONTENT_TYPE = "application/json"
 PERSISTENT = 2
@@ -212,7 +214,7 @@ RULES: Mapping[ExpectationId, _Rule] = {
     ),
     ExpectationId.MESSAGE_VERSION_SEMVER_MAJOR: _Rule(
         REGEX,
-        lambda c: {"column": "messageVersion", "regex": rf"^{c.major}\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$"},
+        lambda c: {"column": "messageVersion", "regex": rf"^{c.major}\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)$"},
         lambda c: f"messageVersion is semver {c.major}.MINOR.PATCH",
     ),
     ExpectationId.OCCURRED_NOT_AFTER_PUBLISHED: _not_after("occurredAt", "publishedAt"),
