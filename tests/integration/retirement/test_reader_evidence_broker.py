@@ -89,9 +89,7 @@ def test_twenty_fast_pollers_in_a_row_are_each_caught(audits: Audits, version: C
 def test_a_poller_that_peeks_and_requeues_is_a_reader(audits: Audits, version: Contract) -> None:
     queue = version.consumers[0].queue
     audits.run()
-    peeker = named_connection("peeking-poller")
-    channel = peeker.channel()
-    channel.basic_publish("", queue, *v1_message("peeked-1"))
+    peeker, channel = publishing_client("peeking-poller", queue, "peeked-1")
     method = wait_until(lambda: channel.basic_get(queue, auto_ack=False)[0], 10, 0.05, what="the peek's get")
     channel.basic_nack(method.delivery_tag, requeue=True)  # left as it was found
     peeker.close()
@@ -102,9 +100,7 @@ def test_a_poller_that_peeks_and_requeues_is_a_reader(audits: Audits, version: C
 def test_a_consumer_attached_for_fifty_milliseconds_is_a_reader(audits: Audits, version: Contract) -> None:
     queue = version.consumers[0].queue
     audits.run()
-    brief = named_connection("brief-consumer")
-    channel = brief.channel()
-    channel.basic_publish("", queue, *v1_message("brief-1"))
+    brief, channel = publishing_client("brief-consumer", queue, "brief-1")
     channel.basic_consume(queue, lambda ch, method, props, body: ch.basic_ack(method.delivery_tag))
     brief.process_data_events(time_limit=0.05)
     brief.close()
@@ -112,11 +108,17 @@ def test_a_consumer_attached_for_fifty_milliseconds_is_a_reader(audits: Audits, 
     assert verdict is Verdict.FAIL and "brief-consumer" in blocker, blocker
 
 
+def publishing_client(name: str, queue: str, message_id: str) -> tuple[Any, Any]:
+    """A client named ``name`` that has just published one v1 message to ``queue``: its connection and channel."""
+    client = named_connection(name)
+    channel = client.channel()
+    channel.basic_publish("", queue, *v1_message(message_id))
+    return client, channel
+
+
 def poll_once(name: str, queue: str, message_id: str) -> None:
     """A client that publishes one message, takes it with ``basic.get`` and closes its connection at once."""
-    poller = named_connection(name)
-    channel = poller.channel()
-    channel.basic_publish("", queue, *v1_message(message_id))
+    poller, channel = publishing_client(name, queue, message_id)
     wait_until(lambda: channel.basic_get(queue, auto_ack=True)[0] is not None, 10, 0.01, what=f"{name}'s get")
     poller.close()
 
