@@ -1,4 +1,8 @@
-"""The archive validation benchmark runs and produces its figures (CI runs it small; no timing is asserted)."""
+"""The archive validation benchmark runs and produces its figures (CI runs it small; no timing is asserted).
+
+Its size is not under test: 200 messages (two archives of 100 and 200, each with defects) go through every
+step the benchmark times, as 2,000 did, for a tenth of the generated and validated records.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,9 @@ pytestmark = pytest.mark.spark
 
 
 def test_the_benchmark_produces_its_figures(spark, catalog_dir: Path, tmp_path: Path):
-    figures = run_benchmark(spark, messages=2000, catalog_dir=catalog_dir, work_dir=tmp_path, repeat=1)
+    figures = run_benchmark(spark, messages=200, catalog_dir=catalog_dir, work_dir=tmp_path, repeat=1)
     json.dumps(figures)  # one JSON line
-    assert [row["messages"] for row in figures["sizes"]] == [1000, 2000]
+    assert [row["messages"] for row in figures["sizes"]] == [100, 200]
     for row in figures["sizes"]:
         assert row["records"] >= row["messages"] and row["invalid"] > 0
         for key in (
