@@ -20,7 +20,8 @@ Each task is `contract_platform.housekeeping.run_task` (`contractctl housekeepin
    --yes --skip-archive --error-on-cleanup-failure` on the metadata database `CONTRACT_AIRFLOW_DB_URL` names (Airflow
    keeps a task's own `AIRFLOW__DATABASE__SQL_ALCHEMY_CONN` from it); each DAG's latest scheduled run stays. The task
    logs which database it cleaned from which host and how many rows Airflow found past the window; without
-   `CONTRACT_AIRFLOW_DB_URL` on the worker it fails saying so (never a silent pass). A failure is retried.
+   `CONTRACT_AIRFLOW_DB_URL` on the worker it fails saying so (never a silent pass). A failure of the command is
+   retried; a bad setting fails every task at once, naming it.
 
 Safe to run twice or at once: what goes is renamed aside before it is deleted, and a second run finds nothing.
 """
@@ -71,9 +72,15 @@ def housekeeping() -> None:
 
     @task
     def clean_airflow_metadata() -> list[dict[str, Any]]:
-        from contract_platform import housekeeping as hk
+        from airflow.sdk.exceptions import AirflowFailException
 
-        pruned = hk.run_task(hk.Task.CLEAN_AIRFLOW_METADATA, hk.Places.configured(), now=datetime.now(UTC))
+        from contract_platform import housekeeping as hk
+        from contract_platform.errors import UsageError
+
+        try:  # a bad setting fails at once; airflow db clean failing is retried
+            pruned = hk.run_task(hk.Task.CLEAN_AIRFLOW_METADATA, hk.Places.configured(), now=datetime.now(UTC))
+        except UsageError as exc:
+            raise AirflowFailException(str(exc)) from exc
         for p in pruned:
             print(f"{p.kind}: {p.note}; {p.removed if p.removed is not None else 'no'} rows past {p.before:%Y-%m-%d}")
         return [p.to_dict() for p in pruned]

@@ -91,3 +91,16 @@ def _runs_exist(run_id: str) -> bool:
                                                                                     TaskInstance.dag_id == "housekeeping"))  # fmt: skip
     assert (runs == 0) == (tasks == 0), (runs, tasks)
     return bool(runs)
+
+
+def test_a_bad_setting_fails_its_task_at_once_naming_it_and_the_others_run(
+    dagbag, platform_env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTRACT_JVM_CLASS_CACHE", "off")
+    monkeypatch.setenv("CONTRACT_RETENTION_AIRFLOW_METADATA", "90")  # no unit: not a duration
+
+    run = dagbag.get_dag("housekeeping").test()
+
+    tries = {ti.task_id: (str(ti.state), ti.try_number) for ti in run.get_task_instances()}
+    assert tries["clean_airflow_metadata"] == ("failed", 1)  # not retried: a retry cannot fix a setting
+    assert tries["prune_files"][0] == tries["prune_evidence"][0] == "success"
