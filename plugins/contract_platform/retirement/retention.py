@@ -134,18 +134,23 @@ def check_retention(
         "passesAt": iso(passes_at),
         "archiveKeepsUntil": iso(entry.last_received_at + retention.archive),
     }
-    if now >= passes_at:
-        return CheckResult(CheckName.RETENTION, Verdict.PASS, figures)
-    return CheckResult(
-        CheckName.RETENTION,
-        Verdict.FAIL,
+    return _passes_at(
         figures,
+        passes_at,
+        now,
         f"the last {contract.message_type} message was archived at {iso(entry.last_received_at)}; its copies may "
         f"still sit in queues and DLQs for max(queue {format_duration(retention.queue)}, dlq "
         f"{format_duration(retention.dlq)}) = {format_duration(wait)}: wait until {iso(passes_at)} "
         f"(the archive keeps them until {iso(entry.last_received_at + retention.archive)})",
-        passes_at,
     )
+
+
+def _passes_at(figures: dict[str, Any], passes_at: datetime, now: datetime, waiting: str) -> CheckResult:
+    """The retention check once its copies' wait is known: a pass from ``passes_at``, before it a failure saying
+    what it waits for (``waiting``) and when it clears."""
+    if now >= passes_at:
+        return CheckResult(CheckName.RETENTION, Verdict.PASS, figures)
+    return CheckResult(CheckName.RETENTION, Verdict.FAIL, figures, waiting, passes_at)
 
 
 def _after_deletion(
@@ -176,13 +181,10 @@ def _after_deletion(
             f"#{deleted.id}), so whatever of it was archived is older than that"
         ),
     }
-    if now >= passes_at:
-        return CheckResult(CheckName.RETENTION, Verdict.PASS, figures)
-    return CheckResult(
-        CheckName.RETENTION,
-        Verdict.FAIL,
+    return _passes_at(
         figures,
+        passes_at,
+        now,
         f"{figures['note']}; its copies may still sit in queues and DLQs for max(queue, dlq) = "
         f"{format_duration(wait)} after that: wait until {iso(passes_at)}",
-        passes_at,
     )

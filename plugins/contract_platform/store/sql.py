@@ -360,13 +360,8 @@ class Database:
     def transaction(self, action: str, *, write: bool = False) -> Iterator[Transaction]:
         """One transaction, committed when the block ends and rolled back when it raises; the driver's errors
         leave as ``StoreError`` (the one place they are mapped), anything else as it is."""
-        if self._closed:
-            raise StoreError(f"registry store {redact_url(self.url)}: {action} failed: the registry is closed")
         errors = self.errors
-        try:
-            connection = self._take()
-        except errors as exc:
-            raise store_error(self.url, action, exc) from exc
+        connection = self._open_for(action)
         done = False
         try:
             if self.dialect == "sqlite":
@@ -389,13 +384,8 @@ class Database:
         (a copy of the file) is paid only when that much is free. PostgreSQL, or an in-memory SQLite: 0."""
         if self.dialect != "sqlite" or self._sqlite_path == ":memory:":
             return 0
-        if self._closed:
-            raise StoreError(f"registry store {redact_url(self.url)}: {action} failed: the registry is closed")
         errors = self.errors
-        try:
-            connection = self._take()
-        except errors as exc:
-            raise store_error(self.url, action, exc) from exc
+        connection = self._open_for(action)
         try:
             pages, free = (
                 connection.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "freelist_count")
@@ -418,6 +408,16 @@ class Database:
             idle, self._idle = self._idle, []
         for connection in idle:
             _close_quietly(connection)
+
+    def _open_for(self, action: str) -> Any:
+        """A connection for ``action``: the registry closed, or the driver failing to connect, is a ``StoreError``
+        naming the store and the action."""
+        if self._closed:
+            raise StoreError(f"registry store {redact_url(self.url)}: {action} failed: the registry is closed")
+        try:
+            return self._take()
+        except self.errors as exc:
+            raise store_error(self.url, action, exc) from exc
 
     def _take(self) -> Any:
         while True:
