@@ -24,6 +24,28 @@ from contract_platform.store import SqlRegistry
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(300)]
 
 
+def quiet_version(
+    connection: Any, prefix: str, management: ManagementClient, catalog_dir: Path, tmp_path: Path, recording: datetime
+) -> tuple[Any, str, str]:
+    """v1's family provisioned under ``prefix``, a registry whose quiet history the fixture ``recording`` covers
+    (its file is the one that fixture records into), and a one-record archive whose last message is 30 days old:
+    an audit with nothing in the way. Returns v1, the registry URL and that message's ``receivedAt``."""
+    catalog = load_catalog(prefixed_catalog(tmp_path / "contracts", prefix, catalog_dir))
+    v1 = catalog.contracts[V1]
+    provision_family(connection, catalog)
+    registry_url = f"sqlite:///{tmp_path / 'registry.db'}"
+    with SqlRegistry.open(registry_url) as store:
+        seed_quiet_history(store, v1, datetime.now(UTC), coverage_until=recording)
+    day = tmp_path / "archive" / v1.transport.exchange / "date=2026-07-01"
+    day.mkdir(parents=True)
+    last = (datetime.now(UTC) - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    day.joinpath("a.jsonl").write_text(
+        json.dumps({"receivedAt": last, "properties": {"type": V1}, "body": "{}"}) + "\n"
+    )
+    wait_for_stats(management, [q.name for q in plan_topology(v1).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ)])
+    return v1, registry_url, last
+
+
 def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
     spark: Any,  # the shared session: build_session reuses it instead of starting another
     connection: Any,
@@ -34,19 +56,7 @@ def test_audit_verb_runs_the_collectors_with_spark_and_exits_by_verdict(
     capsys: pytest.CaptureFixture[str],
     recording: datetime,
 ) -> None:
-    catalog = load_catalog(prefixed_catalog(tmp_path / "contracts", prefix, catalog_dir))
-    v1 = catalog.contracts[V1]
-    provision_family(connection, catalog)
-    registry_url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with SqlRegistry.open(registry_url) as store:  # the file the fixture ``recording`` records into
-        seed_quiet_history(store, v1, datetime.now(UTC), coverage_until=recording)
-    day = tmp_path / "archive" / v1.transport.exchange / "date=2026-07-01"
-    day.mkdir(parents=True)
-    last = (datetime.now(UTC) - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    day.joinpath("a.jsonl").write_text(
-        json.dumps({"receivedAt": last, "properties": {"type": V1}, "body": "{}"}) + "\n"
-    )
-    wait_for_stats(management, [q.name for q in plan_topology(v1).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ)])
+    v1, registry_url, last = quiet_version(connection, prefix, management, catalog_dir, tmp_path, recording)
     argv = [
         "audit",
         V1,
@@ -91,19 +101,7 @@ def test_an_audit_whose_archive_scan_outlasts_the_brokers_heartbeat_keeps_its_co
 ) -> None:
     """A fresh process starts Spark for the scan (seconds) while it holds the connection the audit then uses: with a
     heartbeat of one second the broker drops a connection left silent that long, unless its beats go on."""
-    catalog = load_catalog(prefixed_catalog(tmp_path / "contracts", prefix, catalog_dir))
-    v1 = catalog.contracts[V1]
-    provision_family(connection, catalog)
-    registry_url = f"sqlite:///{tmp_path / 'registry.db'}"
-    with SqlRegistry.open(registry_url) as store:
-        seed_quiet_history(store, v1, datetime.now(UTC), coverage_until=recording)
-    day = tmp_path / "archive" / v1.transport.exchange / "date=2026-07-01"
-    day.mkdir(parents=True)
-    last = (datetime.now(UTC) - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    day.joinpath("a.jsonl").write_text(
-        json.dumps({"receivedAt": last, "properties": {"type": V1}, "body": "{}"}) + "\n"
-    )
-    wait_for_stats(management, [q.name for q in plan_topology(v1).queues_of(Role.CONSUMER, Role.RETRY, Role.DLQ)])
+    v1, registry_url, last = quiet_version(connection, prefix, management, catalog_dir, tmp_path, recording)
     environment = user_environment(
         "/", CONTRACT_RABBITMQ_URL=f"{rabbitmq_url}?heartbeat=1", CONTRACT_PLATFORM_HOME=str(tmp_path / "home")
     )
