@@ -134,6 +134,7 @@ class PrivateNode:
             self._process = subprocess.Popen(
                 [str(self.scripts / "rabbitmq-server")],
                 env=self._environment(),
+                cwd=folder,  # a crashing node writes its MnesiaCore dump in its working folder, not the checkout
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
