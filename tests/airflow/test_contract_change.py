@@ -81,9 +81,14 @@ def test_a_catalogue_that_does_not_load_fails_without_retry(dagbag, platform_env
 
 
 def test_a_manual_step_through_the_trigger_form_is_guarded(dagbag, platform_env, rabbitmq_url):
+    from contract_platform.catalog import load_catalog
+    from contract_platform.catalog.model import Status
     from contract_platform.store import SqlRegistry
 
-    assert run(dagbag).state == "success"
+    with SqlRegistry.open(platform_env["registry_url"]) as registry:  # as a first run leaves it: experimental
+        version = load_catalog(platform_env["catalog"]).contracts[INV1].version
+        state = registry.register(INV1, version, actor="dag:contract_change")
+        registry.apply_transition(INV1, expected=state, to=Status.EXPERIMENTAL, actor="dag:contract_change", reason="")
     refused = run(dagbag, contract=INV1, target_status="active", reason="try to skip quality")
     assert refused.state == "failed"
     assert task_states(refused)["reconcile_lifecycle"] == "failed"
