@@ -100,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
 def _last_seen(run: JobRun) -> int:
     args = run.args
     Path(args.out).unlink(missing_ok=True)  # a failed or empty run must not leave yesterday's answer behind
-    document = scan_archive(run.spark, run.reads(args.archive))
+    archive = run.reads(args.archive)  # before the session starts: a small input gets the quick start
+    document = scan_archive(run.spark, archive)
     if document is None:
         print(f"archive root {args.archive} does not exist: nothing scanned, no {args.out} written", file=sys.stderr)
         return 0

@@ -246,9 +246,10 @@ def _parser() -> argparse.ArgumentParser:
 def _quality(run: JobRun) -> int:
     args = run.args
     assert run.catalog is not None and run.catalog_dir is not None  # the parser has --catalog
+    archive = run.reads(args.archive)  # before the session starts: a small input gets the quick start
     report = run_quality(
         run.spark,
-        run.reads(args.archive),
+        archive,
         run.catalog_dir,
         gx_root=args.gx_root,
         since=args.since,
