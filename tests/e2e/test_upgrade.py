@@ -74,7 +74,7 @@ from contract_platform.amqp import open_connection
 from contract_platform.amqp.connection import close_quietly
 from contract_platform.store import LATEST_VERSION, SqlRegistry
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]  # three more Spark runs than before: 420 s then
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # three more Spark runs than before: 420 s then
 
 PREVIOUS = "8910376"  # release 0.1.0 (CHANGELOG.md)
 PREVIOUS_SCHEMA = 3
