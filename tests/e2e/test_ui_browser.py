@@ -30,6 +30,7 @@ import httpx
 import pytest
 from tests.support.offline_browser import CHROMIUM_MISSING, chromium, chromium_installed, offline_chromium
 from tests.support.ports import Holder, free_port, port_holder
+from tests.support.quality import quality_report
 from tests.support.ui_seed import MISMATCHED, EstateContract, seed_estate, seed_registry, write_estate_catalog
 from tests.support.waiting import wait_until
 
@@ -364,7 +365,6 @@ def test_the_quality_results_open_from_disk_without_a_network(tmp_path: Path) ->
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
 
-    from contract_platform.quality.report import ExpectationResult, QualityReport, TypeQuality
     from contract_platform.quality.results_page import write_results_page
     from contract_platform.quality.runner import DATA_DOCS_INDEX, results_page_path
 
@@ -373,26 +373,7 @@ def test_the_quality_results_open_from_disk_without_a_network(tmp_path: Path) ->
     _data_docs_site(gx_root)
     index = gx_root / DATA_DOCS_INDEX
     assert "cdn.jsdelivr.net" in index.read_text(encoding="utf-8")  # GX's own site: scripts from CDNs
-    quality = TypeQuality(
-        "order.order-created.v1",
-        "1.2.0",
-        500,
-        (
-            ExpectationResult("message-id-unique", "expect_column_values_to_be_unique", 1.0, True, 500, 0, 1.0),
-            ExpectationResult(
-                "published-after-occurred",
-                "expect_column_pair_values_a_to_be_greater_than_b",
-                0.999,
-                False,
-                500,
-                12,
-                0.976,
-                samples=("m-17", "m-42"),
-            ),
-        ),
-        suite="envelope_quality.order.order-created.v1",
-    )
-    report = QualityReport(types=(quality,), data_docs=str(index), gx_root=str(gx_root))
+    report = quality_report(str(index), str(gx_root), samples=("m-17", "<script>window.ran = 1</script>"))
     page = write_results_page(report, index.parent)
     assert page == results_page_path(gx_root)  # the path the main job prints as "quality:"
 
@@ -408,9 +389,15 @@ def test_the_quality_results_open_from_disk_without_a_network(tmp_path: Path) ->
                 row.get_attribute("data-expectation"): row.find_element(By.CSS_SELECTOR, ".verdict").text
                 for row in driver.find_elements(By.CSS_SELECTOR, "tr.expectation")
             }
-            assert outcomes == {"message-id-unique": "met", "published-after-occurred": "missed"}
+            assert outcomes == {
+                "message-id-unique": "met",
+                "published-after-occurred": "missed",
+                "producer-is-owner-service": "could not be evaluated",
+            }
             assert driver.find_element(By.ID, "overall").text == "fail"
-            assert "m-17, m-42" in driver.find_element(By.CSS_SELECTOR, "tr.missed").text
+            missed = driver.find_element(By.CSS_SELECTOR, "tr.missed").text
+            assert "m-17, <script>window.ran = 1</script>" in missed  # a sample is shown as text, never run
+            assert driver.execute_script("return window.ran === undefined")
             styled = driver.execute_script(
                 "return getComputedStyle(document.querySelector('tr.missed td')).backgroundColor"
             )

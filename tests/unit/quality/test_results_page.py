@@ -5,42 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from contract_platform.quality.report import ExpectationResult, QualityReport, TypeQuality
+from tests.support.quality import quality_report
+
+from contract_platform.quality.report import QualityReport
 from contract_platform.quality.results_page import RESULTS_PAGE_NAME, link_from_data_docs, write_results_page
 
 
 def _report(data_docs: str | None = None) -> QualityReport:
-    quality = TypeQuality(
-        message_type="order.order-created.v1",
-        contract_version="1.2.0",
-        rows=500,
-        results=(
-            ExpectationResult("message-id-unique", "expect_column_values_to_be_unique", 1.0, True, 500, 0, 1.0),
-            ExpectationResult(
-                "published-after-occurred",
-                "expect_column_pair_values_a_to_be_greater_than_b",
-                0.999,
-                False,
-                500,
-                12,
-                0.976,
-                samples=("m-1", "<script>alert(1)</script>"),
-            ),
-            ExpectationResult(
-                "producer-is-owner-service",
-                "expect_column_values_to_be_in_set",
-                1.0,
-                False,
-                0,
-                0,
-                None,
-                error="column producer missing",
-            ),
-        ),
-        skipped={"tenant-id-present": "the contract does not require tenancy"},
-        suite="envelope_quality.order.order-created.v1",
-    )
-    return QualityReport(types=(quality,), data_docs=data_docs, gx_root="/gx", unassigned={"(none)": 3})
+    return quality_report(data_docs, "/gx", samples=("m-1", "<script>alert(1)</script>"))
 
 
 def _outcomes(page: str) -> dict[str, str]:
