@@ -194,6 +194,10 @@ def build_session(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     active = SparkSession.getActiveSession()
+    if active is None and SparkContext._active_spark_context is not None:
+        # getActiveSession is per thread: a job run on another thread of this process (the audit's archive scan,
+        # which runs beside the broker connection's heartbeats) gets the process's session, and must not stop it
+        active = SparkSession.builder.getOrCreate()
     if active is not None:
         return active, False
     # Under spark-submit the JVM is already there and holds --master and every --conf; a SparkConf made
